@@ -1,0 +1,13 @@
+// Package cluster loads and validates the cluster file and holds the cluster
+// view every node answers Metadata from: brokers (coordinator + leaders),
+// deterministic partition leaders and topic ids, auto-created topics, and the
+// finalized transaction.version rule.
+//
+// Every node computes the same view from the same file with no coordination:
+// partition p of topic t is led by leaders[(fnv32a(t)+p) mod len(leaders)],
+// and a topic's id derives from cluster_id and its name.
+//
+// It must not know about transactions beyond the transaction.version feature.
+// Main types: File (the YAML file), View (the live view), and the shared
+// Metadata handler (MetadataHandler).
+package cluster

@@ -1,0 +1,171 @@
+package cluster
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/txncoord/txncoord/negotiation"
+)
+
+// Node is one Kafka listener of the cluster.
+type Node struct {
+	NodeID       int32  `yaml:"node_id" json:"node_id"`
+	Addr         string `yaml:"addr" json:"addr"`
+	KafkaVersion string `yaml:"kafka_version" json:"kafka_version"`
+}
+
+// File is the cluster file (architecture.md "Cluster file").
+type File struct {
+	ClusterID         string           `yaml:"cluster_id"`
+	Coordinator       *Node            `yaml:"coordinator"`
+	Leaders           []Node           `yaml:"leaders"`
+	DefaultPartitions int32            `yaml:"default_partitions"`
+	Topics            map[string]int32 `yaml:"topics,omitempty"`
+}
+
+// DefaultClusterID is used when the file names none.
+const DefaultClusterID = "txncoord-local"
+
+// Load reads and validates a cluster file.
+func Load(path string) (*File, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cluster file: %w", err)
+	}
+	f, err := Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("cluster file %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// Parse decodes and validates a cluster file. Unknown fields are errors, so
+// a typo does not silently fall back to a default.
+func Parse(raw []byte) (*File, error) {
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	if f.ClusterID == "" {
+		f.ClusterID = DefaultClusterID
+	}
+	if f.DefaultPartitions == 0 {
+		f.DefaultPartitions = 3
+	}
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// Validate returns one error per problem, joined.
+func (f *File) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if f.Coordinator == nil {
+		add("missing coordinator")
+	}
+	if len(f.Leaders) == 0 {
+		add("no leaders: at least one leader is needed")
+	}
+	if f.DefaultPartitions < 1 {
+		add("default_partitions must be at least 1, got %d", f.DefaultPartitions)
+	}
+	ids := map[int32]bool{}
+	addrs := map[string]bool{}
+	check := func(what string, n Node) {
+		if n.NodeID < 0 {
+			add("%s: node_id must not be negative, got %d", what, n.NodeID)
+		}
+		if ids[n.NodeID] {
+			add("%s: duplicate node_id %d", what, n.NodeID)
+		}
+		ids[n.NodeID] = true
+		if _, port, err := net.SplitHostPort(n.Addr); err != nil || port == "" || port == "0" {
+			add("%s: addr %q is not host:port", what, n.Addr)
+		} else if addrs[n.Addr] {
+			add("%s: duplicate addr %s", what, n.Addr)
+		}
+		addrs[n.Addr] = true
+		if _, err := negotiation.Profile(n.KafkaVersion); err != nil {
+			add("%s: %v", what, err)
+		}
+	}
+	if f.Coordinator != nil {
+		check("coordinator", *f.Coordinator)
+	}
+	for i, l := range f.Leaders {
+		check(fmt.Sprintf("leaders[%d]", i), l)
+	}
+	names := make([]string, 0, len(f.Topics))
+	for name := range f.Topics {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := ValidTopicName(name); err != nil {
+			add("topics: %v", err)
+		}
+		if n := f.Topics[name]; n < 1 {
+			add("topics: %s: partition count must be at least 1, got %d", name, n)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ValidTopicName applies Kafka's topic name rules.
+func ValidTopicName(name string) error {
+	if name == "" || name == "." || name == ".." || len(name) > 249 {
+		return fmt.Errorf("invalid topic name %q", name)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("invalid topic name %q: character %q", name, c)
+		}
+	}
+	return nil
+}
+
+// Leader returns the leader with node id id.
+func (f *File) Leader(id int32) (Node, bool) {
+	for _, l := range f.Leaders {
+		if l.NodeID == id {
+			return l, true
+		}
+	}
+	return Node{}, false
+}
+
+// Write stores the file atomically (temp file, fsync, rename).
+func (f *File) Write(path string) error {
+	raw, err := yaml.Marshal(f)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".cluster-*.yaml")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(raw); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

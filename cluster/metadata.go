@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+// Metadata (key 3), v4–v13, served identically by every node.
+//
+// Behavior:
+//   - brokers are the coordinator and the leaders; ControllerID is the
+//     coordinator (KafkaJS sends idempotent InitProducerId there);
+//   - a null topic list means all topics; a listed unknown topic is created
+//     with default_partitions when AllowAutoTopicCreation is set, else
+//     UNKNOWN_TOPIC_OR_PARTITION; an invalid name gets INVALID_TOPIC_EXCEPTION;
+//   - every partition has one replica, its leader, at leader epoch 0.
+//
+// Version notes: v10+ topics carry ids and may be requested by id; v13 adds
+// a top-level error code (always 0 here).
+const (
+	MetadataMinVersion = 4
+	MetadataMaxVersion = 13
+)
+
+// RegisterMetadata registers the Metadata handler of this view.
+func (v *View) RegisterMetadata(reg *wire.Registry) {
+	reg.Register(3, MetadataMinVersion, MetadataMaxVersion, func(_ context.Context, r *wire.Request) wire.Reply {
+		return wire.Now(v.Metadata(r.Body.(*kmsg.MetadataRequest)))
+	})
+}
+
+// Metadata answers one Metadata request.
+func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	resp.ClusterID = kmsg.StringPtr(v.file.ClusterID)
+	resp.ControllerID = v.file.Coordinator.NodeID
+	for _, n := range v.Brokers() {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID = n.NodeID
+		b.Host, b.Port = hostPort(n.Addr)
+		resp.Brokers = append(resp.Brokers, b)
+	}
+	if req.Topics == nil {
+		for _, t := range v.Topics() {
+			resp.Topics = append(resp.Topics, v.topicMetadata(t))
+		}
+		return resp
+	}
+	for _, rt := range req.Topics {
+		var (
+			t   Topic
+			ok  bool
+			err error
+		)
+		switch {
+		case rt.Topic != nil:
+			t, ok = v.Topic(*rt.Topic)
+			if !ok && req.AllowAutoTopicCreation {
+				t, err = v.EnsureTopic(*rt.Topic)
+				ok = err == nil
+			}
+		case rt.TopicID != [16]byte{}:
+			t, ok = v.TopicByID(rt.TopicID)
+		}
+		if ok {
+			resp.Topics = append(resp.Topics, v.topicMetadata(t))
+			continue
+		}
+		mt := kmsg.NewMetadataResponseTopic()
+		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		if err != nil {
+			mt.ErrorCode = kerr.InvalidTopicException.Code
+		}
+		resp.Topics = append(resp.Topics, mt)
+	}
+	return resp
+}
+
+func (v *View) topicMetadata(t Topic) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic = kmsg.StringPtr(t.Name)
+	mt.TopicID = t.ID
+	for p := int32(0); p < t.Partitions; p++ {
+		leader, _ := v.LeaderOf(t.Name, p)
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p
+		mp.Leader = leader.NodeID
+		mp.Replicas = []int32{leader.NodeID}
+		mp.ISR = []int32{leader.NodeID}
+		mp.OfflineReplicas = []int32{}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

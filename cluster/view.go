@@ -1,0 +1,189 @@
+package cluster
+
+import (
+	"crypto/sha256"
+	"hash/fnv"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// Topic is one topic of the view.
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Partitions int32
+}
+
+// View is the cluster as every node presents it in Metadata. It is safe for
+// concurrent use; only the set of auto-created topics changes after start.
+type View struct {
+	file *File
+
+	mu     sync.RWMutex
+	topics map[string]Topic
+	byID   map[[16]byte]string
+}
+
+// NewView builds the view of a validated file.
+func NewView(f *File) *View {
+	v := &View{file: f, topics: map[string]Topic{}, byID: map[[16]byte]string{}}
+	for name, n := range f.Topics {
+		v.addLocked(name, n)
+	}
+	return v
+}
+
+// File returns the cluster file the view was built from.
+func (v *View) File() *File { return v.file }
+
+// ClusterID is the cluster's id.
+func (v *View) ClusterID() string { return v.file.ClusterID }
+
+// Coordinator is the coordinator node.
+func (v *View) Coordinator() Node { return *v.file.Coordinator }
+
+// Leaders are the leader nodes in file order.
+func (v *View) Leaders() []Node { return v.file.Leaders }
+
+// Brokers are all nodes: the coordinator, then the leaders.
+func (v *View) Brokers() []Node { return append([]Node{*v.file.Coordinator}, v.file.Leaders...) }
+
+// Node returns the node with id.
+func (v *View) Node(id int32) (Node, bool) {
+	for _, n := range v.Brokers() {
+		if n.NodeID == id {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// TopicID derives a topic's id from the cluster id and the topic name, so
+// every node computes the same id. It is never the zero (null) UUID.
+func TopicID(clusterID, topic string) [16]byte {
+	sum := sha256.Sum256([]byte(clusterID + "\x00" + topic))
+	var id [16]byte
+	copy(id[:], sum[:16])
+	if id == [16]byte{} {
+		id[15] = 1
+	}
+	return id
+}
+
+func (v *View) addLocked(name string, partitions int32) Topic {
+	t := Topic{Name: name, ID: TopicID(v.file.ClusterID, name), Partitions: partitions}
+	v.topics[name] = t
+	v.byID[t.ID] = name
+	return t
+}
+
+// Topic returns a known topic.
+func (v *View) Topic(name string) (Topic, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	t, ok := v.topics[name]
+	return t, ok
+}
+
+// TopicByID returns a known topic by id.
+func (v *View) TopicByID(id [16]byte) (Topic, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	name, ok := v.byID[id]
+	if !ok {
+		return Topic{}, false
+	}
+	return v.topics[name], true
+}
+
+// EnsureTopic returns the topic, auto-creating it with default_partitions
+// when it does not exist. Every node creates the same topic for the same
+// name, so auto-creation needs no coordination. Invalid names are refused.
+func (v *View) EnsureTopic(name string) (Topic, error) {
+	if t, ok := v.Topic(name); ok {
+		return t, nil
+	}
+	if err := ValidTopicName(name); err != nil {
+		return Topic{}, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if t, ok := v.topics[name]; ok {
+		return t, nil
+	}
+	return v.addLocked(name, v.file.DefaultPartitions), nil
+}
+
+// Topics returns every known topic, sorted by name.
+func (v *View) Topics() []Topic {
+	v.mu.RLock()
+	out := make([]Topic, 0, len(v.topics))
+	for _, t := range v.topics {
+		out = append(out, t)
+	}
+	v.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// LeaderIndex is the index into Leaders of partition p of topic t:
+// (fnv32a(t) + p) mod len(leaders).
+func LeaderIndex(topic string, partition int32, leaders int) int {
+	h := fnv.New32a()
+	h.Write([]byte(topic))
+	return int((uint64(h.Sum32()) + uint64(uint32(partition))) % uint64(leaders))
+}
+
+// LeaderOf returns the leader of a partition of a known topic.
+func (v *View) LeaderOf(topic string, partition int32) (Node, bool) {
+	t, ok := v.Topic(topic)
+	if !ok || partition < 0 || partition >= t.Partitions {
+		return Node{}, false
+	}
+	return v.file.Leaders[LeaderIndex(topic, partition, len(v.file.Leaders))], true
+}
+
+// TransactionVersion is the finalized transaction.version: 2 when every
+// leader supports Produce v12+ (Kafka 4.0+) and the coordinator EndTxn v5;
+// otherwise 0. kgo switches to TV2 on this feature alone, without checking
+// each leader's Produce range, so advertising 2 with an older leader would
+// break every transaction touching it (clients.md §1).
+func (v *View) TransactionVersion() int16 {
+	if negotiation.MaxVersion(v.file.Coordinator.KafkaVersion, 26) < 5 {
+		return 0
+	}
+	for _, l := range v.file.Leaders {
+		if negotiation.MaxVersion(l.KafkaVersion, 0) < 12 {
+			return 0
+		}
+	}
+	return 2
+}
+
+// Features returns the ApiVersions features of a node running kafkaVersion:
+// transaction.version 0–2 is supported from Kafka 4.0 (Produce v12); the
+// finalized level is the cluster's.
+func (v *View) Features(kafkaVersion string) wire.Features {
+	var f wire.Features
+	if negotiation.MaxVersion(kafkaVersion, 0) >= 12 {
+		f.Supported = append(f.Supported, wire.SupportedFeature{Name: "transaction.version", Min: 0, Max: 2})
+	}
+	f.Finalized = append(f.Finalized, wire.FinalizedFeature{Name: "transaction.version", Level: v.TransactionVersion()})
+	f.FinalizedEpoch = 1
+	return f
+}
+
+// hostPort splits a node address for Metadata.
+func hostPort(addr string) (string, int32) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 0
+	}
+	p, _ := strconv.Atoi(port)
+	return host, int32(p)
+}

@@ -1,0 +1,45 @@
+package markersender
+
+import "github.com/txncoord/txncoord/cluster"
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+// Txn is one transaction's markers, handed over by the coordinator after its
+// Prepare record is durable. Every partition gets a marker with the same
+// fields.
+type Txn struct {
+	TransactionalID string
+	ProducerID      int64
+	// ProducerEpoch is the marker epoch: the epoch after Prepare (e+1 for
+	// TV2, e for TV0/TV1).
+	ProducerEpoch    int16
+	Commit           bool
+	CoordinatorEpoch int32
+	// TransactionVersion is the transaction's stored client TV (or the
+	// cluster's for coordinator-initiated aborts); sent only at
+	// WriteTxnMarkers v2.
+	TransactionVersion int8
+	Partitions         []TopicPartition
+}
+
+// Completer receives the outcome of a transaction's markers. The coordinator
+// implements it; this package must not import the coordinator.
+type Completer interface {
+	// MarkersWritten reports that every partition acknowledged its marker
+	// (or was found to have applied it already): the coordinator may now
+	// write Complete*.
+	MarkersWritten(txn Txn)
+	// MarkersStuck reports that a partition's marker cannot be applied;
+	// the transaction stays in Prepare* until an operator acts. It is
+	// called once per stuck transaction.
+	MarkersStuck(txn Txn, tp TopicPartition, reason string)
+}
+
+// Router finds the leader of a partition; *cluster.View implements it.
+type Router interface {
+	LeaderOf(topic string, partition int32) (cluster.Node, bool)
+}

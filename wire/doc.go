@@ -1,0 +1,19 @@
+// Package wire is the Kafka protocol server every txncoord node runs, and the
+// small client the nodes use to talk to each other.
+//
+// It owns: the TCP listener, 4-byte length-prefixed framing with a size limit
+// checked before any allocation, request headers v0–v2, decoding bodies with
+// franz-go kmsg, encoding responses with the right header (flexible responses
+// use header v1, except ApiVersions which always uses v0), dispatch by API key
+// to registered handlers, version checks against the node's version profile,
+// the KIP-511 ApiVersions answer, in-order responses on each connection, and
+// graceful shutdown.
+//
+// It must not know about transactions: it does not import coordinator,
+// leaderstub, txnlog or markersender. Handlers and the version profile are its
+// inputs.
+//
+// Main types: Registry (handlers by API key with their version range), Server
+// (listener and connections), Handler and Reply (how a handler answers, now or
+// after some durable write), and Client (one connection to another node).
+package wire

@@ -1,0 +1,126 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DefaultMaxFrameBytes is Kafka's socket.request.max.bytes default (100 MiB).
+const DefaultMaxFrameBytes = 100 << 20
+
+// minRequestFrame is the smallest valid request frame: api key, api version
+// and correlation id.
+const minRequestFrame = 8
+
+var (
+	errFrameTooLarge = errors.New("frame larger than the limit")
+	errFrameTooSmall = errors.New("frame too small for a request header")
+	errMalformed     = errors.New("malformed request")
+)
+
+// header is a decoded request header (v0–v2).
+type header struct {
+	key           int16
+	version       int16
+	correlationID int32
+	clientID      *string
+}
+
+// checkFrameSize validates a frame's length prefix before anything of that
+// size is allocated.
+func checkFrameSize(size int32, limit int32) error {
+	switch {
+	case size < minRequestFrame:
+		return fmt.Errorf("%w: %d bytes", errFrameTooSmall, size)
+	case size > limit:
+		return fmt.Errorf("%w: %d bytes, limit %d", errFrameTooLarge, size, limit)
+	}
+	return nil
+}
+
+// parseHeader reads the request header from a frame (without the length
+// prefix) and returns the body that follows it. Whether the header carries
+// tagged fields (header v2) depends on whether the request is flexible at
+// that version; for a version kmsg does not know, the flexibility of its
+// newest version is used, as Kafka does for the KIP-511 ApiVersions answer.
+func parseHeader(frame []byte) (header, []byte, error) {
+	if len(frame) < minRequestFrame {
+		return header{}, nil, fmt.Errorf("%w: %d bytes", errFrameTooSmall, len(frame))
+	}
+	h := header{
+		key:           int16(binary.BigEndian.Uint16(frame[0:])),
+		version:       int16(binary.BigEndian.Uint16(frame[2:])),
+		correlationID: int32(binary.BigEndian.Uint32(frame[4:])),
+	}
+	r := kbin.Reader{Src: frame[8:]}
+	h.clientID = r.NullableString()
+	if req := kmsg.RequestForKey(h.key); req != nil {
+		v := h.version
+		if v > req.MaxVersion() || v < 0 {
+			v = req.MaxVersion()
+		}
+		req.SetVersion(v)
+		if req.IsFlexible() {
+			kmsg.SkipTags(&r)
+		}
+	}
+	if err := r.Complete(); err != nil {
+		return h, nil, fmt.Errorf("%w: header: %v", errMalformed, err)
+	}
+	return h, r.Src, nil
+}
+
+// decodeBody decodes a request body at the header's version.
+func decodeBody(h header, body []byte) (kmsg.Request, error) {
+	req := kmsg.RequestForKey(h.key)
+	if req == nil {
+		return nil, fmt.Errorf("%w: unknown api key %d", errMalformed, h.key)
+	}
+	req.SetVersion(h.version)
+	if err := req.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("%w: body: %v", errMalformed, err)
+	}
+	return req, nil
+}
+
+// appendResponse appends a length-prefixed response frame. Flexible responses
+// use response header v1 (a tagged-field section after the correlation id),
+// except ApiVersions, whose response header is always v0 so that a client can
+// read it before it knows what the server supports.
+func appendResponse(dst []byte, correlationID int32, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	if resp.IsFlexible() && resp.Key() != 18 {
+		dst = append(dst, 0)
+	}
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// parseResponse decodes a response frame (without the length prefix) into
+// resp, whose version must already be set.
+func parseResponse(frame []byte, resp kmsg.Response) (correlationID int32, err error) {
+	if len(frame) < 4 {
+		return 0, fmt.Errorf("%w: response of %d bytes", errMalformed, len(frame))
+	}
+	correlationID = int32(binary.BigEndian.Uint32(frame))
+	body := frame[4:]
+	if resp.IsFlexible() && resp.Key() != 18 {
+		r := kbin.Reader{Src: body}
+		kmsg.SkipTags(&r)
+		if err := r.Complete(); err != nil {
+			return correlationID, fmt.Errorf("%w: response header: %v", errMalformed, err)
+		}
+		body = r.Src
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		return correlationID, fmt.Errorf("%w: response body: %v", errMalformed, err)
+	}
+	return correlationID, nil
+}

@@ -1,0 +1,89 @@
+package wire
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request is one decoded request as a handler sees it.
+type Request struct {
+	Body          kmsg.Request
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      *string
+	Remote        net.Addr
+	ConnID        uint64
+	// Principal is the authenticated principal of the connection ("" when
+	// security is off).
+	Principal string
+	Log       zerolog.Logger
+}
+
+// Reply produces a handler's response. The server calls it from the
+// connection's writer goroutine, in request order, so a Reply may block until
+// a durable write completes without holding up the decoding and handling of
+// the next request on the same connection. Returning an error closes the
+// connection (after logging the error).
+type Reply func() (kmsg.Response, error)
+
+// Now is a Reply with a response that is already complete.
+func Now(resp kmsg.Response) Reply { return func() (kmsg.Response, error) { return resp, nil } }
+
+// Fail is a Reply that closes the connection with err logged.
+func Fail(err error) Reply { return func() (kmsg.Response, error) { return nil, err } }
+
+// Handler handles one request. Handlers run one at a time per connection, in
+// request order, so state changes of pipelined requests on one connection are
+// applied in the order they were sent (as Kafka does). A handler that must
+// wait (for an fsync, a long-poll fetch, another node) returns a Reply that
+// waits, instead of waiting itself.
+type Handler func(ctx context.Context, req *Request) Reply
+
+type registration struct {
+	min, max int16
+	handle   Handler
+}
+
+// Registry maps API keys to handlers and the version range they implement.
+// The range a node advertises is this range clamped by the node's profile.
+type Registry struct {
+	handlers map[int16]registration
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{handlers: make(map[int16]registration)} }
+
+// Register adds the handler of one API key. Registering a key twice, or a
+// range that kmsg cannot encode, is a programming error and panics at start.
+func (r *Registry) Register(key, minVersion, maxVersion int16, h Handler) {
+	if _, dup := r.handlers[key]; dup {
+		panic(fmt.Sprintf("wire: API key %d (%s) registered twice", key, kmsg.NameForKey(key)))
+	}
+	req := kmsg.RequestForKey(key)
+	if req == nil || minVersion < 0 || maxVersion < minVersion || maxVersion > req.MaxVersion() {
+		panic(fmt.Sprintf("wire: bad registration for key %d: v%d-v%d", key, minVersion, maxVersion))
+	}
+	r.handlers[key] = registration{min: minVersion, max: maxVersion, handle: h}
+}
+
+// Keys returns the registered keys in ascending order.
+func (r *Registry) Keys() []int16 {
+	keys := make([]int16, 0, len(r.handlers))
+	for k := range r.handlers {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
+}
+
+// Range returns the registered version range of key.
+func (r *Registry) Range(key int16) (minVersion, maxVersion int16, ok bool) {
+	reg, ok := r.handlers[key]
+	return reg.min, reg.max, ok
+}
