@@ -1,0 +1,130 @@
+package markersender
+
+// WriteTxnMarkers (key 27), sent to partition leaders, v1–v2 (v0 to a leader
+// that advertises only v0).
+//
+// Behavior:
+//   - one request per leader carries every queued marker (many producers,
+//     many partitions); one marker entry per transaction;
+//   - every marker carries the transaction's coordinator epoch and its
+//     stored client TransactionVersion;
+//   - each partition's answer goes through responseTable (below, and the
+//     package README).
+//
+// Version notes:
+//   - v2 (KIP-1228, Kafka 4.2): TransactionVersion, so a 4.2 leader applies
+//     the strict TV2 epoch rule; kmsg drops the field at v1 and the leader
+//     applies the legacy rule. The version is chosen per connection by
+//     the negotiation package, never here.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// action is what the sender does with one partition's answer.
+type action int
+
+const (
+	actDone          action = iota // delivered
+	actRetry                       // retry after capped exponential backoff with jitter, re-routing first
+	actRenegotiate                 // drop the connection, renegotiate the version, retry
+	actCheckProducer               // DescribeProducers decides: already applied, or stuck
+	actFenced                      // stuck: a newer coordinator owns the transaction
+	actUnexpected                  // logged and retried with backoff: never drop a marker
+)
+
+// responseTable is the sender's answer to each partition error code,
+// following Kafka's TransactionMarkerRequestCompletionHandler (reference
+// §4) except where Kafka drops markers silently:
+//
+//	NONE                                       → done
+//	NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION,
+//	NOT_ENOUGH_REPLICAS(_AFTER_APPEND), KAFKA_STORAGE_ERROR,
+//	REQUEST_TIMED_OUT                          → re-route and retry with backoff
+//	UNSUPPORTED_VERSION                        → renegotiate and retry
+//	INVALID_PRODUCER_EPOCH                     → DescribeProducers: the producer at or
+//	                                             past the marker epoch with no open
+//	                                             transaction means applied, else stuck
+//	                                             (Kafka drops the markers and the
+//	                                             transaction hangs until a reload)
+//	TRANSACTION_COORDINATOR_FENCED             → stuck, logged as an error
+//	anything else                              → logged, retried with backoff
+//	                                             (Kafka throws IllegalStateException)
+//
+// Disconnects and timeouts are handled per request in onSendError.
+var responseTable = map[int16]action{
+	0:                                      actDone,
+	kerr.NotLeaderForPartition.Code:        actRetry,
+	kerr.UnknownTopicOrPartition.Code:      actRetry,
+	kerr.NotEnoughReplicas.Code:            actRetry,
+	kerr.NotEnoughReplicasAfterAppend.Code: actRetry,
+	kerr.KafkaStorageError.Code:            actRetry,
+	kerr.RequestTimedOut.Code:              actRetry,
+	kerr.UnsupportedVersion.Code:           actRenegotiate,
+	kerr.InvalidProducerEpoch.Code:         actCheckProducer,
+	kerr.TransactionCoordinatorFenced.Code: actFenced,
+}
+
+func actionFor(code int16) action {
+	if a, ok := responseTable[code]; ok {
+		return a
+	}
+	return actUnexpected
+}
+
+func errorName(code int16) string {
+	if code == 0 {
+		return "NONE"
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		if ke, ok := err.(*kerr.Error); ok {
+			return ke.Message
+		}
+		return err.Error()
+	}
+	return "NONE"
+}
+
+// buildRequest makes one request of a sorted batch: one marker entry per
+// transaction, its partitions grouped by topic.
+func buildRequest(batch []queued) *kmsg.WriteTxnMarkersRequest {
+	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	var cur *txnState
+	for _, q := range batch {
+		if q.ts != cur {
+			cur = q.ts
+			t := cur.txn
+			m := kmsg.NewWriteTxnMarkersRequestMarker()
+			m.ProducerID, m.ProducerEpoch, m.Committed = t.ProducerID, t.ProducerEpoch, t.Commit
+			m.CoordinatorEpoch, m.TransactionVersion = t.CoordinatorEpoch, t.TransactionVersion
+			req.Markers = append(req.Markers, m)
+		}
+		m := &req.Markers[len(req.Markers)-1]
+		if n := len(m.Topics); n == 0 || m.Topics[n-1].Topic != q.ps.tp.Topic {
+			mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			mt.Topic = q.ps.tp.Topic
+			m.Topics = append(m.Topics, mt)
+		}
+		mt := &m.Topics[len(m.Topics)-1]
+		mt.Partitions = append(mt.Partitions, q.ps.tp.Partition)
+	}
+	return req
+}
+
+type markerKey struct {
+	pid int64
+	tp  TopicPartition
+}
+
+func responseCodes(resp *kmsg.WriteTxnMarkersResponse) map[markerKey]int16 {
+	codes := map[markerKey]int16{}
+	for _, m := range resp.Markers {
+		for _, t := range m.Topics {
+			for _, p := range t.Partitions {
+				codes[markerKey{m.ProducerID, TopicPartition{t.Topic, p.Partition}}] = p.ErrorCode
+			}
+		}
+	}
+	return codes
+}

@@ -1,0 +1,215 @@
+package markersender
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/txncoord/txncoord/negotiation"
+)
+
+// runSlot is one in-flight slot of a leader: it takes everything queued for
+// the leader (up to MaxMarkersPerRequest), sends it as one request on its
+// own connection, and handles the answer.
+func (s *Sender) runSlot(l *leaderState, conn *negotiation.LeaderConn, slot int) {
+	defer s.wg.Done()
+	if slot == 0 {
+		// Negotiate at once, so operators see every known leader's
+		// version before the first marker.
+		s.connect(l, conn)
+	}
+	probe := time.NewTimer(s.cfg.ProbeInterval)
+	defer probe.Stop()
+	for {
+		batch := s.takeBatch(l)
+		if len(batch) > 0 {
+			s.sendBatch(l, conn, batch)
+			continue
+		}
+		if !probe.Stop() {
+			select {
+			case <-probe.C:
+			default:
+			}
+		}
+		probe.Reset(s.cfg.ProbeInterval)
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-l.wake:
+		case <-probe.C:
+			// Idle and disconnected: reconnect so the status shows a
+			// restarted leader's new version without waiting for a marker.
+			if slot == 0 && !conn.Status().Connected {
+				s.connect(l, conn)
+			}
+		}
+	}
+}
+
+func (s *Sender) connect(l *leaderState, conn *negotiation.LeaderConn) {
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	if err := conn.Connect(ctx); err != nil && s.ctx.Err() == nil {
+		s.log.Debug().Int32("leader", l.node.NodeID).Err(err).Msg("leader not reachable")
+	}
+	s.m.versionInUse.WithLabelValues(leaderLabel(l.node.NodeID)).Set(float64(conn.Status().InUse))
+}
+
+// takeBatch pops the leader's sendable markers and marks them in flight.
+// Entries made stale by Forget, Enqueue (replace), stuck or re-routing are
+// dropped here.
+func (s *Sender) takeBatch(l *leaderState) []queued {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var batch []queued
+	pids := map[int64]*txnState{}
+	var keep []queued
+	i := 0
+	for ; i < len(l.queue); i++ {
+		if s.cfg.MaxMarkersPerRequest > 0 && len(batch) >= s.cfg.MaxMarkersPerRequest {
+			break
+		}
+		q := l.queue[i]
+		if !q.ps.queued || q.ps.inFlight || !q.ps.routed || q.ps.leader != l.node.NodeID ||
+			!s.currentLocked(q.ts) || q.ts.stuck != "" || q.ts.parts[q.ps.tp] != q.ps {
+			q.ps.queued = false
+			continue
+		}
+		// The response is keyed by producer id: two transactions with one
+		// pid cannot share a request.
+		if other := pids[q.ts.txn.ProducerID]; other != nil && other != q.ts {
+			keep = append(keep, q)
+			continue
+		}
+		pids[q.ts.txn.ProducerID] = q.ts
+		q.ps.queued, q.ps.inFlight = false, true
+		batch = append(batch, q)
+	}
+	switch {
+	case len(keep) > 0:
+		l.queue = append(keep, l.queue[i:]...)
+	case i == len(l.queue):
+		l.queue = nil
+	default:
+		l.queue = l.queue[i:]
+	}
+	if len(l.queue) > 0 && len(batch) > 0 {
+		wake(l) // another slot may take the rest
+	}
+	sortQueued(batch)
+	return batch
+}
+
+// sendBatch sends one WriteTxnMarkers request and applies the response
+// table to every partition in it.
+func (s *Sender) sendBatch(l *leaderState, conn *negotiation.LeaderConn, batch []queued) {
+	req := buildRequest(batch)
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
+	resp, err := conn.WriteTxnMarkers(ctx, req)
+	cancel()
+	st := conn.Status()
+	s.m.versionInUse.WithLabelValues(leaderLabel(l.node.NodeID)).Set(float64(st.InUse))
+	if err != nil {
+		s.onSendError(l, batch, err)
+		return
+	}
+	s.m.sent.WithLabelValues(leaderLabel(l.node.NodeID), fmt.Sprint(req.Version)).Add(float64(len(batch)))
+	s.m.perRequest.Observe(float64(len(batch)))
+
+	codes := responseCodes(resp)
+	var outs []outcome
+	var check []queued
+	renegotiate := false
+	at := s.newRetryAt()
+	s.mu.Lock()
+	for _, q := range batch {
+		code, ok := codes[markerKey{q.ts.txn.ProducerID, q.ps.tp}]
+		if !ok {
+			s.m.errors.WithLabelValues("MISSING_IN_RESPONSE").Inc()
+			s.retryLocked(q, "partition missing from the leader's response", at)
+			continue
+		}
+		if code != 0 {
+			s.m.errors.WithLabelValues(errorName(code)).Inc()
+		}
+		q.ps.v2Closes = 0
+		switch act := actionFor(code); act {
+		case actDone:
+			outs = s.doneLocked(q, outs)
+		case actRetry:
+			s.retryLocked(q, errorName(code), at)
+		case actRenegotiate:
+			renegotiate = true
+			s.retryLocked(q, errorName(code)+": renegotiating the version", at)
+		case actCheckProducer:
+			check = append(check, q) // stays in flight until checked
+		case actFenced:
+			outs = s.stuckLocked(q, fmt.Sprintf("leader %d answered TRANSACTION_COORDINATOR_FENCED for %s/%d: "+
+				"a newer coordinator epoch wrote to this partition (this coordinator's epoch %d); not resending",
+				l.node.NodeID, q.ps.tp.Topic, q.ps.tp.Partition, q.ts.txn.CoordinatorEpoch), outs)
+		default:
+			s.log.Warn().Str("txn_id", q.ts.txn.TransactionalID).Int32("leader", l.node.NodeID).
+				Str("topic", q.ps.tp.Topic).Int32("partition", q.ps.tp.Partition).Str("error", errorName(code)).
+				Msg("unexpected WriteTxnMarkers error; retrying")
+			s.retryLocked(q, errorName(code), at)
+		}
+	}
+	s.mu.Unlock()
+	if renegotiate {
+		conn.Reset(errors.New("leader answered UNSUPPORTED_VERSION"))
+	}
+	if len(check) > 0 {
+		outs = append(outs, s.checkProducers(l, conn, check)...)
+	}
+	s.kickRouter()
+	s.run(outs)
+}
+
+// onSendError handles a request that got no answer: the connection is
+// closed (negotiation.LeaderConn did it), so the retry reconnects and
+// renegotiates. A v2 request closed by a leader that advertises less is
+// Kafka 4.2.0's hang; after StuckAfterV2Closes of them the transaction is
+// reported stuck instead of being retried silently forever.
+func (s *Sender) onSendError(l *leaderState, batch []queued, err error) {
+	if s.ctx.Err() != nil {
+		s.mu.Lock()
+		for _, q := range batch {
+			q.ps.inFlight, q.ps.routed = false, false
+		}
+		s.mu.Unlock()
+		return
+	}
+	s.m.errors.WithLabelValues("CONNECTION").Add(float64(len(batch)))
+	var se *negotiation.SendError
+	v2Rejected := errors.As(err, &se) && se.Version >= 2 && se.AdvertisedMax >= 0 && se.AdvertisedMax < se.Version &&
+		!errors.Is(err, context.DeadlineExceeded)
+	ev := s.log.Warn().Int32("leader", l.node.NodeID).Int("markers", len(batch)).Err(err)
+	if se != nil && se.Version >= 0 {
+		ev = ev.Int16("wtm_version", se.Version)
+	}
+	ev.Msg("WriteTxnMarkers failed; will reconnect and retry")
+	var outs []outcome
+	at := s.newRetryAt()
+	s.mu.Lock()
+	for _, q := range batch {
+		if v2Rejected {
+			q.ps.v2Closes++
+			if q.ps.v2Closes >= s.cfg.StuckAfterV2Closes {
+				reason := fmt.Sprintf("leader %d closed the connection on WriteTxnMarkers v%d; it advertises max v%d; version discovery is off",
+					l.node.NodeID, se.Version, se.AdvertisedMax)
+				if s.cfg.Discovery {
+					reason = fmt.Sprintf("leader %d closed the connection on WriteTxnMarkers v%d; it advertises max v%d",
+						l.node.NodeID, se.Version, se.AdvertisedMax)
+				}
+				outs = s.stuckLocked(q, reason, outs)
+				continue
+			}
+		}
+		s.retryLocked(q, err.Error(), at)
+	}
+	s.mu.Unlock()
+	s.kickRouter()
+	s.run(outs)
+}

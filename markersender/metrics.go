@@ -1,0 +1,66 @@
+package markersender
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	sent         *prometheus.CounterVec // leader, version
+	errors       *prometheus.CounterVec // error
+	stuck        prometheus.Gauge       // transactions
+	versionInUse *prometheus.GaugeVec   // leader
+	perRequest   prometheus.Histogram   // partition markers per request
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "txncoord_markers_sent_total",
+			Help: "Partition markers sent in WriteTxnMarkers requests, by leader and request version.",
+		}, []string{"leader", "version"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "txncoord_marker_errors_total",
+			Help: "Partition marker failures, by Kafka error name (CONNECTION for a failed request).",
+		}, []string{"error"}),
+		stuck: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "txncoord_marker_stuck_transactions",
+			Help: "Transactions whose markers are stuck until an operator retries or aborts them.",
+		}),
+		versionInUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "txncoord_marker_version_in_use",
+			Help: "WriteTxnMarkers version negotiated with each leader (-1 before the first negotiation).",
+		}, []string{"leader"}),
+		perRequest: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "txncoord_markers_per_request",
+			Help:    "Partition markers per WriteTxnMarkers request.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 8),
+		}),
+	}
+	if reg != nil {
+		m.sent = register(reg, m.sent)
+		m.errors = register(reg, m.errors)
+		m.stuck = register(reg, m.stuck)
+		m.versionInUse = register(reg, m.versionInUse)
+		m.perRequest = register(reg, m.perRequest)
+	}
+	return m
+}
+
+// register registers c, or reuses the collector already registered under
+// the same name (a second Sender in one process, as in tests).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+	}
+	return c
+}
+
+func leaderLabel(id int32) string { return strconv.Itoa(int(id)) }

@@ -1,0 +1,463 @@
+package markersender
+
+import (
+	"context"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/negotiation"
+)
+
+// Sender delivers transactions' markers to partition leaders. Its state is
+// in memory only: after a coordinator restart, the coordinator re-enqueues
+// every transaction in Prepare* (as Kafka does on partition load).
+//
+// Goroutines: one router (assigns partitions to leaders, after backoff) and
+// MaxInFlight senders per leader, all stopped by Close.
+type Sender struct {
+	cfg Config
+	log zerolog.Logger
+	m   *metrics
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex
+	txns map[string]*txnState
+	// waiting holds the partitions the router must (re)assign: new ones
+	// and retries. Stale entries (stuck, replaced, forgotten) are dropped
+	// by the router, so it never scans every pending transaction.
+	waiting   map[*partState]*txnState
+	leaders   map[int32]*leaderState
+	completer Completer
+	started   bool
+	closed    bool
+	routeWake chan struct{}
+}
+
+// txnState is one transaction's markers still to deliver.
+type txnState struct {
+	txn   Txn
+	parts map[TopicPartition]*partState // removed when done
+	// stuck is the reason the transaction is stuck ("" when not): no
+	// partition of it is sent until Retry.
+	stuck string
+}
+
+// partState is one partition's marker.
+type partState struct {
+	tp TopicPartition
+	// leader is the leader it was last routed to (-1: never routed).
+	leader int32
+	// routed: in leader's queue or in flight; false: waiting for the
+	// router (new, or after an error, once notBefore has passed).
+	routed    bool
+	queued    bool
+	inFlight  bool
+	notBefore time.Time
+	attempts  int
+	v2Closes  int // connection closed on a v2 request to a leader advertising < v2
+	lastErr   string
+}
+
+// leaderState is one leader: its queue and its connections (one per
+// in-flight slot).
+type leaderState struct {
+	node  cluster.Node
+	conns []*negotiation.LeaderConn
+	queue []queued
+	wake  chan struct{}
+}
+
+type queued struct {
+	ts *txnState
+	ps *partState
+}
+
+// New returns a Sender; it starts no goroutine until Start. Transactions
+// enqueued before Start are kept.
+func New(cfg Config) *Sender {
+	cfg.defaults()
+	s := &Sender{
+		cfg:       cfg,
+		log:       cfg.Log.With().Str("component", "markersender").Logger(),
+		m:         newMetrics(cfg.Metrics),
+		txns:      map[string]*txnState{},
+		waiting:   map[*partState]*txnState{},
+		leaders:   map[int32]*leaderState{},
+		routeWake: make(chan struct{}, 1),
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	for _, n := range cfg.Leaders {
+		s.leaderLocked(n)
+	}
+	return s
+}
+
+// Start begins delivery; outcomes go to c, which must be safe for
+// concurrent use and must not call back into the Sender synchronously
+// with a lock the Sender's callers hold.
+func (s *Sender) Start(c Completer) {
+	s.mu.Lock()
+	if s.started || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.started, s.completer = true, c
+	for _, l := range s.leaders {
+		s.startLeaderLocked(l)
+	}
+	var done []Txn
+	for id, ts := range s.txns {
+		if len(ts.parts) == 0 {
+			delete(s.txns, id)
+			done = append(done, ts.txn)
+		}
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go s.routeLoop()
+	for _, t := range done {
+		c.MarkersWritten(t)
+	}
+	s.kickRouter()
+}
+
+// Enqueue hands over a transaction's markers. It replaces any pending entry
+// of the same TransactionalID (a newer Prepare supersedes an older one);
+// answers to requests already in flight for the replaced entry are ignored.
+func (s *Sender) Enqueue(txn Txn) {
+	ts := &txnState{txn: txn, parts: map[TopicPartition]*partState{}}
+	for _, tp := range txn.Partitions {
+		ts.parts[tp] = &partState{tp: tp, leader: -1}
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.log.Warn().Str("txn_id", txn.TransactionalID).Msg("markers enqueued after Close: ignored")
+		return
+	}
+	if old := s.txns[txn.TransactionalID]; old != nil && old.stuck != "" {
+		s.m.stuck.Dec()
+	}
+	if len(ts.parts) == 0 && s.started {
+		delete(s.txns, txn.TransactionalID)
+		c := s.completer
+		s.mu.Unlock()
+		c.MarkersWritten(txn)
+		return
+	}
+	s.txns[txn.TransactionalID] = ts
+	for _, ps := range ts.parts {
+		s.waiting[ps] = ts
+	}
+	started := s.started
+	s.mu.Unlock()
+	if started {
+		s.kickRouter()
+	}
+}
+
+// Retry resends a transaction's markers now, whether it is stuck or
+// waiting in backoff. It reports whether the transaction is pending.
+func (s *Sender) Retry(txnID string) bool {
+	s.mu.Lock()
+	ts := s.txns[txnID]
+	if ts == nil {
+		s.mu.Unlock()
+		return false
+	}
+	if ts.stuck != "" {
+		ts.stuck = ""
+		s.m.stuck.Dec()
+	}
+	now := time.Now()
+	for _, ps := range ts.parts {
+		ps.attempts, ps.v2Closes, ps.notBefore = 0, 0, now
+		if !ps.inFlight {
+			ps.routed = false
+			s.waiting[ps] = ts
+		}
+	}
+	s.mu.Unlock()
+	s.log.Info().Str("txn_id", txnID).Msg("markers retried by operator")
+	s.kickRouter()
+	return true
+}
+
+// Forget drops a transaction's pending markers (after an operator aborted
+// it, or the coordinator lost ownership). In-flight answers are ignored.
+func (s *Sender) Forget(txnID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ts := s.txns[txnID]; ts != nil {
+		if ts.stuck != "" {
+			s.m.stuck.Dec()
+		}
+		delete(s.txns, txnID)
+	}
+}
+
+// Close stops every goroutine and closes the connections. Pending markers
+// are dropped: the coordinator resends them from its log after a restart.
+func (s *Sender) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.leaders {
+		for _, c := range l.conns {
+			c.Close()
+		}
+	}
+}
+
+// leaderLocked returns the state of node, creating it (and, once started,
+// its goroutines) on first sight.
+func (s *Sender) leaderLocked(node cluster.Node) *leaderState {
+	if l := s.leaders[node.NodeID]; l != nil {
+		return l
+	}
+	l := &leaderState{node: node, wake: make(chan struct{}, 1)}
+	for range s.cfg.MaxInFlight {
+		conn, err := negotiation.NewLeaderConn(negotiation.LeaderConfig{
+			NodeID: node.NodeID, Addr: node.Addr, KafkaVersion: node.KafkaVersion,
+			CoordinatorVersion: s.cfg.CoordinatorVersion, Discovery: s.cfg.Discovery,
+			Dial: s.cfg.Dial, Log: s.log,
+		})
+		if err != nil {
+			// An unknown coordinator version is a configuration error the
+			// CLI rejects before this; fall back to 4.2 rather than panic.
+			s.log.Error().Err(err).Msg("bad coordinator version; using 4.2")
+			s.cfg.CoordinatorVersion = "4.2"
+			conn, _ = negotiation.NewLeaderConn(negotiation.LeaderConfig{
+				NodeID: node.NodeID, Addr: node.Addr, KafkaVersion: node.KafkaVersion,
+				CoordinatorVersion: "4.2", Discovery: s.cfg.Discovery, Dial: s.cfg.Dial, Log: s.log,
+			})
+		}
+		l.conns = append(l.conns, conn)
+	}
+	s.leaders[node.NodeID] = l
+	s.m.versionInUse.WithLabelValues(leaderLabel(node.NodeID)).Set(-1)
+	if s.started {
+		s.startLeaderLocked(l)
+	}
+	return l
+}
+
+func (s *Sender) startLeaderLocked(l *leaderState) {
+	for slot, conn := range l.conns {
+		s.wg.Add(1)
+		go s.runSlot(l, conn, slot)
+	}
+}
+
+func (s *Sender) kickRouter() {
+	select {
+	case s.routeWake <- struct{}{}:
+	default:
+	}
+}
+
+func wake(l *leaderState) {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// routeLoop assigns partitions whose backoff has passed to their current
+// leader. Partitions with no known leader wait and are re-routed every
+// BackoffMax (Kafka's unknown-broker queue).
+func (s *Sender) routeLoop() {
+	defer s.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := s.route()
+		if next > 0 {
+			timer.Reset(next)
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.routeWake:
+		case <-timer.C:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// route assigns what is due and returns how long until the next partition
+// is due (0: nothing waits).
+func (s *Sender) route() time.Duration {
+	s.mu.Lock()
+	now := time.Now()
+	var next time.Duration
+	due := func(d time.Duration) {
+		if next == 0 || d < next {
+			next = d
+		}
+	}
+	woken := map[*leaderState]bool{}
+	for ps, ts := range s.waiting {
+		if ts.stuck != "" || !s.currentLocked(ts) || ts.parts[ps.tp] != ps || ps.routed || ps.inFlight {
+			delete(s.waiting, ps) // Retry puts stuck ones back
+			continue
+		}
+		if wait := ps.notBefore.Sub(now); wait > 0 {
+			due(wait)
+			continue
+		}
+		node, ok := s.cfg.Router.LeaderOf(ps.tp.Topic, ps.tp.Partition)
+		if !ok || node.Addr == "" {
+			ps.lastErr = "no known leader for the partition"
+			ps.notBefore = now.Add(s.cfg.BackoffMax)
+			due(s.cfg.BackoffMax)
+			continue
+		}
+		delete(s.waiting, ps)
+		l := s.leaderLocked(node)
+		ps.leader, ps.routed, ps.queued = node.NodeID, true, true
+		l.queue = append(l.queue, queued{ts, ps})
+		woken[l] = true
+	}
+	s.mu.Unlock()
+	for l := range woken {
+		wake(l)
+	}
+	return next
+}
+
+// backoff is the capped exponential backoff of the attempts-th retry, with
+// "equal jitter": half fixed, half random, so retries of many markers to a
+// restarted leader spread out.
+func (s *Sender) backoff(attempts int) time.Duration {
+	d := s.cfg.BackoffMin
+	for i := 1; i < attempts && d < s.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, s.cfg.BackoffMax)
+	half := d / 2
+	return half + time.Duration(rand.Int64N(int64(half)+1))
+}
+
+// currentLocked reports whether ts is still the live entry of its txn.
+func (s *Sender) currentLocked(ts *txnState) bool {
+	return s.txns[ts.txn.TransactionalID] == ts && ts.parts != nil
+}
+
+// outcome is a callback to run after the lock is released.
+type outcome func(Completer)
+
+func (s *Sender) run(outs []outcome) {
+	if len(outs) == 0 {
+		return
+	}
+	s.mu.Lock()
+	c := s.completer
+	s.mu.Unlock()
+	for _, o := range outs {
+		o(c)
+	}
+}
+
+// doneLocked marks one partition's marker as delivered; the transaction
+// completes when it was the last one.
+func (s *Sender) doneLocked(q queued, outs []outcome) []outcome {
+	q.ps.inFlight = false
+	if !s.currentLocked(q.ts) || q.ts.parts[q.ps.tp] != q.ps {
+		return outs
+	}
+	delete(q.ts.parts, q.ps.tp)
+	if len(q.ts.parts) == 0 {
+		delete(s.txns, q.ts.txn.TransactionalID)
+		txn := q.ts.txn
+		if q.ts.stuck != "" {
+			s.m.stuck.Dec()
+		}
+		return append(outs, func(c Completer) { c.MarkersWritten(txn) })
+	}
+	return outs
+}
+
+// retryLocked sends the partition back to the router after the backoff of
+// its retry. One failure backs off every partition it hit by the same
+// jittered delay (retryAt), so they are retried together in one request.
+func (s *Sender) retryLocked(q queued, reason string, at *retryAt) {
+	q.ps.inFlight, q.ps.routed = false, false
+	q.ps.attempts++
+	q.ps.lastErr = reason
+	q.ps.notBefore = at.after(q.ps.attempts)
+	s.waiting[q.ps] = q.ts
+}
+
+// retryAt memoizes one jittered backoff per attempt count for a batch.
+type retryAt struct {
+	s     *Sender
+	now   time.Time
+	delay map[int]time.Duration
+}
+
+func (s *Sender) newRetryAt() *retryAt {
+	return &retryAt{s: s, now: time.Now(), delay: map[int]time.Duration{}}
+}
+
+func (r *retryAt) after(attempts int) time.Time {
+	d, ok := r.delay[attempts]
+	if !ok {
+		d = r.s.backoff(attempts)
+		r.delay[attempts] = d
+	}
+	return r.now.Add(d)
+}
+
+// stuckLocked stops a transaction's markers until Retry, and reports it
+// once: a metric, one log line and Completer.MarkersStuck.
+func (s *Sender) stuckLocked(q queued, reason string, outs []outcome) []outcome {
+	q.ps.inFlight, q.ps.routed = false, false
+	q.ps.lastErr = reason
+	if !s.currentLocked(q.ts) || q.ts.stuck != "" {
+		return outs
+	}
+	q.ts.stuck = reason
+	s.m.stuck.Inc()
+	txn, tp := q.ts.txn, q.ps.tp
+	s.log.Error().Str("txn_id", txn.TransactionalID).Int64("pid", txn.ProducerID).Int16("epoch", txn.ProducerEpoch).
+		Int8("tv", txn.TransactionVersion).Int32("leader", q.ps.leader).Str("topic", tp.Topic).Int32("partition", tp.Partition).
+		Str("reason", reason).Msg("transaction markers stuck: operator action needed (retry or abort)")
+	return append(outs, func(c Completer) { c.MarkersStuck(txn, tp, reason) })
+}
+
+// sortQueued orders a batch by transaction and partition, so requests are
+// deterministic for a given queue.
+func sortQueued(b []queued) {
+	sort.Slice(b, func(i, j int) bool {
+		a, c := b[i], b[j]
+		if a.ts.txn.TransactionalID != c.ts.txn.TransactionalID {
+			return a.ts.txn.TransactionalID < c.ts.txn.TransactionalID
+		}
+		if a.ps.tp.Topic != c.ps.tp.Topic {
+			return a.ps.tp.Topic < c.ps.tp.Topic
+		}
+		return a.ps.tp.Partition < c.ps.tp.Partition
+	})
+}
