@@ -3,6 +3,34 @@
 // the KIP-1228 marker validation, in its own bbolt store.
 //
 // It must not import the coordinator: it talks to the coordinator over the
-// Kafka protocol (AddPartitionsToTxn v5, InitProducerId), as a real broker
-// does.
+// Kafka protocol (AddPartitionsToTxn v4/v5, InitProducerId) through
+// CoordinatorClient, as a real broker does; DialCoordinator is the network
+// implementation, tests use an in-memory twin.
+//
+// Main types: Leader (Open, Register, Close, ReceivedMarkers), Config,
+// CoordinatorClient. One handler file per API key (00_produce.go,
+// 01_fetch.go, 02_list_offsets.go, 22_init_producer_id.go,
+// 27_write_txn_markers.go, 61_describe_producers.go); producers.go holds the
+// pure validation (checkDataBatch, checkMarker = reference §2 table);
+// store.go the single-writer group commit; partition.go the in-memory
+// index, LSO and retention; batch.go record batch v2 parsing and the control
+// batch.
+//
+// Durability order: a batch or marker is validated and given its offset in
+// memory under the partition lock, queued to the single writer, and only
+// after the bbolt commit (fsync) does the high watermark move and the
+// client get its answer. Fetch reads only below the high watermark, and a
+// completed transaction keeps holding the LSO until its marker is durable.
+//
+// Where it simplifies Kafka, and why:
+//   - one replica per partition at leader epoch 0: the high watermark is
+//     the durable log end (no followers to wait for);
+//   - no fetch sessions (SessionID 0: clients send full fetches);
+//   - producer state is stored as a snapshot per write instead of being
+//     rebuilt from the log, and producers never expire;
+//   - ListOffsets by timestamp answers batch granularity (base offset of the
+//     first batch whose max timestamp qualifies; -3 the batch's last offset);
+//   - LogAppendTime topics are not supported (CreateTime kept as sent);
+//   - the 4.3-only rules (epoch 32767 while a txn is open) are not applied:
+//     the baseline is Kafka 4.2.0.
 package leaderstub

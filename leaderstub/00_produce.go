@@ -1,0 +1,265 @@
+package leaderstub
+
+// Produce (key 0), v3–v13.
+//
+// Behavior:
+//   - each partition's record set is validated (batch v2, CRC-32C, codec,
+//     records) before anything is appended; a bad set is CORRUPT_MESSAGE or
+//     INVALID_RECORD for that partition only;
+//   - idempotent batches: a retry of one of the producer's last 5 batches is
+//     answered with the original offset and appended again never; epoch and
+//     sequence are checked as Kafka's ProducerAppendInfo does;
+//   - transactional batches from a producer with no open transaction here
+//     are registered with the coordinator first (AddPartitionsToTxn,
+//     VerifyOnly for v≤11). The handler waits for that call itself, so that
+//     pipelined requests on one connection keep their order;
+//   - acks 1/-1 are answered after the batch is fsynced (the Reply waits on
+//     the group commit); acks 0 gets no response; other acks are
+//     INVALID_REQUIRED_ACKS.
+//
+// Version notes: v11 may return TRANSACTION_ABORTABLE; v12 is KIP-890's
+// implicit add (VerifyOnly=false); v13 names topics by id.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+const (
+	produceMinVersion = 3
+	produceMaxVersion = 13
+)
+
+// producePart is one partition of a Produce request on its way through.
+type producePart struct {
+	topic   string
+	topicID [16]byte
+	index   int32
+	p       *partition
+	code    int16
+	batches [][]byte
+	headers []batchHeader
+	fresh   bool // registered just now for a TV2 producer
+	base    int64
+	op      *writeOp
+}
+
+func (l *Leader) handleProduce(ctx context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.ProduceRequest)
+	version := r.Version
+	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
+	var parts []*producePart
+	for _, rt := range req.Topics {
+		name, topicErr := l.topicName(rt.Topic, rt.TopicID, version >= 13)
+		for _, rp := range rt.Partitions {
+			pp := &producePart{topic: name, topicID: rt.TopicID, index: rp.Partition, base: -1}
+			parts = append(parts, pp)
+			switch {
+			case !acksOK:
+				pp.code = kerr.InvalidRequiredAcks.Code
+			case topicErr != nil:
+				pp.code = topicErr.Code
+			default:
+				l.prepareProducePart(pp, rp.Records, req.TransactionID, r)
+			}
+		}
+	}
+
+	if regs, owners := l.neededRegistrations(parts, req, version); len(regs) > 0 {
+		l.registerWithRetry(ctx, regs, owners, version)
+	}
+	for _, pp := range parts {
+		if pp.code == 0 {
+			l.appendProduce(pp)
+		}
+	}
+
+	acks := req.Acks
+	return func() (kmsg.Response, error) {
+		if acks == 0 {
+			return nil, nil
+		}
+		for _, pp := range parts {
+			if pp.op != nil {
+				if err := pp.op.wait(); err != nil {
+					pp.code, pp.base = errCode(err), -1
+				}
+			}
+		}
+		return l.produceResponse(req, parts, version), nil
+	}
+}
+
+// prepareProducePart resolves the partition and validates the record set.
+func (l *Leader) prepareProducePart(pp *producePart, records []byte, txnID *string, r *wire.Request) {
+	p, kerrE := l.partitionFor(pp.topic, pp.index)
+	if kerrE != nil {
+		pp.code = kerrE.Code
+		return
+	}
+	pp.p = p
+	batches, headers, err := splitBatches(records)
+	if err != nil {
+		pp.code = errCode(err)
+		r.Log.Warn().Err(err).Str("topic", pp.topic).Int32("partition", pp.index).Msg("produce: invalid record set")
+		return
+	}
+	for _, h := range headers {
+		if h.idempotent() && len(headers) > 1 {
+			// Kafka accepts one batch per partition from an
+			// idempotent or transactional producer.
+			pp.code = kerr.InvalidRecord.Code
+			return
+		}
+	}
+	if headers[0].transactional() && (txnID == nil || *txnID == "") {
+		pp.code = kerr.TransactionalIDAuthorizationFailed.Code
+		return
+	}
+	if err := l.commit.err(); err != nil {
+		pp.code = kerr.KafkaStorageError.Code
+		return
+	}
+	pp.batches, pp.headers = batches, headers
+}
+
+// neededRegistrations lists the transactional partitions whose producer
+// has no open transaction here at this epoch: those go to the coordinator.
+func (l *Leader) neededRegistrations(parts []*producePart, req *kmsg.ProduceRequest, version int16) ([]*registration, []*producePart) {
+	var regs []*registration
+	var owners []*producePart
+	for _, pp := range parts {
+		if pp.code != 0 || !pp.headers[0].transactional() {
+			continue
+		}
+		h := pp.headers[0]
+		pp.p.mu.RLock()
+		e := pp.p.entry(h.ProducerID)
+		pp.p.mu.RUnlock()
+		if h.ProducerEpoch < e.Epoch {
+			pp.code = kerr.InvalidProducerEpoch.Code // no need to ask
+			continue
+		}
+		if e.txnOpen() && e.Epoch == h.ProducerEpoch {
+			continue
+		}
+		regs = append(regs, &registration{txnID: *req.TransactionID, pid: h.ProducerID, epoch: h.ProducerEpoch,
+			verifyOnly: version < 12, topic: pp.topic, partition: pp.index})
+		owners = append(owners, pp)
+	}
+	return regs, owners
+}
+
+// registerWithRetry registers the partitions, retrying CONCURRENT_TRANSACTIONS
+// (the previous transaction's markers are still being written) with a short
+// backoff as Kafka's ReplicaManager does, then maps the answers onto the
+// partitions: an error fails that partition, success lets it append.
+func (l *Leader) registerWithRetry(ctx context.Context, regs []*registration, owners []*producePart, version int16) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	pending := regs
+	backoff := 10 * time.Millisecond
+	for attempt := 0; len(pending) > 0; attempt++ {
+		l.registrar.register(ctx, pending)
+		var retry []*registration
+		for _, reg := range pending {
+			if reg.code == kerr.ConcurrentTransactions.Code && attempt < 8 {
+				retry = append(retry, reg)
+			}
+		}
+		if len(retry) == 0 {
+			break
+		}
+		select {
+		case <-time.After(backoff): // a retry backoff, not a synchronization
+		case <-ctx.Done():
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+		pending = retry
+	}
+	for i, reg := range regs {
+		pp := owners[i]
+		if code := verifyError(reg.code, version); code != 0 {
+			pp.code = code
+			l.log.Info().Str("txn_id", reg.txnID).Int64("pid", reg.pid).Int16("epoch", reg.epoch).Str("topic", pp.topic).
+				Int32("partition", pp.index).Int16("coordinator_error", reg.code).Int16("error_code", code).
+				Bool("verify_only", reg.verifyOnly).Msg("produce: transaction registration refused")
+			continue
+		}
+		pp.fresh = version >= 12
+	}
+}
+
+// appendProduce appends a validated partition's batches under the
+// partition lock and queues them for the group commit.
+func (l *Leader) appendProduce(pp *producePart) {
+	p := pp.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var entry *producerEntry
+	if h := pp.headers[0]; h.idempotent() {
+		e := p.entry(h.ProducerID)
+		if dup, ok := e.findDuplicate(h); ok {
+			pp.base = dup.BaseOffset // a retry: same answer, nothing appended
+			return
+		}
+		if err := checkDataBatch(e, h, pp.fresh); err != nil {
+			pp.code = errCode(err)
+			return
+		}
+		next := appendDataBatch(e, h, p.nextOffset, p.nextOffset+int64(h.LastOffsetDelta))
+		entry = &next
+	}
+	op := &persistOp{key: p.key, batches: map[int64][]byte{}}
+	pp.base = p.nextOffset
+	for i, raw := range pp.batches {
+		h := pp.headers[i]
+		base := p.nextOffset
+		setBaseOffset(raw, base)
+		op.batches[base] = raw
+		p.appendIndex(batchIndex{Base: base, Last: base + int64(h.LastOffsetDelta), Size: int64(len(raw)),
+			MaxTimestamp: h.MaxTimestamp, ProducerID: h.ProducerID, Transactional: h.transactional()})
+	}
+	if entry != nil {
+		p.setEntry(*entry)
+		op.entry = entry
+	}
+	op.dropped, op.droppedAborted = p.retain(l.cfg.RetentionBytes)
+	op.logStart = p.logStart
+	end := p.nextOffset
+	l.metrics.batches.Add(float64(len(pp.batches)))
+	pp.op = &writeOp{apply: op.apply, durable: func() { p.advanceHW(end); l.notify() }}
+	l.commit.enqueue(pp.op)
+}
+
+func (l *Leader) produceResponse(req *kmsg.ProduceRequest, parts []*producePart, version int16) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	i := 0
+	for _, rt := range req.Topics {
+		t := kmsg.NewProduceResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		for range rt.Partitions {
+			pp := parts[i]
+			i++
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.BaseOffset, rp.LogAppendTime = pp.index, pp.code, pp.base, -1
+			rp.LogStartOffset = -1
+			if pp.code != 0 {
+				rp.BaseOffset = -1
+			}
+			if pp.p != nil {
+				pp.p.mu.RLock()
+				rp.LogStartOffset = pp.p.logStart
+				pp.p.mu.RUnlock()
+			}
+			t.Partitions = append(t.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
+}

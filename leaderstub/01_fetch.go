@@ -1,0 +1,185 @@
+package leaderstub
+
+// Fetch (key 1), v4–v18.
+//
+// Behavior:
+//   - read_uncommitted reads up to the high watermark (the durable log
+//     end), read_committed up to the last stable offset, and gets the
+//     aborted transactions that overlap the returned range;
+//   - an offset below the log start or above the high watermark is
+//     OFFSET_OUT_OF_RANGE;
+//   - whole batches are returned, at least one even when it is larger than
+//     the byte limits (KIP-74);
+//   - the request waits up to MaxWaitMillis for MinBytes: the Reply waits,
+//     woken whenever a watermark moves, so the connection's reader is free;
+//   - no fetch sessions: every response has SessionID 0, so clients send
+//     full fetches (Kafka does the same when its session cache is full).
+//
+// Version notes: v7 sessions (not kept); v11 PreferredReadReplica -1;
+// v12 flexible; v13+ topics by id (unknown id → UNKNOWN_TOPIC_ID).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.etcd.io/bbolt"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+const (
+	fetchMinVersion = 4
+	fetchMaxVersion = 18
+
+	// maxFetchWait caps a client's MaxWaitMillis.
+	maxFetchWait = 30 * time.Second
+)
+
+func (l *Leader) handleFetch(ctx context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.FetchRequest)
+	version := r.Version
+	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxFetchWait)
+	return func() (kmsg.Response, error) {
+		deadline := time.Now().Add(wait)
+		for {
+			changed := l.changes()
+			resp, n, hasErr := l.fetchOnce(req, version)
+			remaining := time.Until(deadline)
+			if n >= int(req.MinBytes) || hasErr || remaining <= 0 {
+				return resp, nil
+			}
+			timer := time.NewTimer(remaining)
+			select {
+			case <-changed:
+			case <-timer.C:
+			case <-ctx.Done():
+			case <-l.stop:
+			}
+			timer.Stop()
+			if ctx.Err() != nil || l.stopped() {
+				resp, _, _ := l.fetchOnce(req, version)
+				return resp, nil
+			}
+		}
+	}
+}
+
+func (l *Leader) stopped() bool {
+	select {
+	case <-l.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// fetchOnce builds a response from the current state; it returns the
+// number of record bytes and whether a partition had an error.
+func (l *Leader) fetchOnce(req *kmsg.FetchRequest, version int16) (*kmsg.FetchResponse, int, bool) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SetVersion(version)
+	budget := int(req.MaxBytes)
+	if version < 3 || budget <= 0 {
+		budget = 1 << 30
+	}
+	total, hasErr := 0, false
+	for _, rt := range req.Topics {
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		name, topicErr := l.topicName(rt.Topic, rt.TopicID, version >= 13)
+		for _, rp := range rt.Partitions {
+			fp := kmsg.NewFetchResponseTopicPartition()
+			fp.Partition = rp.Partition
+			fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset, fp.PreferredReadReplica = -1, -1, -1, -1
+			if topicErr != nil {
+				fp.ErrorCode = topicErr.Code
+			} else {
+				n := l.fetchPartition(name, rp, req.IsolationLevel == 1, budget-total, total == 0, &fp)
+				total += n
+			}
+			if fp.ErrorCode != 0 {
+				hasErr = true
+			}
+			t.Partitions = append(t.Partitions, fp)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp, total, hasErr
+}
+
+// fetchPartition fills one partition's answer and returns its byte count.
+func (l *Leader) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartition, readCommitted bool, budget int, first bool, fp *kmsg.FetchResponseTopicPartition) int {
+	p, kerrE := l.partitionFor(topic, rp.Partition)
+	if kerrE != nil {
+		fp.ErrorCode = kerrE.Code
+		return 0
+	}
+	p.mu.RLock()
+	hw, lso, logStart := p.hw, p.lso(), p.logStart
+	fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset = hw, lso, logStart
+	if rp.FetchOffset < logStart || rp.FetchOffset > hw {
+		p.mu.RUnlock()
+		fp.ErrorCode = kerr.OffsetOutOfRange.Code
+		return 0
+	}
+	upper := hw
+	if readCommitted {
+		upper = lso
+	}
+	limit := min(int(rp.PartitionMaxBytes), budget)
+	var keys []int64
+	size := 0
+	end := rp.FetchOffset
+	for i := p.findBatch(rp.FetchOffset); i < len(p.batches) && p.batches[i].Base < upper; i++ {
+		b := p.batches[i]
+		if size+int(b.Size) > limit && (size > 0 || !first) {
+			break
+		}
+		keys = append(keys, b.Base)
+		size += int(b.Size)
+		end = b.Last + 1
+	}
+	if readCommitted {
+		fp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		for _, a := range p.aborted {
+			if a.LastOffset >= rp.FetchOffset && a.FirstOffset < end {
+				at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+				at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+				fp.AbortedTransactions = append(fp.AbortedTransactions, at)
+			}
+		}
+	}
+	p.mu.RUnlock()
+	if len(keys) == 0 {
+		return 0
+	}
+	var out []byte
+	err := l.db.View(func(tx *bbolt.Tx) error {
+		root := tx.Bucket(bucketPartitions)
+		if root == nil {
+			return nil
+		}
+		pb := root.Bucket(p.key)
+		if pb == nil {
+			return nil
+		}
+		log := pb.Bucket(bucketLog)
+		out = make([]byte, 0, size)
+		for _, k := range keys {
+			v := log.Get(u64(k))
+			if v == nil {
+				break // dropped by retention meanwhile
+			}
+			out = append(out, v...)
+		}
+		return nil
+	})
+	if err != nil {
+		fp.ErrorCode = kerr.KafkaStorageError.Code
+		return 0
+	}
+	fp.RecordBatches = out
+	return len(out)
+}

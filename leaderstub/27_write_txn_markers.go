@@ -1,0 +1,158 @@
+package leaderstub
+
+// WriteTxnMarkers (key 27), v0–v2 (the node's profile caps the advertised
+// max: 4.0/4.1 leaders advertise v1 and the wire server closes the
+// connection on a v2 request, as those Kafka versions do).
+//
+// Behavior:
+//   - per marker, per partition: validate (checkMarker: reference §2 table,
+//     KAFKA-19999 retry, coordinator-epoch fencing), then append the control
+//     batch; every partition gets its own error code;
+//   - a rejected marker changes no state: validation runs before any
+//     mutation, under the partition lock;
+//   - on success a transaction that was open completes: its first offset
+//     leaves the open set (the LSO moves once the marker is durable), an
+//     abort adds an entry to the aborted-transaction index;
+//   - a marker for a producer with no open transaction is still written
+//     when accepted (Kafka appends it; with TV≥2 at the same epoch this is
+//     the KAFKA-19999 "idempotent retry" with a duplicate control batch);
+//   - the response is sent after every append is durable.
+//
+// Version notes: v2 adds TransactionVersion (KIP-1228); at v0/v1 the TV is
+// 0 and the legacy ≥ rule applies. A negative TV is INVALID_REQUEST for its
+// partitions, with a log line; TV above 2 gets the strict rule.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+const (
+	writeTxnMarkersMinVersion = 0
+	writeTxnMarkersMaxVersion = 2
+)
+
+// markerResult is one partition's outcome, resolved when durable.
+type markerResult struct {
+	code int16
+	op   *writeOp
+	rec  ReceivedMarker
+}
+
+func (l *Leader) handleWriteTxnMarkers(_ context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
+	version := r.Version
+	var results []*markerResult
+	for _, m := range req.Markers {
+		tv := int8(0) // v0/v1 carry no TV: the legacy rule (reference §1)
+		if version >= 2 {
+			tv = m.TransactionVersion
+		}
+		for _, t := range m.Topics {
+			for _, idx := range t.Partitions {
+				res := &markerResult{rec: ReceivedMarker{RequestVersion: version, TransactionVersion: tv,
+					ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Committed,
+					CoordinatorEpoch: m.CoordinatorEpoch, Topic: t.Topic, Partition: idx}}
+				res.code, res.op = l.writeMarker(r, m, tv, t.Topic, idx)
+				results = append(results, res)
+			}
+		}
+	}
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+		recs := make([]ReceivedMarker, 0, len(results))
+		i := 0
+		for _, m := range req.Markers {
+			rm := kmsg.NewWriteTxnMarkersResponseMarker()
+			rm.ProducerID = m.ProducerID
+			for _, t := range m.Topics {
+				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+				rt.Topic = t.Topic
+				for range t.Partitions {
+					res := results[i]
+					i++
+					if res.op != nil {
+						if err := res.op.wait(); err != nil {
+							res.code = errCode(err)
+						}
+					}
+					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+					rp.Partition, rp.ErrorCode = res.rec.Partition, res.code
+					rt.Partitions = append(rt.Partitions, rp)
+					res.rec.ErrorCode = res.code
+					recs = append(recs, res.rec)
+					l.metrics.marker(version, res.code)
+				}
+				rm.Topics = append(rm.Topics, rt)
+			}
+			resp.Markers = append(resp.Markers, rm)
+		}
+		l.recordMarkers(recs)
+		return resp, nil
+	}
+}
+
+// writeMarker validates and appends one partition's marker.
+func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarker, tv int8, topic string, idx int32) (int16, *writeOp) {
+	log := r.Log.With().Int64("pid", m.ProducerID).Int16("epoch", m.ProducerEpoch).Int8("tv", tv).
+		Int16("wtm_version", r.Version).Str("topic", topic).Int32("partition", idx).
+		Int32("coordinator_epoch", m.CoordinatorEpoch).Bool("commit", m.Committed).Logger()
+	p, kerrE := l.partitionFor(topic, idx)
+	if kerrE != nil {
+		return kerrE.Code, nil
+	}
+	if l.commit.err() != nil {
+		return kerr.KafkaStorageError.Code, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.entry(m.ProducerID)
+	if err := checkMarker(e, m.ProducerEpoch, m.CoordinatorEpoch, tv); err != nil {
+		if errors.Is(err, errNegativeTV) {
+			log.Warn().Msg("marker refused: negative TransactionVersion")
+			return kerr.InvalidRequest.Code, nil
+		}
+		log.Info().Err(err).Int16("current_epoch", e.Epoch).Int32("current_coordinator_epoch", e.CoordinatorEpoch).
+			Bool("txn_open", e.txnOpen()).Msg("marker rejected")
+		return errCode(err), nil
+	}
+	if tv >= 2 && m.ProducerEpoch == e.Epoch {
+		log.Info().Msg("marker accepted as an idempotent retry (KAFKA-19999): duplicate control batch written")
+	}
+	now := l.nowMillis()
+	offset := p.nextOffset
+	raw := controlBatch(offset, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, now)
+	op := &persistOp{key: p.key, batches: map[int64][]byte{offset: raw}}
+	if e.txnOpen() {
+		first := e.TxnFirstOffset
+		if !m.Committed {
+			// LSO recorded for the completed txn: the earliest open
+			// txn of another producer, else just past the marker.
+			lso := p.firstUnstable(m.ProducerID)
+			if lso < 0 {
+				lso = offset + 1
+			}
+			a := abortedTxn{ProducerID: m.ProducerID, FirstOffset: first, LastOffset: offset, LastStableOffset: lso}
+			p.aborted = append(p.aborted, a)
+			op.aborted = &a
+		}
+		p.unreplicated = append(p.unreplicated, unreplicatedTxn{FirstOffset: first, MarkerOffset: offset})
+	}
+	next := applyMarker(e, m.ProducerEpoch, m.CoordinatorEpoch, now)
+	p.setEntry(next)
+	op.entry = &next
+	p.appendIndex(batchIndex{Base: offset, Last: offset, Size: int64(len(raw)), MaxTimestamp: now,
+		ProducerID: m.ProducerID, Control: true, Transactional: true})
+	op.dropped, op.droppedAborted = p.retain(l.cfg.RetentionBytes)
+	op.logStart = p.logStart
+	end := p.nextOffset
+	w := &writeOp{apply: op.apply, durable: func() { p.advanceHW(end); l.notify() }}
+	l.commit.enqueue(w)
+	log.Debug().Int64("offset", offset).Msg("marker appended")
+	return 0, w
+}

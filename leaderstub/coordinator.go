@@ -1,0 +1,308 @@
+package leaderstub
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+// CoordinatorClient is how a leader talks to the transaction coordinator,
+// over the Kafka protocol as a real broker does. Tests use an in-memory twin.
+type CoordinatorClient interface {
+	// AddPartitionsToTxn sends a broker-to-coordinator request (v4/v5 batched form, VerifyOnly per transaction).
+	AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error)
+	// InitProducerID forwards an idempotent (null transactional id) InitProducerId.
+	InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) (*kmsg.InitProducerIDResponse, error)
+}
+
+// DialCoordinator returns a CoordinatorClient over wire.Client to addr that
+// (re)connects lazily, does ApiVersions on each connect and sends each
+// request at min(kmsg max, the coordinator's advertised max).
+func DialCoordinator(addr string, log zerolog.Logger) CoordinatorClient {
+	return &dialedCoordinator{addr: addr, log: log.With().Str("coordinator", addr).Logger()}
+}
+
+type dialedCoordinator struct {
+	addr string
+	log  zerolog.Logger
+
+	mu       sync.Mutex // one request at a time, as wire.Client requires
+	cl       *wire.Client
+	versions map[int16][2]int16
+}
+
+func (d *dialedCoordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
+	// v4 is the first broker-to-coordinator (batched) version.
+	resp, err := d.do(ctx, req, 4)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.AddPartitionsToTxnResponse), nil
+}
+
+func (d *dialedCoordinator) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest) (*kmsg.InitProducerIDResponse, error) {
+	resp, err := d.do(ctx, req, 0)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.InitProducerIDResponse), nil
+}
+
+func (d *dialedCoordinator) do(ctx context.Context, req kmsg.Request, minVersion int16) (kmsg.Response, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cl == nil {
+		cl, err := wire.Dial(ctx, d.addr, "txncoord-leader")
+		if err != nil {
+			return nil, fmt.Errorf("leaderstub: dial coordinator %s: %w", d.addr, err)
+		}
+		av, err := cl.ApiVersions(ctx)
+		if err != nil {
+			cl.Close()
+			return nil, fmt.Errorf("leaderstub: coordinator ApiVersions: %w", err)
+		}
+		d.versions = map[int16][2]int16{}
+		for _, k := range av.ApiKeys {
+			d.versions[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+		}
+		d.cl = cl
+		d.log.Debug().Msg("connected to coordinator")
+	}
+	rng, ok := d.versions[req.Key()]
+	version := min(req.MaxVersion(), rng[1])
+	if !ok || version < max(rng[0], minVersion) {
+		return nil, fmt.Errorf("leaderstub: coordinator does not support %s v%d+: %w", kmsg.NameForKey(req.Key()), minVersion, kerr.UnsupportedVersion)
+	}
+	req.SetVersion(version)
+	resp, err := d.cl.Do(ctx, req)
+	if err != nil {
+		// The next request reconnects and renegotiates.
+		d.cl.Close()
+		d.cl = nil
+		return nil, err
+	}
+	return resp, nil
+}
+
+// registration is one partition a Produce needs registered (VerifyOnly
+// false, KIP-890 part 2) or verified (VerifyOnly true, part 1).
+type registration struct {
+	txnID      string
+	pid        int64
+	epoch      int16
+	verifyOnly bool
+	topic      string
+	partition  int32
+	result     chan int16
+	code       int16 // the coordinator's answer, set by register
+}
+
+type txnKey struct {
+	txnID      string
+	pid        int64
+	epoch      int16
+	verifyOnly bool
+}
+
+// registrar batches concurrent registrations into one AddPartitionsToTxn:
+// one request is in flight at a time, and everything queued meanwhile goes
+// into the next one (as Kafka's AddPartitionsToTxnManager does per
+// coordinator node).
+type registrar struct {
+	coord   CoordinatorClient
+	log     zerolog.Logger
+	mu      sync.Mutex
+	queue   []*registration
+	wake    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
+	// requests counts AddPartitionsToTxn requests sent (tests).
+	requests int
+}
+
+func newRegistrar(coord CoordinatorClient, log zerolog.Logger) *registrar {
+	r := &registrar{coord: coord, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	go r.loop()
+	return r
+}
+
+// register queues regs and waits for their coordinator error codes
+// (reg.code).
+func (r *registrar) register(ctx context.Context, regs []*registration) {
+	r.mu.Lock()
+	for _, reg := range regs {
+		reg.result = make(chan int16, 1)
+	}
+	select {
+	case <-r.stop: // closed: nobody would answer
+		r.mu.Unlock()
+		for _, reg := range regs {
+			reg.code = kerr.NotEnoughReplicas.Code
+		}
+		return
+	default:
+	}
+	r.queue = append(r.queue, regs...)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	for _, reg := range regs {
+		select {
+		case reg.code = <-reg.result:
+		case <-ctx.Done():
+			reg.code = kerr.RequestTimedOut.Code
+		}
+	}
+}
+
+func (r *registrar) loop() {
+	defer close(r.stopped)
+	for {
+		select {
+		case <-r.stop:
+			r.mu.Lock()
+			for _, reg := range r.queue {
+				reg.result <- kerr.NotEnoughReplicas.Code
+			}
+			r.queue = nil
+			r.mu.Unlock()
+			return
+		case <-r.wake:
+		}
+		for r.sendOne() {
+		}
+	}
+}
+
+// sendOne sends one batched request; it returns false when nothing was
+// queued. A transactional id already in the request with another
+// (pid, epoch, VerifyOnly) waits for the next request, since the
+// coordinator answers per transactional id.
+func (r *registrar) sendOne() bool {
+	r.mu.Lock()
+	if len(r.queue) == 0 {
+		r.mu.Unlock()
+		return false
+	}
+	byKey := map[txnKey][]*registration{}
+	keyOf := map[string]txnKey{}
+	var order []txnKey
+	var later []*registration
+	for _, reg := range r.queue {
+		k := txnKey{reg.txnID, reg.pid, reg.epoch, reg.verifyOnly}
+		if prev, ok := keyOf[reg.txnID]; ok && prev != k {
+			later = append(later, reg)
+			continue
+		}
+		if _, ok := byKey[k]; !ok {
+			order = append(order, k)
+			keyOf[reg.txnID] = k
+		}
+		byKey[k] = append(byKey[k], reg)
+	}
+	r.queue = later
+	r.requests++
+	r.mu.Unlock()
+
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	for _, k := range order {
+		t := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = k.txnID, k.pid, k.epoch, k.verifyOnly
+		topics := map[string]int{}
+		for _, reg := range byKey[k] {
+			i, ok := topics[reg.topic]
+			if !ok {
+				i = len(t.Topics)
+				topics[reg.topic] = i
+				rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+				rt.Topic = reg.topic
+				t.Topics = append(t.Topics, rt)
+			}
+			t.Topics[i].Partitions = append(t.Topics[i].Partitions, reg.partition)
+		}
+		req.Transactions = append(req.Transactions, t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	go func() {
+		select {
+		case <-r.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	resp, err := r.coord.AddPartitionsToTxn(ctx, req)
+	cancel()
+	codes := map[txnKey]map[string]map[int32]int16{}
+	topLevel := int16(0)
+	switch {
+	case err != nil:
+		r.log.Warn().Err(err).Msg("AddPartitionsToTxn to the coordinator failed")
+		topLevel = kerr.NotEnoughReplicas.Code
+	case resp.ErrorCode != 0:
+		topLevel = resp.ErrorCode
+	default:
+		for _, t := range resp.Transactions {
+			k, ok := keyOf[t.TransactionalID]
+			if !ok {
+				continue
+			}
+			m := map[string]map[int32]int16{}
+			for _, tt := range t.Topics {
+				pm := map[int32]int16{}
+				for _, p := range tt.Partitions {
+					pm[p.Partition] = p.ErrorCode
+				}
+				m[tt.Topic] = pm
+			}
+			codes[k] = m
+		}
+	}
+	for k, regs := range byKey {
+		for _, reg := range regs {
+			code := topLevel
+			if code == 0 {
+				c, ok := codes[k][reg.topic][reg.partition]
+				if !ok {
+					c = kerr.UnknownServerError.Code // the coordinator left the partition out
+				}
+				code = c
+			}
+			reg.result <- code
+		}
+	}
+	return true
+}
+
+func (r *registrar) close() {
+	close(r.stop)
+	<-r.stopped
+}
+
+// verifyError maps a coordinator answer to the Produce partition error,
+// as Kafka's AddPartitionsToTxnManager does: PRODUCER_FENCED becomes
+// INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE is INVALID_TXN_STATE before
+// Produce v11, and an unreachable or moving coordinator is the retriable
+// NOT_ENOUGH_REPLICAS.
+func verifyError(code int16, produceVersion int16) int16 {
+	switch code {
+	case kerr.ProducerFenced.Code:
+		return kerr.InvalidProducerEpoch.Code
+	case kerr.TransactionAbortable.Code:
+		if produceVersion < 11 {
+			return kerr.InvalidTxnState.Code
+		}
+	case kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code,
+		kerr.ConcurrentTransactions.Code, kerr.RequestTimedOut.Code:
+		return kerr.NotEnoughReplicas.Code
+	}
+	return code
+}

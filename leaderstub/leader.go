@@ -1,0 +1,279 @@
+package leaderstub
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.etcd.io/bbolt"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// DefaultRetentionBytes is the per-partition retention (1 GiB).
+const DefaultRetentionBytes = 1 << 30
+
+// Config configures a Leader.
+type Config struct {
+	NodeID         int32
+	KafkaVersion   string // this leader's profile ("4.2"); may differ from the cluster file (upgrade tests)
+	View           *cluster.View
+	DataDir        string // the bbolt file is DataDir/leader-<NodeID>.db
+	Coordinator    CoordinatorClient
+	RetentionBytes int64 // per partition, default 1 GiB
+	NoSync         bool  // only for an explicit unsafe opt-in; never the default
+	Log            zerolog.Logger
+	Now            func() time.Time
+	Metrics        prometheus.Registerer // may be nil
+
+	// SyncPerRequest turns group commit off: one bbolt Update (fsync) per
+	// write. Only the benchmark's baseline uses it.
+	SyncPerRequest bool
+}
+
+// Leader is one partition leader: it owns the partitions the cluster view
+// assigns to NodeID.
+type Leader struct {
+	cfg       Config
+	log       zerolog.Logger
+	db        *bbolt.DB
+	commit    *committer
+	registrar *registrar
+	metrics   *metrics
+
+	mu         sync.Mutex
+	partitions map[string]*partition // by partitionKey
+
+	changeMu sync.Mutex
+	changed  chan struct{} // closed and replaced whenever a watermark moves
+
+	markersMu sync.Mutex
+	markers   []ReceivedMarker
+
+	stop      chan struct{}
+	closeOnce sync.Once
+}
+
+// ReceivedMarker is one partition of a WriteTxnMarkers request as this
+// leader received and answered it.
+type ReceivedMarker struct {
+	RequestVersion     int16
+	TransactionVersion int8
+	ProducerID         int64
+	ProducerEpoch      int16
+	Commit             bool
+	CoordinatorEpoch   int32
+	Topic              string
+	Partition          int32
+	ErrorCode          int16
+}
+
+// receivedMarkersCap bounds the ReceivedMarkers ring.
+const receivedMarkersCap = 10000
+
+// Open opens (or creates) the leader's store and recovers every partition.
+func Open(cfg Config) (*Leader, error) {
+	if cfg.View == nil {
+		return nil, errors.New("leaderstub: no cluster view")
+	}
+	if cfg.Coordinator == nil {
+		return nil, errors.New("leaderstub: no coordinator client")
+	}
+	if cfg.RetentionBytes <= 0 {
+		cfg.RetentionBytes = DefaultRetentionBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("leaderstub: data dir: %w", err)
+	}
+	path := filepath.Join(cfg.DataDir, "leader-"+strconv.Itoa(int(cfg.NodeID))+".db")
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 5 * time.Second, NoSync: cfg.NoSync})
+	if err != nil {
+		return nil, fmt.Errorf("leaderstub: open %s: %w", path, err)
+	}
+	l := &Leader{
+		cfg:        cfg,
+		log:        cfg.Log.With().Int32("leader", cfg.NodeID).Logger(),
+		db:         db,
+		partitions: map[string]*partition{},
+		changed:    make(chan struct{}),
+		stop:       make(chan struct{}),
+	}
+	if cfg.NoSync {
+		l.log.Warn().Msg("NoSync is on: acknowledged writes can be lost on a crash")
+	}
+	if err := l.recover(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	l.metrics = newMetrics(cfg.Metrics, cfg.NodeID)
+	l.commit = newCommitter(db, cfg.SyncPerRequest, l.metrics.observeCommit)
+	l.registrar = newRegistrar(cfg.Coordinator, l.log)
+	return l, nil
+}
+
+func (l *Leader) recover() error {
+	return l.db.View(func(tx *bbolt.Tx) error {
+		root := tx.Bucket(bucketPartitions)
+		if root == nil {
+			return nil
+		}
+		return root.ForEachBucket(func(k []byte) error {
+			topic, index, err := parsePartitionKey(k)
+			if err != nil {
+				return err
+			}
+			p, err := loadPartition(topic, index, root.Bucket(k))
+			if err != nil {
+				return fmt.Errorf("leaderstub: recover %s/%d: %w", topic, index, err)
+			}
+			// A topic auto-created before the restart is created
+			// again: every node derives the same one from its name.
+			if _, ok := l.cfg.View.Topic(topic); !ok {
+				l.cfg.View.EnsureTopic(topic)
+			}
+			l.partitions[string(p.key)] = p
+			l.log.Info().Str("topic", topic).Int32("partition", index).Int64("log_start", p.logStart).
+				Int64("log_end", p.nextOffset).Int("producers", len(p.producers)).Int64("lso", p.lso()).Msg("partition recovered")
+			return nil
+		})
+	})
+}
+
+// Register adds the leader's handlers: Produce, Fetch, ListOffsets,
+// InitProducerId (null transactional id, forwarded), WriteTxnMarkers and
+// DescribeProducers. Metadata, FindCoordinator and ApiVersions come from the
+// node assembly.
+func (l *Leader) Register(reg *wire.Registry) {
+	reg.Register(0, produceMinVersion, produceMaxVersion, l.handleProduce)
+	reg.Register(1, fetchMinVersion, fetchMaxVersion, l.handleFetch)
+	reg.Register(2, listOffsetsMinVersion, listOffsetsMaxVersion, l.handleListOffsets)
+	reg.Register(22, initProducerIDMinVersion, initProducerIDMaxVersion, l.handleInitProducerID)
+	reg.Register(27, writeTxnMarkersMinVersion, writeTxnMarkersMaxVersion, l.handleWriteTxnMarkers)
+	reg.Register(61, 0, 0, l.handleDescribeProducers)
+}
+
+// Close stops the registrar, commits what is queued, and closes the store.
+func (l *Leader) Close() error {
+	var err error
+	l.closeOnce.Do(func() {
+		close(l.stop)
+		l.registrar.close()
+		l.commit.close()
+		l.metrics.unregister()
+		err = l.db.Close()
+	})
+	return err
+}
+
+// ReceivedMarkers returns what this leader received in WriteTxnMarkers,
+// newest last.
+func (l *Leader) ReceivedMarkers() []ReceivedMarker {
+	l.markersMu.Lock()
+	defer l.markersMu.Unlock()
+	return append([]ReceivedMarker(nil), l.markers...)
+}
+
+func (l *Leader) recordMarkers(ms []ReceivedMarker) {
+	l.markersMu.Lock()
+	l.markers = append(l.markers, ms...)
+	if over := len(l.markers) - receivedMarkersCap; over > 0 {
+		l.markers = append(l.markers[:0:0], l.markers[over:]...)
+	}
+	l.markersMu.Unlock()
+}
+
+// partitionFor resolves a partition this leader serves: an unknown topic or
+// partition is UNKNOWN_TOPIC_OR_PARTITION, another node's partition
+// NOT_LEADER_OR_FOLLOWER.
+func (l *Leader) partitionFor(topic string, index int32) (*partition, *kerr.Error) {
+	t, ok := l.cfg.View.Topic(topic)
+	if !ok || index < 0 || index >= t.Partitions {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	if n, ok := l.cfg.View.LeaderOf(topic, index); !ok || n.NodeID != l.cfg.NodeID {
+		return nil, kerr.NotLeaderForPartition
+	}
+	key := partitionKey(topic, index)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.partitions[string(key)]
+	if !ok {
+		p = newPartition(topic, index)
+		l.partitions[string(key)] = p
+	}
+	return p, nil
+}
+
+// topicName resolves a request topic: by id from the versions that carry
+// ids, else by name. An unknown id is UNKNOWN_TOPIC_ID.
+func (l *Leader) topicName(name string, id [16]byte, byID bool) (string, *kerr.Error) {
+	if !byID {
+		return name, nil
+	}
+	t, ok := l.cfg.View.TopicByID(id)
+	if !ok {
+		return "", kerr.UnknownTopicID
+	}
+	return t.Name, nil
+}
+
+// notify wakes every waiting Fetch.
+func (l *Leader) notify() {
+	l.changeMu.Lock()
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.changeMu.Unlock()
+}
+
+func (l *Leader) changes() <-chan struct{} {
+	l.changeMu.Lock()
+	defer l.changeMu.Unlock()
+	return l.changed
+}
+
+// sortedPartitions lists the partitions (for tests and DescribeProducers of
+// everything).
+func (l *Leader) sortedPartitions() []*partition {
+	l.mu.Lock()
+	out := make([]*partition, 0, len(l.partitions))
+	for _, p := range l.partitions {
+		out = append(out, p)
+	}
+	l.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].topic != out[j].topic {
+			return out[i].topic < out[j].topic
+		}
+		return out[i].index < out[j].index
+	})
+	return out
+}
+
+func (l *Leader) nowMillis() int64 { return l.cfg.Now().UnixMilli() }
+
+// errCode turns an error into a Kafka error code.
+func errCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	if errors.Is(err, errStoreClosed) {
+		return kerr.NotLeaderForPartition.Code
+	}
+	return kerr.KafkaStorageError.Code
+}

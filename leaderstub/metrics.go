@@ -1,0 +1,63 @@
+package leaderstub
+
+import (
+	"strconv"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the leader's Prometheus series, labelled with the node id so
+// that several leaders can share one registry (txncoord up).
+type metrics struct {
+	reg        prometheus.Registerer
+	commits    prometheus.Counter
+	commitOps  prometheus.Histogram
+	batches    prometheus.Counter
+	markers    *prometheus.CounterVec
+	collectors []prometheus.Collector
+	// fsyncs counts commits, readable without a registry (benchmarks).
+	fsyncs atomic.Int64
+}
+
+func newMetrics(reg prometheus.Registerer, nodeID int32) *metrics {
+	labels := prometheus.Labels{"leader": strconv.Itoa(int(nodeID))}
+	m := &metrics{
+		reg: reg,
+		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "txncoord_leader_commits_total",
+			Help: "bbolt commits (fsyncs) of the leader store", ConstLabels: labels}),
+		commitOps: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "txncoord_leader_commit_ops",
+			Help: "writes per group commit", ConstLabels: labels, Buckets: prometheus.ExponentialBuckets(1, 2, 10)}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{Name: "txncoord_leader_produced_batches_total",
+			Help: "record batches appended", ConstLabels: labels}),
+		markers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "txncoord_leader_markers_total",
+			Help: "WriteTxnMarkers partitions by request version and error code", ConstLabels: labels},
+			[]string{"wtm_version", "error_code"}),
+	}
+	m.collectors = []prometheus.Collector{m.commits, m.commitOps, m.batches, m.markers}
+	if reg != nil {
+		for _, c := range m.collectors {
+			reg.Register(c) // a duplicate (re-opened leader) keeps the first series
+		}
+	}
+	return m
+}
+
+func (m *metrics) observeCommit(ops int) {
+	m.fsyncs.Add(1)
+	m.commits.Inc()
+	m.commitOps.Observe(float64(ops))
+}
+
+func (m *metrics) marker(version, code int16) {
+	m.markers.WithLabelValues(strconv.Itoa(int(version)), strconv.Itoa(int(code))).Inc()
+}
+
+func (m *metrics) unregister() {
+	if m.reg == nil {
+		return
+	}
+	for _, c := range m.collectors {
+		m.reg.Unregister(c)
+	}
+}

@@ -1,0 +1,276 @@
+package leaderstub
+
+import (
+	"encoding/binary"
+	"sort"
+	"sync"
+
+	"go.etcd.io/bbolt"
+)
+
+// batchIndex is the in-memory index entry of one stored batch; the bytes
+// live only in bbolt and are read on Fetch.
+type batchIndex struct {
+	Base, Last    int64
+	Size          int64
+	MaxTimestamp  int64
+	ProducerID    int64
+	Control       bool
+	Transactional bool
+}
+
+// abortedTxn is one entry of the aborted-transaction index, Kafka's
+// AbortedTxn: version 0, pid, first offset, last offset (the marker), and the
+// last stable offset when it completed.
+type abortedTxn struct {
+	ProducerID       int64
+	FirstOffset      int64
+	LastOffset       int64
+	LastStableOffset int64
+}
+
+func (a abortedTxn) marshal() []byte {
+	b := make([]byte, 0, 34)
+	b = binary.BigEndian.AppendUint16(b, 0)
+	b = binary.BigEndian.AppendUint64(b, uint64(a.ProducerID))
+	b = binary.BigEndian.AppendUint64(b, uint64(a.FirstOffset))
+	b = binary.BigEndian.AppendUint64(b, uint64(a.LastOffset))
+	b = binary.BigEndian.AppendUint64(b, uint64(a.LastStableOffset))
+	return b
+}
+
+func unmarshalAborted(b []byte) (abortedTxn, bool) {
+	if len(b) != 34 {
+		return abortedTxn{}, false
+	}
+	return abortedTxn{
+		ProducerID:       int64(binary.BigEndian.Uint64(b[2:])),
+		FirstOffset:      int64(binary.BigEndian.Uint64(b[10:])),
+		LastOffset:       int64(binary.BigEndian.Uint64(b[18:])),
+		LastStableOffset: int64(binary.BigEndian.Uint64(b[26:])),
+	}, true
+}
+
+// unreplicatedTxn is a transaction whose marker is appended but not yet
+// durable: it keeps holding the LSO back until the high watermark passes
+// its marker (Kafka's "unreplicated" transactions), so read_committed never
+// sees a transaction's records before its outcome is on disk.
+type unreplicatedTxn struct {
+	FirstOffset, MarkerOffset int64
+}
+
+// partition is one partition this leader owns. Offsets are assigned in
+// memory under mu; the high watermark only covers durable batches.
+type partition struct {
+	topic string
+	index int32
+	key   []byte
+
+	mu           sync.RWMutex
+	logStart     int64
+	nextOffset   int64 // log end offset, in memory
+	hw           int64 // end of the durable log: what Fetch may read
+	batches      []batchIndex
+	size         int64
+	producers    map[int64]producerEntry
+	open         map[int64]int64 // pid → first offset of its open transaction
+	aborted      []abortedTxn    // by marker offset
+	unreplicated []unreplicatedTxn
+}
+
+func newPartition(topic string, index int32) *partition {
+	return &partition{topic: topic, index: index, key: partitionKey(topic, index),
+		producers: map[int64]producerEntry{}, open: map[int64]int64{}}
+}
+
+func (p *partition) entry(pid int64) producerEntry {
+	if e, ok := p.producers[pid]; ok {
+		return e
+	}
+	return emptyEntry(pid)
+}
+
+func (p *partition) setEntry(e producerEntry) {
+	p.producers[e.ProducerID] = e
+	if e.txnOpen() {
+		p.open[e.ProducerID] = e.TxnFirstOffset
+	} else {
+		delete(p.open, e.ProducerID)
+	}
+}
+
+// firstUnstable is the first offset of the earliest open (or not yet
+// durably completed) transaction, or -1.
+func (p *partition) firstUnstable(exceptPID int64) int64 {
+	first := int64(-1)
+	for pid, off := range p.open {
+		if pid != exceptPID && (first < 0 || off < first) {
+			first = off
+		}
+	}
+	return first
+}
+
+// lso is the last stable offset: min(first unstable offset, high watermark).
+func (p *partition) lso() int64 {
+	lso := p.hw
+	if f := p.firstUnstable(-1); f >= 0 && f < lso {
+		lso = f
+	}
+	for _, u := range p.unreplicated {
+		if u.MarkerOffset >= p.hw && u.FirstOffset < lso {
+			lso = u.FirstOffset
+		}
+	}
+	return lso
+}
+
+// advanceHW runs when an op is durable.
+func (p *partition) advanceHW(end int64) {
+	p.mu.Lock()
+	if end > p.hw {
+		p.hw = end
+	}
+	kept := p.unreplicated[:0]
+	for _, u := range p.unreplicated {
+		if u.MarkerOffset >= p.hw {
+			kept = append(kept, u)
+		}
+	}
+	p.unreplicated = kept
+	p.mu.Unlock()
+}
+
+// appendIndex records a new batch at the log end.
+func (p *partition) appendIndex(b batchIndex) {
+	p.batches = append(p.batches, b)
+	p.size += b.Size
+	p.nextOffset = b.Last + 1
+}
+
+// findBatch is the index of the first batch whose last offset ≥ off.
+func (p *partition) findBatch(off int64) int {
+	return sort.Search(len(p.batches), func(i int) bool { return p.batches[i].Last >= off })
+}
+
+// retain drops whole batches from the start while the log exceeds
+// retentionBytes, never a batch at or above the LSO (an undecided
+// transaction's records and everything after stay). It returns the base
+// offsets to delete and the aborted-index keys that fell off.
+func (p *partition) retain(retentionBytes int64) (dropped []int64, droppedAborted []int64) {
+	lso := p.lso()
+	for p.size > retentionBytes && len(p.batches) > 1 && p.batches[0].Last < lso {
+		b := p.batches[0]
+		p.batches = p.batches[1:]
+		p.size -= b.Size
+		dropped = append(dropped, b.Base)
+		p.logStart = p.batches[0].Base
+	}
+	for len(p.aborted) > 0 && p.aborted[0].LastOffset < p.logStart {
+		droppedAborted = append(droppedAborted, p.aborted[0].LastOffset)
+		p.aborted = p.aborted[1:]
+	}
+	return dropped, droppedAborted
+}
+
+// persistOp is the bbolt side of one append: batches, the producer entry,
+// an aborted-index entry, and retention deletions.
+type persistOp struct {
+	key            []byte
+	batches        map[int64][]byte
+	entry          *producerEntry
+	aborted        *abortedTxn
+	dropped        []int64
+	droppedAborted []int64
+	logStart       int64
+}
+
+func (o *persistOp) apply(tx *bbolt.Tx) error {
+	log, producers, aborted, meta, err := partitionBuckets(tx, o.key)
+	if err != nil {
+		return err
+	}
+	for base, raw := range o.batches {
+		if err := log.Put(u64(base), raw); err != nil {
+			return err
+		}
+	}
+	if o.entry != nil {
+		if err := producers.Put(u64(o.entry.ProducerID), o.entry.marshal()); err != nil {
+			return err
+		}
+	}
+	if o.aborted != nil {
+		if err := aborted.Put(u64(o.aborted.LastOffset), o.aborted.marshal()); err != nil {
+			return err
+		}
+	}
+	for _, base := range o.dropped {
+		if err := log.Delete(u64(base)); err != nil {
+			return err
+		}
+	}
+	for _, k := range o.droppedAborted {
+		if err := aborted.Delete(u64(k)); err != nil {
+			return err
+		}
+	}
+	if len(o.dropped) > 0 {
+		return meta.Put(keyLogStart, u64(o.logStart))
+	}
+	return nil
+}
+
+// loadPartition rebuilds a partition from its buckets: exact recovery of
+// the log, the producer entries (epochs, sequences, open transactions) and
+// the aborted index. Everything stored was durable, so hw = log end.
+func loadPartition(topic string, index int32, pb *bbolt.Bucket) (*partition, error) {
+	p := newPartition(topic, index)
+	if meta := pb.Bucket(bucketMeta); meta != nil {
+		if v := meta.Get(keyLogStart); len(v) == 8 {
+			p.logStart = int64(binary.BigEndian.Uint64(v))
+		}
+	}
+	p.nextOffset = p.logStart
+	if log := pb.Bucket(bucketLog); log != nil {
+		err := log.ForEach(func(k, v []byte) error {
+			h, n, err := parseHeader(v)
+			if err != nil {
+				return err
+			}
+			base := int64(binary.BigEndian.Uint64(k))
+			p.appendIndex(batchIndex{Base: base, Last: base + int64(h.LastOffsetDelta), Size: int64(n),
+				MaxTimestamp: h.MaxTimestamp, ProducerID: h.ProducerID, Control: h.control(), Transactional: h.transactional()})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(p.batches) > 0 {
+		p.logStart = p.batches[0].Base
+	}
+	p.hw = p.nextOffset
+	if prods := pb.Bucket(bucketProducers); prods != nil {
+		err := prods.ForEach(func(_, v []byte) error {
+			e, err := unmarshalEntry(v)
+			if err != nil {
+				return err
+			}
+			p.setEntry(e)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if ab := pb.Bucket(bucketAborted); ab != nil {
+		ab.ForEach(func(_, v []byte) error {
+			if a, ok := unmarshalAborted(v); ok {
+				p.aborted = append(p.aborted, a)
+			}
+			return nil
+		})
+	}
+	return p, nil
+}
