@@ -9,5 +9,7 @@
 //
 // It must not know about transactions beyond the transaction.version feature.
 // Main types: File (the YAML file), View (the live view), and the shared
-// Metadata handler (MetadataHandler).
+// Metadata handler (View.RegisterMetadata). Tests start real nodes from one
+// file with the clustertest subpackage; testdata/*.txt are data-driven
+// scenarios (go test ./cluster -run TestDataDriven -rewrite refreshes them).
 package cluster

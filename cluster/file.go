@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -52,7 +56,16 @@ func Parse(raw []byte) (*File, error) {
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil {
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) { // EOF: empty file
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			// One line per problem, not yaml's multi-line list.
+			msgs := make([]string, len(te.Errors))
+			for i, m := range te.Errors {
+				msgs[i] = unknownField.ReplaceAllString(m, "${1}unknown field $2")
+			}
+			return nil, fmt.Errorf("invalid cluster file: %s", strings.Join(msgs, "; "))
+		}
 		return nil, fmt.Errorf("invalid YAML: %w", err)
 	}
 	if f.ClusterID == "" {
@@ -67,12 +80,15 @@ func Parse(raw []byte) (*File, error) {
 	return &f, nil
 }
 
+// unknownField rewrites yaml's "field x not found in type cluster.File".
+var unknownField = regexp.MustCompile(`^(line \d+: )field (\S+) not found in type \S+$`)
+
 // Validate returns one error per problem, joined.
 func (f *File) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if f.Coordinator == nil {
-		add("missing coordinator")
+		add("missing coordinator: the file needs coordinator: {node_id, addr, kafka_version}")
 	}
 	if len(f.Leaders) == 0 {
 		add("no leaders: at least one leader is needed")
@@ -90,13 +106,17 @@ func (f *File) Validate() error {
 			add("%s: duplicate node_id %d", what, n.NodeID)
 		}
 		ids[n.NodeID] = true
-		if _, port, err := net.SplitHostPort(n.Addr); err != nil || port == "" || port == "0" {
+		if host, port, err := net.SplitHostPort(n.Addr); err != nil || host == "" {
 			add("%s: addr %q is not host:port", what, n.Addr)
+		} else if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			add("%s: addr %q: port must be a number from 1 to 65535", what, n.Addr)
 		} else if addrs[n.Addr] {
 			add("%s: duplicate addr %s", what, n.Addr)
 		}
 		addrs[n.Addr] = true
-		if _, err := negotiation.Profile(n.KafkaVersion); err != nil {
+		if n.KafkaVersion == "" {
+			add("%s: missing kafka_version (one of %v)", what, negotiation.ProfileNames())
+		} else if _, err := negotiation.Profile(n.KafkaVersion); err != nil {
 			add("%s: %v", what, err)
 		}
 	}

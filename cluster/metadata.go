@@ -17,6 +17,7 @@ import (
 //   - a null topic list means all topics; a listed unknown topic is created
 //     with default_partitions when AllowAutoTopicCreation is set, else
 //     UNKNOWN_TOPIC_OR_PARTITION; an invalid name gets INVALID_TOPIC_EXCEPTION;
+//   - a topic asked for by an unknown id (v10+) gets UNKNOWN_TOPIC_ID;
 //   - every partition has one replica, its leader, at leader epoch 0.
 //
 // Version notes: v10+ topics carry ids and may be requested by id; v13 adds
@@ -72,9 +73,13 @@ func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 		}
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
-		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		if err != nil {
+		switch {
+		case err != nil:
 			mt.ErrorCode = kerr.InvalidTopicException.Code
+		case rt.Topic == nil:
+			mt.ErrorCode = kerr.UnknownTopicID.Code
+		default:
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		}
 		resp.Topics = append(resp.Topics, mt)
 	}

@@ -106,13 +106,15 @@ func (c *Client) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error
 	}
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
-	gotCorr, err := parseResponse(buf, resp)
-	if err != nil && resp.Key() == 18 && req.GetVersion() > 0 {
+	if resp.Key() == 18 && len(buf) >= 6 && binary.BigEndian.Uint16(buf[4:]) == 35 {
 		// KIP-511: a server that does not speak our ApiVersions
-		// version answers at v0.
+		// version answers at v0 with UNSUPPORTED_VERSION. Every
+		// ApiVersions version starts with the error code, so it is
+		// read before choosing the version to parse at (parsing a v0
+		// body at v3 may "succeed" with garbage).
 		resp.SetVersion(0)
-		gotCorr, err = parseResponse(buf, resp)
 	}
+	gotCorr, err := parseResponse(buf, resp)
 	if err != nil {
 		return nil, err
 	}

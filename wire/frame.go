@@ -56,6 +56,11 @@ func parseHeader(frame []byte) (header, []byte, error) {
 		version:       int16(binary.BigEndian.Uint16(frame[2:])),
 		correlationID: int32(binary.BigEndian.Uint32(frame[4:])),
 	}
+	if h.key == 7 && h.version == 0 {
+		// ControlledShutdown v0 is the one request with header v0 (no
+		// client id).
+		return h, frame[8:], nil
+	}
 	r := kbin.Reader{Src: frame[8:]}
 	h.clientID = r.NullableString()
 	if req := kmsg.RequestForKey(h.key); req != nil {

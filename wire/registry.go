@@ -29,7 +29,9 @@ type Request struct {
 // connection's writer goroutine, in request order, so a Reply may block until
 // a durable write completes without holding up the decoding and handling of
 // the next request on the same connection. Returning an error closes the
-// connection (after logging the error).
+// connection (after logging the error). A Reply that waits must also return
+// once the handler's ctx is done: Shutdown cancels it at its deadline and
+// then waits for every Reply.
 type Reply func() (kmsg.Response, error)
 
 // Now is a Reply with a response that is already complete.

@@ -1,0 +1,63 @@
+package cluster
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestDataDriven replays testdata/*.txt. Commands:
+//
+//	parse                      the cluster file → "ok ..." or one "error:" line per problem
+//	leaders topic=T            partition → leader node of topic T (from the file)
+//	topic-id topic=T           T's id in the file's cluster
+//	transaction-version        the finalized transaction.version and each node's supported range
+func TestDataDriven(t *testing.T) {
+	runScenarios(t, func(t *testing.T, c ddCase) string {
+		f, err := Parse([]byte(c.input))
+		if c.command == "parse" {
+			if err != nil {
+				var out []string
+				for _, line := range strings.Split(err.Error(), "\n") {
+					out = append(out, "error: "+line)
+				}
+				return strings.Join(out, "\n")
+			}
+			return fmt.Sprintf("ok: cluster %s, coordinator %d, %d leaders, default_partitions %d, %d topics",
+				f.ClusterID, f.Coordinator.NodeID, len(f.Leaders), f.DefaultPartitions, len(f.Topics))
+		}
+		if err != nil {
+			t.Fatalf("line %d: %v", c.line, err)
+		}
+		v := NewView(f)
+		switch c.command {
+		case "leaders":
+			topic, err := v.EnsureTopic(c.args["topic"])
+			if err != nil {
+				return "error: " + err.Error()
+			}
+			var out []string
+			for p := int32(0); p < topic.Partitions; p++ {
+				l, _ := v.LeaderOf(topic.Name, p)
+				out = append(out, fmt.Sprintf("%s/%d → node %d", topic.Name, p, l.NodeID))
+			}
+			return strings.Join(out, "\n")
+		case "topic-id":
+			return fmt.Sprintf("%x", TopicID(f.ClusterID, c.args["topic"]))
+		case "transaction-version":
+			out := []string{"finalized transaction.version=" + strconv.Itoa(int(v.TransactionVersion()))}
+			for _, n := range v.Brokers() {
+				feat := v.Features(n.KafkaVersion)
+				s := "none"
+				for _, sf := range feat.Supported {
+					s = fmt.Sprintf("%s %d-%d", sf.Name, sf.Min, sf.Max)
+				}
+				out = append(out, fmt.Sprintf("node %d (%s) supports %s", n.NodeID, n.KafkaVersion, s))
+			}
+			return strings.Join(out, "\n")
+		}
+		t.Fatalf("line %d: unknown command %q", c.line, c.command)
+		return ""
+	})
+}

@@ -1,0 +1,186 @@
+package cluster
+
+import (
+	"fmt"
+	"hash/fnv"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func testFile(t *testing.T, leaders ...string) *File {
+	t.Helper()
+	f := &File{
+		ClusterID:         "view-test",
+		Coordinator:       &Node{NodeID: 0, Addr: "127.0.0.1:9092", KafkaVersion: "4.2"},
+		DefaultPartitions: 5,
+		Topics:            map[string]int32{"orders": 6, "payments": 1},
+	}
+	for i, v := range leaders {
+		f.Leaders = append(f.Leaders, Node{NodeID: int32(i + 1), Addr: fmt.Sprintf("127.0.0.1:%d", 9093+i), KafkaVersion: v})
+	}
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// The leader of partition p of topic t is leaders[(fnv32a(t)+p) mod n],
+// computed here independently, and two views of one file agree.
+func TestLeadersFollowTheFormula(t *testing.T) {
+	f := testFile(t, "4.2", "4.2", "4.1")
+	a, b := NewView(f), NewView(f)
+	for _, topic := range []string{"orders", "payments", "auto-1", "x"} {
+		ta, err := a.EnsureTopic(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb, _ := b.EnsureTopic(topic)
+		if ta != tb {
+			t.Fatalf("views disagree on %s: %+v vs %+v", topic, ta, tb)
+		}
+		h := fnv.New32a()
+		h.Write([]byte(topic))
+		for p := int32(0); p < ta.Partitions; p++ {
+			want := f.Leaders[(uint64(h.Sum32())+uint64(p))%3]
+			la, _ := a.LeaderOf(topic, p)
+			lb, _ := b.LeaderOf(topic, p)
+			if la != want || lb != want {
+				t.Fatalf("%s/%d: leaders %d and %d, want %d", topic, p, la.NodeID, lb.NodeID, want.NodeID)
+			}
+		}
+		if _, ok := a.LeaderOf(topic, ta.Partitions); ok {
+			t.Fatalf("%s: a leader for partition %d, past the last", topic, ta.Partitions)
+		}
+		if _, ok := a.LeaderOf(topic, -1); ok {
+			t.Fatalf("%s: a leader for partition -1", topic)
+		}
+	}
+}
+
+// Topic ids depend only on cluster id and name, are never null, and find
+// their topic.
+func TestTopicIDs(t *testing.T) {
+	f := testFile(t, "4.2")
+	v := NewView(f)
+	orders, _ := v.Topic("orders")
+	if orders.ID != TopicID("view-test", "orders") || orders.ID == [16]byte{} {
+		t.Fatalf("orders id %x", orders.ID)
+	}
+	if TopicID("view-test", "orders") == TopicID("other", "orders") || TopicID("c", "a") == TopicID("c", "b") {
+		t.Fatal("topic ids collide across clusters or names")
+	}
+	if got, ok := v.TopicByID(orders.ID); !ok || got != orders {
+		t.Fatalf("TopicByID = %+v, %v", got, ok)
+	}
+}
+
+// Auto-creation from many goroutines at once yields one topic with
+// default_partitions; invalid names are refused.
+func TestAutoCreate(t *testing.T) {
+	v := NewView(testFile(t, "4.2", "4.2"))
+	var wg sync.WaitGroup
+	got := make([]Topic, 16)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], _ = v.EnsureTopic("fresh")
+		}()
+	}
+	wg.Wait()
+	for _, tp := range got {
+		if tp != got[0] || tp.Partitions != 5 || tp.Name != "fresh" {
+			t.Fatalf("EnsureTopic results differ: %+v vs %+v", tp, got[0])
+		}
+	}
+	if len(v.Topics()) != 3 {
+		t.Fatalf("%d topics, want 3", len(v.Topics()))
+	}
+	for _, bad := range []string{"", ".", "..", "a b", "bad/name", string(make([]byte, 250))} {
+		if _, err := v.EnsureTopic(bad); err == nil {
+			t.Fatalf("EnsureTopic(%q) accepted", bad)
+		}
+	}
+}
+
+// Metadata for listed topics: auto-create only when allowed, a clear
+// per-topic error otherwise (UNKNOWN_TOPIC_ID for an unknown id, which
+// used to get UNKNOWN_TOPIC_OR_PARTITION), and every answer encodes and
+// decodes at every version.
+func TestMetadataTopicErrors(t *testing.T) {
+	v := NewView(testFile(t, "4.2"))
+	for version := int16(MetadataMinVersion); version <= MetadataMaxVersion; version++ {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(version)
+		name := func(s string) kmsg.MetadataRequestTopic {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(s)
+			return rt
+		}
+		req.Topics = []kmsg.MetadataRequestTopic{name("orders"), name(fmt.Sprintf("never-%d", version)), name("bad/name")}
+		want := []int16{0, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicOrPartition.Code}
+		if version >= 10 {
+			byID := kmsg.NewMetadataRequestTopic()
+			byID.TopicID = [16]byte{1, 2, 3}
+			req.Topics = append(req.Topics, byID)
+			want = append(want, kerr.UnknownTopicID.Code)
+		}
+		resp := v.Metadata(req)
+		resp.SetVersion(version)
+		var codes []int16
+		for _, tp := range resp.Topics {
+			codes = append(codes, tp.ErrorCode)
+		}
+		if !reflect.DeepEqual(codes, want) {
+			t.Fatalf("v%d: error codes %v, want %v", version, codes, want)
+		}
+		encoded := resp.AppendTo(nil) // must not panic
+		back := kmsg.NewPtrMetadataResponse()
+		back.SetVersion(version)
+		if err := back.ReadFrom(encoded); err != nil {
+			t.Fatalf("v%d: response does not decode: %v", version, err)
+		}
+	}
+	if _, ok := v.Topic(fmt.Sprintf("never-%d", 4)); ok {
+		t.Fatal("topic auto-created although the request did not allow it")
+	}
+
+	// Allowed: created with default_partitions; an invalid name is
+	// INVALID_TOPIC_EXCEPTION.
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	req.AllowAutoTopicCreation = true
+	for _, n := range []string{"created", "bad/name"} {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(n)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := v.Metadata(req)
+	if resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 5 || resp.Topics[0].TopicID != TopicID("view-test", "created") {
+		t.Fatalf("auto-created topic: %+v", resp.Topics[0])
+	}
+	if resp.Topics[1].ErrorCode != kerr.InvalidTopicException.Code {
+		t.Fatalf("invalid name: error %d", resp.Topics[1].ErrorCode)
+	}
+}
+
+// Write then Load gives back the same file.
+func TestWriteLoadRoundTrip(t *testing.T) {
+	f := testFile(t, "4.2", "4.1", "3.9")
+	path := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := f.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f, back) {
+		t.Fatalf("round trip:\n%+v\n%+v", f, back)
+	}
+}

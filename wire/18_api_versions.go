@@ -1,0 +1,97 @@
+package wire
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+)
+
+// ApiVersions (key 18), v0 up to min(kmsg's max, the profile's max): built
+// into the server, never registered.
+//
+// Behavior:
+//   - ApiKeys are the registered ranges with their maximum capped by the
+//     node's version profile (a key the profile lacks is not advertised);
+//   - v3+: SupportedFeatures and FinalizedFeatures from Config.Features,
+//     with FinalizedFeaturesEpoch >= 0 whenever a feature is finalized
+//     (kmsg drops the tagged field at -1, and kgo then ignores features);
+//   - a request above our max gets the KIP-511 answer: a v0 response with
+//     UNSUPPORTED_VERSION (35) and only the ApiVersions key, on a
+//     connection that stays open for the client's retry.
+//
+// Version notes: the response header is always v0, even for flexible
+// versions (v3+), so a client can read it before it knows our versions.
+// Kafka 4.2 serves v0–v4; kmsg knows v5 (KIP-1242).
+
+// advertise computes the advertised ranges: the registered range, its
+// maximum capped by the profile, plus the built-in ApiVersions.
+func advertise(reg *Registry, profile *kversion.Versions) (map[int16][2]int16, []kmsg.ApiVersionsResponseApiKey) {
+	ranges := make(map[int16][2]int16)
+	capMax := func(key, maxVersion int16) (int16, bool) {
+		if profile == nil {
+			return maxVersion, true
+		}
+		pmax, ok := profile.LookupMaxKeyVersion(key)
+		if !ok {
+			return 0, false
+		}
+		return min(maxVersion, pmax), true
+	}
+	if avMax, ok := capMax(18, kmsg.NewPtrApiVersionsRequest().MaxVersion()); ok {
+		ranges[18] = [2]int16{0, avMax}
+	} else {
+		ranges[18] = [2]int16{0, 3}
+	}
+	for _, key := range reg.Keys() {
+		rmin, rmax, _ := reg.Range(key)
+		if m, ok := capMax(key, rmax); ok && m >= rmin {
+			ranges[key] = [2]int16{rmin, m}
+		}
+	}
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(ranges))
+	for key := int16(0); key <= 1000 && len(keys) < len(ranges); key++ {
+		if r, ok := ranges[key]; ok {
+			k := kmsg.NewApiVersionsResponseApiKey()
+			k.ApiKey, k.MinVersion, k.MaxVersion = key, r[0], r[1]
+			keys = append(keys, k)
+		}
+	}
+	return ranges, keys
+}
+
+// apiVersionsResponse builds the ApiVersions answer at version v.
+func (s *Server) apiVersionsResponse(v int16, errorCode int16) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(v)
+	resp.ErrorCode = errorCode
+	if errorCode != 0 {
+		// KIP-511: the error answer carries only the ApiVersions key, as
+		// Kafka's ApiVersionsRequest.getErrorResponse does. Clients
+		// depend on it: kgo retries at that key's max only when the list
+		// holds exactly key 18; with a full list it keeps the v0 answer,
+		// which has no features, and never turns on transaction.version 2.
+		k := kmsg.NewApiVersionsResponseApiKey()
+		r := s.advertised[18]
+		k.ApiKey, k.MinVersion, k.MaxVersion = 18, r[0], r[1]
+		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{k}
+		return resp
+	}
+	resp.ApiKeys = s.apiKeys
+	resp.FinalizedFeaturesEpoch = -1
+	if v >= 3 && s.cfg.Features != nil {
+		f := s.cfg.Features()
+		for _, sf := range f.Supported {
+			x := kmsg.NewApiVersionsResponseSupportedFeature()
+			x.Name, x.MinVersion, x.MaxVersion = sf.Name, sf.Min, sf.Max
+			resp.SupportedFeatures = append(resp.SupportedFeatures, x)
+		}
+		for _, ff := range f.Finalized {
+			x := kmsg.NewApiVersionsResponseFinalizedFeature()
+			x.Name, x.MinVersionLevel, x.MaxVersionLevel = ff.Name, ff.Level, ff.Level
+			resp.FinalizedFeatures = append(resp.FinalizedFeatures, x)
+		}
+		if len(resp.FinalizedFeatures) > 0 {
+			resp.FinalizedFeaturesEpoch = max(f.FinalizedEpoch, 0)
+		}
+	}
+	return resp
+}

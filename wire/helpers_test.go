@@ -1,0 +1,194 @@
+package wire_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ioTimeout bounds every blocking socket operation of a test, so a bug
+// fails the test instead of hanging it. It is never what a test waits for.
+const ioTimeout = 10 * time.Second
+
+// logBuffer collects a server's JSON log lines for assertions.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) logger() zerolog.Logger { return zerolog.New(b).Level(zerolog.DebugLevel) }
+
+// lines returns the log lines whose fields include every key/value of want.
+func (b *logBuffer) lines(want map[string]any) []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(b.buf.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		ok := true
+		for k, v := range want {
+			if m[k] != v {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// waitLog polls until a log line matches; the server writes it from its
+// own goroutine, possibly just after the client saw the close.
+func (b *logBuffer) waitLog(t *testing.T, want map[string]any) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(ioTimeout)
+	for time.Now().Before(deadline) {
+		if l := b.lines(want); len(l) > 0 {
+			return l[0]
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no log line with %v", want)
+	return nil
+}
+
+// rawConn is a test's own end of a connection: hand-built frames in,
+// frames out.
+type rawConn struct {
+	t  *testing.T
+	nc net.Conn
+	br *bufio.Reader
+}
+
+func dialRaw(t *testing.T, addr string) *rawConn {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, ioTimeout)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
+}
+
+func (c *rawConn) local() string { return c.nc.LocalAddr().String() }
+
+func (c *rawConn) write(b []byte) {
+	c.t.Helper()
+	c.nc.SetWriteDeadline(time.Now().Add(ioTimeout))
+	if _, err := c.nc.Write(b); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// readFrame reads one response frame (without its length prefix).
+func (c *rawConn) readFrame() ([]byte, error) {
+	c.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	var size [4]byte
+	if _, err := io.ReadFull(c.br, size[:]); err != nil {
+		return nil, err
+	}
+	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+	_, err := io.ReadFull(c.br, frame)
+	return frame, err
+}
+
+// roundTrip sends req at its version and decodes the response into a new
+// response of that version, checking the correlation id.
+func (c *rawConn) roundTrip(req kmsg.Request, corr int32) kmsg.Response {
+	c.t.Helper()
+	c.write(frameOf(req, corr))
+	frame, err := c.readFrame()
+	if err != nil {
+		c.t.Fatalf("read response to %s v%d: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	return decodeResponse(c.t, frame, req, corr)
+}
+
+// expectClosed asserts that the server closes the connection: a read ends
+// with EOF or a reset, not with the test's own timeout, and no response
+// comes first.
+func (c *rawConn) expectClosed() {
+	c.t.Helper()
+	c.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	n, err := c.br.Read(make([]byte, 1))
+	var ne net.Error
+	switch {
+	case n > 0:
+		c.t.Fatalf("server sent data instead of closing the connection")
+	case errors.As(err, &ne) && ne.Timeout():
+		c.t.Fatalf("connection still open after %v", ioTimeout)
+	case err == nil:
+		c.t.Fatalf("read returned nothing and no error")
+	}
+}
+
+func frameOf(req kmsg.Request, corr int32) []byte {
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test")).AppendRequest(nil, req, corr)
+}
+
+// decodeResponse parses a response frame as the response of req: header v1
+// (a tag section) for flexible responses except ApiVersions.
+func decodeResponse(t *testing.T, frame []byte, req kmsg.Request, corr int32) kmsg.Response {
+	t.Helper()
+	if len(frame) < 4 {
+		t.Fatalf("response frame of %d bytes", len(frame))
+	}
+	if got := int32(binary.BigEndian.Uint32(frame)); got != corr {
+		t.Fatalf("correlation id %d, want %d", got, corr)
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	body := frame[4:]
+	if resp.IsFlexible() && resp.Key() != 18 {
+		r := kbin.Reader{Src: body}
+		kmsg.SkipTags(&r)
+		body = r.Src
+	}
+	if err := resp.ReadFrom(body); err != nil {
+		t.Fatalf("decode %s v%d response: %v", kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	return resp
+}
+
+func apiVersionsReq(v int16) *kmsg.ApiVersionsRequest {
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(v)
+	req.ClientSoftwareName, req.ClientSoftwareVersion = "raw-test", "0"
+	return req
+}
+
+// checkAlive opens a new connection and asserts that ApiVersions works.
+func checkAlive(t *testing.T, addr string) {
+	t.Helper()
+	c := dialRaw(t, addr)
+	resp := c.roundTrip(apiVersionsReq(3), 1).(*kmsg.ApiVersionsResponse)
+	if resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+		t.Fatalf("ApiVersions on a new connection: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
+	}
+	c.nc.Close()
+}
