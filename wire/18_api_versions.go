@@ -23,8 +23,9 @@ import (
 // Kafka 4.2 serves v0–v4; kmsg knows v5 (KIP-1242).
 
 // advertise computes the advertised ranges: the registered range, its
-// maximum capped by the profile, plus the built-in ApiVersions.
-func advertise(reg *Registry, profile *kversion.Versions) (map[int16][2]int16, []kmsg.ApiVersionsResponseApiKey) {
+// maximum capped by the profile, plus the built-in ApiVersions and the other
+// built-in keys (SaslHandshake and SaslAuthenticate when SASL is on).
+func advertise(reg *Registry, profile *kversion.Versions, builtin map[int16][2]int16) (map[int16][2]int16, []kmsg.ApiVersionsResponseApiKey) {
 	ranges := make(map[int16][2]int16)
 	capMax := func(key, maxVersion int16) (int16, bool) {
 		if profile == nil {
@@ -40,6 +41,12 @@ func advertise(reg *Registry, profile *kversion.Versions) (map[int16][2]int16, [
 		ranges[18] = [2]int16{0, avMax}
 	} else {
 		ranges[18] = [2]int16{0, 3}
+	}
+	for key, r := range builtin {
+		// Not capped by the profile: every Kafka release since 1.0
+		// speaks these, and a client that misses key 17 falls back to
+		// raw SASL tokens (kgo does).
+		ranges[key] = r
 	}
 	for _, key := range reg.Keys() {
 		rmin, rmax, _ := reg.Range(key)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // conn is one client connection: a reader goroutine that decodes and handles
@@ -29,12 +30,21 @@ type conn struct {
 	id        uint64
 	log       zerolog.Logger
 	principal string
-	stopped   atomic.Bool
+	// sasl is the SASL state (nil when SASL is off); reader goroutine only.
+	sasl    *connSASL
+	stopped atomic.Bool
 }
 
 type pending struct {
 	h     header
 	reply Reply
+	// isRaw: answer with raw (a SASL token after SaslHandshake v0, no
+	// Kafka header) instead of resolving reply.
+	isRaw bool
+	raw   []byte
+	// closeAfter: the reader stops after queueing this answer, so the
+	// connection closes once it is written (failed SASL authentication).
+	closeAfter bool
 }
 
 // stopReading makes the reader stop before its next request (Shutdown, or
@@ -63,8 +73,24 @@ func (c *conn) serve() {
 		c.s.mu.Unlock()
 	}()
 	defer c.nc.Close()
+	// The write deadline bounds the TLS handshake's writes; the read
+	// deadline, set through setReadDeadline, its reads, and lets a
+	// concurrent Shutdown interrupt it.
+	if c.s.sec.tlsOn() {
+		timeout := c.s.sec.handshakeTimeout(c.s.cfg.FrameTimeout)
+		c.nc.SetWriteDeadline(time.Now().Add(timeout))
+		if !c.setReadDeadline(timeout) {
+			return
+		}
+	}
+	rw, principal, err := c.s.sec.handshake(c.nc)
+	if err != nil {
+		c.log.Warn().Err(err).Str("reason", "tls handshake failed").Msg("connection closed: handshake failed")
+		return
+	}
+	c.rw, c.principal = rw, principal
 	if c.s.cfg.WrapConn != nil {
-		rw, principal, err := c.s.cfg.WrapConn(c.nc)
+		rw, principal, err := c.s.cfg.WrapConn(c.rw)
 		if err != nil {
 			c.log.Warn().Err(err).Msg("connection closed: handshake failed")
 			return
@@ -107,7 +133,8 @@ func (c *conn) readLoop(queue chan<- pending) {
 			return
 		}
 		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if err := checkFrameSize(size, c.s.cfg.MaxFrameBytes); err != nil {
+		raw := c.sasl != nil && c.sasl.raw
+		if err := c.checkFrameSize(size, raw); err != nil {
 			c.log.Warn().Err(err).Str("reason", "bad frame size").Msg("connection closed: bad frame size")
 			return
 		}
@@ -116,12 +143,35 @@ func (c *conn) readLoop(queue chan<- pending) {
 			c.logReadEnd(err, "reading a frame")
 			return
 		}
-		p, ok := c.handleFrame(frame)
+		var p pending
+		var ok bool
+		if raw {
+			p, ok = c.rawToken(frame)
+		} else {
+			p, ok = c.handleFrame(frame)
+		}
 		if !ok {
 			return
 		}
 		queue <- p
+		if p.closeAfter {
+			return
+		}
 	}
+}
+
+// checkFrameSize checks a frame's length prefix: before SASL
+// authentication the limit is 512 KiB, and a raw SASL token (after
+// SaslHandshake v0) has no request header, so it may be shorter than one.
+func (c *conn) checkFrameSize(size int32, raw bool) error {
+	limit := c.s.cfg.MaxFrameBytes
+	if c.sasl.pendingAuth() {
+		limit = min(limit, maxPreAuthFrameBytes)
+	}
+	if raw && size >= 0 && size <= limit {
+		return nil
+	}
+	return checkFrameSize(size, limit)
 }
 
 // readFrame reads a frame body of size bytes, size already checked against
@@ -176,6 +226,12 @@ func (c *conn) handleFrame(frame []byte) (pending, bool) {
 		return pending{}, false
 	}
 	rlog := c.log.With().Int16("api_key", h.key).Int16("api_version", h.version).Int32("correlation_id", h.correlationID).Logger()
+	if c.sasl.pendingAuth() && h.key != 18 && h.key != 17 && h.key != 36 {
+		// Kafka closes the connection too: before authentication only
+		// ApiVersions and the SASL exchange are allowed.
+		rlog.Warn().Str("reason", "not authenticated").Msg("connection closed: request before SASL authentication")
+		return pending{}, false
+	}
 	rng, known := c.s.advertised[h.key]
 	if !known {
 		rlog.Warn().Str("reason", "unsupported api key").Msg("connection closed: unsupported request")
@@ -200,9 +256,18 @@ func (c *conn) handleFrame(frame []byte) (pending, bool) {
 	if h.key == 18 {
 		return pending{h: h, reply: Now(c.s.apiVersionsResponse(h.version, 0))}, true
 	}
+	if c.sasl != nil {
+		switch body := decoded.(type) {
+		case *kmsg.SASLHandshakeRequest:
+			return c.saslHandshake(h, body, rlog)
+		case *kmsg.SASLAuthenticateRequest:
+			return c.saslAuthenticate(h, body, rlog)
+		}
+	}
 	req := &Request{
 		Body: decoded, Key: h.key, Version: h.version, CorrelationID: h.correlationID,
 		ClientID: h.clientID, Remote: c.nc.RemoteAddr(), ConnID: c.id, Principal: c.principal, Log: rlog,
+		sec: c.s.sec,
 	}
 	reply, err := c.callHandler(req)
 	if err != nil {
@@ -239,6 +304,10 @@ func encodeReply(dst []byte, p pending) (frame []byte, err error) {
 			frame, err = nil, fmt.Errorf("reply panic: %v\n%s", r, debug.Stack())
 		}
 	}()
+	if p.isRaw {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(p.raw)))
+		return append(dst, p.raw...), nil
+	}
 	resp, err := p.reply()
 	if err != nil || resp == nil {
 		return nil, err

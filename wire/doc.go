@@ -9,6 +9,15 @@
 // the KIP-511 ApiVersions answer, in-order responses on each connection, and
 // graceful shutdown.
 //
+// Security (Config.Security, nil = off): TLS listeners with optional
+// client-certificate verification, SASL PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512
+// as Kafka does it (SaslHandshake and SaslAuthenticate built in, like
+// ApiVersions; nothing but ApiVersions before authentication), the
+// principal in Request.Principal, and authorization helpers that handlers
+// call (ClusterAction, TransactionalIDAllowed, RequireClusterAction; see
+// authz.go for the rules). DialWith is the client side for inter-node
+// traffic.
+//
 // It must not know about transactions: it does not import coordinator,
 // leaderstub, txnlog or markersender. Handlers and the version profile are its
 // inputs.

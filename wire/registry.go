@@ -23,6 +23,10 @@ type Request struct {
 	// security is off).
 	Principal string
 	Log       zerolog.Logger
+
+	// sec is the listener's security (nil when off, and in requests that
+	// tests build by hand): the authorization helpers read it.
+	sec *serverSecurity
 }
 
 // Reply produces a handler's response. The server calls it from the

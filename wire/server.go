@@ -50,9 +50,12 @@ type Config struct {
 	// Log receives structured logs; the zero logger discards them.
 	Log zerolog.Logger
 	// WrapConn, when set, runs on every accepted connection before any
-	// request is read (TLS, SASL). It returns the connection to use and
-	// the authenticated principal.
+	// request is read (after the TLS handshake when Security.TLS is set).
+	// It returns the connection to use and the authenticated principal.
 	WrapConn func(net.Conn) (net.Conn, string, error)
+	// Security turns on TLS, SASL and authorization (see security.go).
+	// Nil: plaintext, no authentication, every request allowed.
+	Security *SecurityConfig
 }
 
 // Features are the feature flags advertised in ApiVersions v3+.
@@ -81,6 +84,7 @@ type Server struct {
 	cfg        Config
 	ln         net.Listener
 	advertised map[int16][2]int16 // key → {min, max}, ApiVersions included
+	sec        *serverSecurity    // nil when Config.Security is nil
 	apiKeys    []kmsg.ApiVersionsResponseApiKey
 
 	ctx    context.Context
@@ -119,16 +123,19 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 256
 	}
+	sec, err := newServerSecurity(cfg.Security, cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
 	ln := cfg.Listener
 	if ln == nil {
-		var err error
 		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 			return nil, fmt.Errorf("wire: listen %s: %w", cfg.Addr, err)
 		}
 	}
-	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{})}
+	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{}), sec: sec}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.advertised, s.apiKeys = advertise(cfg.Registry, cfg.Profile)
+	s.advertised, s.apiKeys = advertise(cfg.Registry, cfg.Profile, sec.builtinKeys())
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s, nil
@@ -160,7 +167,7 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		delay = 0
-		c := &conn{s: s, nc: nc, rw: nc, id: s.nextConn.Add(1)}
+		c := &conn{s: s, nc: nc, rw: nc, id: s.nextConn.Add(1), sasl: s.sec.newConnSASL()}
 		c.log = s.cfg.Log.With().Str("remote", nc.RemoteAddr().String()).Uint64("conn", c.id).Logger()
 		s.mu.Lock()
 		if s.closing {

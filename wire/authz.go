@@ -1,0 +1,145 @@
+package wire
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Authorization: wire authenticates and carries the principal; handlers
+// decide, per request, with the helpers below (as Kafka's KafkaApis asks
+// its authorizer per request). With Config.Security nil every helper
+// answers true, so a node without security behaves as before.
+//
+// The rules txncoord follows (Kafka's, for the APIs it serves):
+//   - broker-only APIs need CLUSTER_ACTION on the cluster, i.e. the cluster
+//     principal: WriteTxnMarkers (27, all versions) and AddPartitionsToTxn
+//     v4+ (24; v0–v3 are client requests). Anyone else gets
+//     CLUSTER_AUTHORIZATION_FAILED (31) and no state changes: wrap those
+//     handlers with RequireClusterAction, or call ClusterAction first;
+//   - transactional APIs need WRITE on the transactional id
+//     (InitProducerId with an id, AddPartitionsToTxn v0–v3, AddOffsetsToTxn,
+//     EndTxn, TxnOffsetCommit, a transactional Produce), DescribeTransactions
+//     needs DESCRIBE on it, ListTransactions lists only the ids the
+//     principal may DESCRIBE. A denied id gets
+//     TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53): TransactionalIDAllowed.
+
+// Authorizer decides whether principal may perform op on res. It must be
+// safe for concurrent use.
+type Authorizer interface {
+	Authorize(principal string, op kmsg.ACLOperation, res Resource) bool
+}
+
+// AuthorizerFunc adapts a function to Authorizer.
+type AuthorizerFunc func(principal string, op kmsg.ACLOperation, res Resource) bool
+
+// Authorize calls f.
+func (f AuthorizerFunc) Authorize(principal string, op kmsg.ACLOperation, res Resource) bool {
+	return f(principal, op, res)
+}
+
+// AllowAll authorizes everything: authentication without authorization.
+var AllowAll Authorizer = AuthorizerFunc(func(string, kmsg.ACLOperation, Resource) bool { return true })
+
+// Resource is what an operation acts on, in Kafka's ACL vocabulary.
+type Resource struct {
+	Type kmsg.ACLResourceType
+	Name string
+}
+
+// ClusterResource is the one cluster resource (Kafka names it
+// "kafka-cluster").
+var ClusterResource = Resource{Type: kmsg.ACLResourceTypeCluster, Name: "kafka-cluster"}
+
+// Authorize reports whether req's principal may perform op on res; always
+// true when the listener has no security.
+func Authorize(req *Request, op kmsg.ACLOperation, res Resource) bool {
+	if req.sec == nil {
+		return true
+	}
+	return req.sec.cfg.Authorizer.Authorize(req.Principal, op, res)
+}
+
+// ClusterAction reports whether req comes from a principal allowed to make
+// broker-only calls (CLUSTER_ACTION on the cluster): the cluster principal.
+func ClusterAction(req *Request) bool {
+	return Authorize(req, kmsg.ACLOperationClusterAction, ClusterResource)
+}
+
+// TransactionalIDAllowed reports whether req's principal may perform op
+// (kmsg.ACLOperationWrite or kmsg.ACLOperationDescribe) on the
+// transactional id txnID.
+func TransactionalIDAllowed(req *Request, op kmsg.ACLOperation, txnID string) bool {
+	return Authorize(req, op, Resource{Type: kmsg.ACLResourceTypeTransactionalId, Name: txnID})
+}
+
+// RequireClusterAction wraps the handler of a broker-only API so that a
+// principal without CLUSTER_ACTION gets CLUSTER_AUTHORIZATION_FAILED (31)
+// and h is never called (so nothing changes):
+//   - WriteTxnMarkers: 31 for every partition of every marker;
+//   - AddPartitionsToTxn v4+: top-level 31 (as Kafka's getErrorResponse)
+//     and 31 for every partition of every transaction, for readers that
+//     only look at the per-partition results; v0–v3 pass through (client
+//     requests: check the transactional id in the handler);
+//   - any other key: the connection is closed with a log line (txncoord
+//     serves no other broker-only API).
+func RequireClusterAction(h Handler) Handler {
+	return func(ctx context.Context, req *Request) Reply {
+		if req.Key == 24 && req.Version < 4 || ClusterAction(req) {
+			return h(ctx, req)
+		}
+		req.Log.Warn().Str("principal", req.Principal).Str("reason", "cluster authorization failed").Msg("broker-only request denied")
+		if resp := clusterAuthorizationFailed(req.Body); resp != nil {
+			return Now(resp)
+		}
+		return Fail(fmt.Errorf("principal %s may not send %s", req.Principal, kmsg.NameForKey(req.Key)))
+	}
+}
+
+const errClusterAuthorizationFailed = 31
+
+// clusterAuthorizationFailed builds the error response of a broker-only
+// request, or nil for a key it does not know.
+func clusterAuthorizationFailed(body kmsg.Request) kmsg.Response {
+	switch r := body.(type) {
+	case *kmsg.WriteTxnMarkersRequest:
+		resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+		for _, m := range r.Markers {
+			rm := kmsg.NewWriteTxnMarkersResponseMarker()
+			rm.ProducerID = m.ProducerID
+			for _, t := range m.Topics {
+				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+					rp.Partition, rp.ErrorCode = p, errClusterAuthorizationFailed
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rm.Topics = append(rm.Topics, rt)
+			}
+			resp.Markers = append(resp.Markers, rm)
+		}
+		return resp
+	case *kmsg.AddPartitionsToTxnRequest:
+		resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+		resp.ErrorCode = errClusterAuthorizationFailed
+		for _, txn := range r.Transactions {
+			rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
+			rt.TransactionalID = txn.TransactionalID
+			for _, t := range txn.Topics {
+				rtt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+				rtt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+					rp.Partition, rp.ErrorCode = p, errClusterAuthorizationFailed
+					rtt.Partitions = append(rtt.Partitions, rp)
+				}
+				rt.Topics = append(rt.Topics, rtt)
+			}
+			resp.Transactions = append(resp.Transactions, rt)
+		}
+		return resp
+	}
+	return nil
+}
