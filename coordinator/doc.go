@@ -3,8 +3,19 @@
 // coordinator's request handlers, one file per API key.
 //
 // Given the stored metadata of a transactional id, a request and now, the
-// core returns the metadata to persist, the response, and the markers to
-// send. The handlers wire it to the txnlog store and the marker sender.
+// core (core.go) returns the metadata to persist, the response, and the
+// markers to send. The handlers wire it to the txnlog store and the marker
+// sender, in this order: persist (fsync) → answer → hand the markers over.
+// Requests for one id are serialized by a per-id lock; while an id's write
+// is in flight its other requests get CONCURRENT_TRANSACTIONS where Kafka
+// does; different ids write concurrently and share group commits.
+//
+// Producer ids come from blocks whose end is durable before any id of the
+// block is handed out. The coordinator epoch is bumped and persisted at
+// every Open, before the markers of Prepare* transactions are resent.
 //
 // It must not touch bbolt or sockets directly.
+//
+// Main types: Coordinator (Open, Register, MarkersWritten/MarkersStuck,
+// List/Describe/Abort/Stats for the admin API), Config, MarkerQueue.
 package coordinator

@@ -26,11 +26,19 @@ type CoordinatorClient interface {
 // (re)connects lazily, does ApiVersions on each connect and sends each
 // request at min(kmsg max, the coordinator's advertised max).
 func DialCoordinator(addr string, log zerolog.Logger) CoordinatorClient {
-	return &dialedCoordinator{addr: addr, log: log.With().Str("coordinator", addr).Logger()}
+	return DialCoordinatorWith(addr, wire.DialConfig{}, log)
+}
+
+// DialCoordinatorWith is DialCoordinator over TLS and SASL as dc says: with
+// security on, leaders authenticate to the coordinator as the cluster
+// principal, which AddPartitionsToTxn v4+ requires.
+func DialCoordinatorWith(addr string, dc wire.DialConfig, log zerolog.Logger) CoordinatorClient {
+	return &dialedCoordinator{addr: addr, dial: dc, log: log.With().Str("coordinator", addr).Logger()}
 }
 
 type dialedCoordinator struct {
 	addr string
+	dial wire.DialConfig
 	log  zerolog.Logger
 
 	mu       sync.Mutex // one request at a time, as wire.Client requires
@@ -59,7 +67,7 @@ func (d *dialedCoordinator) do(ctx context.Context, req kmsg.Request, minVersion
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.cl == nil {
-		cl, err := wire.Dial(ctx, d.addr, "txncoord-leader")
+		cl, err := wire.DialWith(ctx, d.addr, "txncoord-leader", d.dial)
 		if err != nil {
 			return nil, fmt.Errorf("leaderstub: dial coordinator %s: %w", d.addr, err)
 		}

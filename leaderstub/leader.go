@@ -160,7 +160,10 @@ func (l *Leader) Register(reg *wire.Registry) {
 	reg.Register(1, fetchMinVersion, fetchMaxVersion, l.handleFetch)
 	reg.Register(2, listOffsetsMinVersion, listOffsetsMaxVersion, l.handleListOffsets)
 	reg.Register(22, initProducerIDMinVersion, initProducerIDMaxVersion, l.handleInitProducerID)
-	reg.Register(27, writeTxnMarkersMinVersion, writeTxnMarkersMaxVersion, l.handleWriteTxnMarkers)
+	// Broker-only: with security on, only the cluster principal may write
+	// markers (anyone else gets CLUSTER_AUTHORIZATION_FAILED per partition
+	// and nothing changes).
+	reg.Register(27, writeTxnMarkersMinVersion, writeTxnMarkersMaxVersion, wire.RequireClusterAction(l.handleWriteTxnMarkers))
 	reg.Register(61, 0, 0, l.handleDescribeProducers)
 }
 

@@ -1,0 +1,175 @@
+package coordinator
+
+// AddPartitionsToTxn (key 24), v0–v5.
+//
+// Behavior:
+//   - v0–v3 come from clients: one transaction; the client TV becomes 0.
+//   - v4–v5 come from partition leaders (KIP-890): a batch of
+//     transactions, each with VerifyOnly; VerifyOnly=false adds the
+//     partitions (TV2 implicit add, client TV 2), VerifyOnly=true only
+//     checks them (TRANSACTION_ABORTABLE for a partition not in the txn).
+//   - an unknown topic or partition gets UNKNOWN_TOPIC_OR_PARTITION and the
+//     other partitions of that transaction OPERATION_NOT_ATTEMPTED; nothing
+//     is written for it.
+//   - a transaction-level error (51, 49, 90, 48…) is given to each of its
+//     partitions. The answer waits until the Ongoing record is durable.
+//
+// Version notes: v<2 get INVALID_PRODUCER_EPOCH instead of PRODUCER_FENCED;
+// v4 gets INVALID_TXN_STATE where v5 gets TRANSACTION_ABORTABLE; v4+ has a
+// top-level error code (always 0 here).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/txnlog"
+	"github.com/txncoord/txncoord/wire"
+)
+
+const (
+	addPartitionsMin = 0
+	addPartitionsMax = 5
+	// Kafka's offsets.topic.num.partitions default; __consumer_offsets
+	// partitions are accepted even though no group coordinator exists yet.
+	consumerOffsetsTopic      = "__consumer_offsets"
+	consumerOffsetsPartitions = 50
+)
+
+// txnTopics is one transaction's partitions in request order.
+type txnTopics struct {
+	names []string
+	parts map[string][]int32
+}
+
+// partitionResult answers one transaction of an AddPartitionsToTxn.
+type partitionResult struct {
+	topics txnTopics
+	d      *decision
+	// badPartitions holds UNKNOWN_TOPIC_OR_PARTITION partitions; when
+	// set, nothing was attempted.
+	bad map[txnlog.TopicPartition]bool
+}
+
+func (pr *partitionResult) code(tp txnlog.TopicPartition, version int16) int16 {
+	if pr.bad != nil {
+		if pr.bad[tp] {
+			return kerr.UnknownTopicOrPartition.Code
+		}
+		return kerr.OperationNotAttempted.Code
+	}
+	o := pr.d.Outcome
+	code := o.Err
+	if code == 0 && o.PartitionErrs != nil {
+		code = o.PartitionErrs[tp]
+	}
+	code = oldFenced(code, version, 2)
+	if code == kerr.TransactionAbortable.Code && version < 5 {
+		code = kerr.InvalidTxnState.Code
+	}
+	return code
+}
+
+func (c *Coordinator) validPartition(tp txnlog.TopicPartition) bool {
+	if tp.Topic == consumerOffsetsTopic {
+		return tp.Partition >= 0 && tp.Partition < consumerOffsetsPartitions
+	}
+	t, ok := c.cfg.View.Topic(tp.Topic)
+	return ok && tp.Partition >= 0 && tp.Partition < t.Partitions
+}
+
+// addPartitions runs one transaction's add or verify.
+func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, verifyOnly bool, clientTV int16, topics txnTopics) *partitionResult {
+	pr := &partitionResult{topics: topics}
+	var tps []txnlog.TopicPartition
+	for _, name := range topics.names {
+		for _, p := range topics.parts[name] {
+			tp := txnlog.TopicPartition{Topic: name, Partition: p}
+			tps = append(tps, tp)
+			if !c.validPartition(tp) {
+				if pr.bad == nil {
+					pr.bad = map[txnlog.TopicPartition]bool{}
+				}
+				pr.bad[tp] = true
+			}
+		}
+	}
+	if pr.bad != nil {
+		return pr
+	}
+	now := c.nowMs()
+	pr.d = c.step(id, false, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
+		if verifyOnly {
+			return VerifyPartitions(cur, pending, pid, epoch, tps)
+		}
+		return AddPartitions(cur, pending, AddPartitionsRequest{ProducerID: pid, ProducerEpoch: epoch, Partitions: tps, ClientTV: clientTV}, now)
+	})
+	return pr
+}
+
+func (c *Coordinator) handleAddPartitionsToTxn(_ context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)
+	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	c.counters.addPartitions.Add(1)
+	if req.Version < 4 {
+		topics := txnTopics{parts: map[string][]int32{}}
+		for _, t := range req.Topics {
+			if _, seen := topics.parts[t.Topic]; !seen {
+				topics.names = append(topics.names, t.Topic)
+			}
+			topics.parts[t.Topic] = append(topics.parts[t.Topic], t.Partitions...)
+		}
+		pr := c.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, 0, topics)
+		return func() (kmsg.Response, error) {
+			if pr.d != nil {
+				pr.d.wait()
+			}
+			for _, name := range pr.topics.names {
+				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
+				rt.Topic = name
+				for _, p := range pr.topics.parts[name] {
+					rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, pr.code(txnlog.TopicPartition{Topic: name, Partition: p}, req.Version)
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			return resp, nil
+		}
+	}
+	results := make([]*partitionResult, len(req.Transactions))
+	ids := make([]string, len(req.Transactions))
+	for i, t := range req.Transactions {
+		topics := txnTopics{parts: map[string][]int32{}}
+		for _, tt := range t.Topics {
+			if _, seen := topics.parts[tt.Topic]; !seen {
+				topics.names = append(topics.names, tt.Topic)
+			}
+			topics.parts[tt.Topic] = append(topics.parts[tt.Topic], tt.Partitions...)
+		}
+		ids[i] = t.TransactionalID
+		results[i] = c.addPartitions(t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly, 2, topics)
+	}
+	return func() (kmsg.Response, error) {
+		for i, pr := range results {
+			if pr.d != nil {
+				pr.d.wait()
+			}
+			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
+			rtx.TransactionalID = ids[i]
+			for _, name := range pr.topics.names {
+				rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+				rt.Topic = name
+				for _, p := range pr.topics.parts[name] {
+					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+					rp.Partition, rp.ErrorCode = p, pr.code(txnlog.TopicPartition{Topic: name, Partition: p}, req.Version)
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rtx.Topics = append(rtx.Topics, rt)
+			}
+			resp.Transactions = append(resp.Transactions, rtx)
+		}
+		return resp, nil
+	}
+}

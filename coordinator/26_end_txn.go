@@ -1,0 +1,49 @@
+package coordinator
+
+// EndTxn (key 26), v0–v5.
+//
+// Behavior:
+//   - v0–v4 are TV1 (client TV 0), v5 is TV2 (client TV 2): the core's
+//     retry tables (core.go EndTxn, reference §3).
+//   - the answer is sent only after the Prepare* record is durable
+//     (invariant 1); the markers are handed to the marker sender after
+//     that, with the coordinator epoch.
+//   - TV2 bumps the epoch at Prepare; at epoch 32766 it reserves a new
+//     producer id, which Complete* moves to (the client gets (new id, 0)).
+//
+// Version notes: v<2 get INVALID_PRODUCER_EPOCH instead of PRODUCER_FENCED;
+// v5 returns ProducerId/ProducerEpoch (-1/-1 on error), KIP-890.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+const (
+	endTxnMin = 0
+	endTxnMax = 5
+)
+
+func (c *Coordinator) handleEndTxn(_ context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.EndTxnRequest)
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	c.counters.endTxn.Add(1)
+	now := c.nowMs()
+	d := c.step(req.TransactionalID, false, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
+		return EndTxn(cur, pending, EndTxnRequest{
+			ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit, Version: req.Version,
+		}, now, pids)
+	})
+	return func() (kmsg.Response, error) {
+		o := d.wait()
+		resp.ErrorCode = oldFenced(o.Err, req.Version, 2)
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		if o.Err == 0 && req.Version >= 5 {
+			resp.ProducerID, resp.ProducerEpoch = o.ProducerID, o.ProducerEpoch
+		}
+		return resp, nil
+	}
+}

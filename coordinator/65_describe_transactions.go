@@ -1,0 +1,60 @@
+package coordinator
+
+// DescribeTransactions (key 65), v0.
+//
+// Behavior:
+//   - per id: state name, timeout, start timestamp (-1 when Empty), producer
+//     id and epoch, partitions grouped by topic;
+//   - an unknown id gets TRANSACTIONAL_ID_NOT_FOUND.
+//
+// Version notes: v0 only.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+const (
+	describeTxnsMin = 0
+	describeTxnsMax = 0
+)
+
+func (c *Coordinator) handleDescribeTransactions(_ context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.DescribeTransactionsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
+	for _, id := range req.TransactionalIDs {
+		st := kmsg.NewDescribeTransactionsResponseTransactionState()
+		st.TransactionalID = id
+		d, ok := c.Describe(id)
+		if !ok {
+			st.ErrorCode = kerr.TransactionalIDNotFound.Code
+			st.ProducerID, st.ProducerEpoch, st.StartTimestamp = -1, -1, -1
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
+		st.State, st.TimeoutMillis = d.State, d.TimeoutMs
+		st.ProducerID, st.ProducerEpoch = d.ProducerID, d.ProducerEpoch
+		st.StartTimestamp = d.StartTimestamp
+		if d.State == "Empty" {
+			st.StartTimestamp = -1
+		}
+		byTopic := map[string]int{}
+		for _, tp := range d.Partitions {
+			i, ok := byTopic[tp.Topic]
+			if !ok {
+				i = len(st.Topics)
+				byTopic[tp.Topic] = i
+				t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+				t.Topic = tp.Topic
+				st.Topics = append(st.Topics, t)
+			}
+			st.Topics[i].Partitions = append(st.Topics[i].Partitions, tp.Partition)
+		}
+		resp.TransactionStates = append(resp.TransactionStates, st)
+	}
+	return wire.Now(resp)
+}

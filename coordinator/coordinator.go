@@ -1,0 +1,453 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/markersender"
+	"github.com/txncoord/txncoord/txnlog"
+)
+
+// MarkerQueue takes the markers of a transaction whose Prepare is durable;
+// *markersender.Sender implements it.
+type MarkerQueue interface{ Enqueue(markersender.Txn) }
+
+// Config configures a Coordinator. Zero durations take the defaults.
+type Config struct {
+	NodeID       int32
+	KafkaVersion string
+	View         *cluster.View
+	Store        txnlog.Store
+	Markers      MarkerQueue
+	Now          func() time.Time
+	// AbortScanInterval is how often timed-out transactions are aborted
+	// and idle ids expired (default 10 s, Kafka's).
+	AbortScanInterval time.Duration
+	// IDExpiration removes an Empty/Complete* id idle that long (default
+	// 7 days, transactional.id.expiration.ms).
+	IDExpiration time.Duration
+	// MaxTransactionTimeout caps InitProducerId timeouts (default 15 min,
+	// transaction.max.timeout.ms); above it INVALID_TRANSACTION_TIMEOUT.
+	MaxTransactionTimeout time.Duration
+	// PIDBlockSize is how many producer ids one durable reservation
+	// covers (default 1000).
+	PIDBlockSize int64
+	Log          zerolog.Logger
+	Metrics      prometheus.Registerer // may be nil
+}
+
+// Coordinator owns every transaction's state. Requests for one
+// transactional id are serialized by that id's entry lock; different ids
+// proceed in parallel, so their writes share the store's group commits.
+type Coordinator struct {
+	cfg   Config
+	epoch int32
+	log   zerolog.Logger
+	pids  *pidAllocator
+
+	mu      sync.Mutex
+	txns    map[string]*entry
+	closing bool
+
+	ctx    context.Context // cancelled by Close, after in-flight writes end
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // transitions in flight and the scan loop
+	stop   chan struct{}
+
+	counters counters
+}
+
+type counters struct {
+	initPID, addPartitions, addOffsets, endTxn, timeoutAborts, fenceAborts, operatorAborts, completions, expirations, stuck atomic.Uint64
+}
+
+// entry is one transactional id. mu guards every field.
+type entry struct {
+	mu sync.Mutex
+	md *Metadata // nil: no stored metadata
+	// pending is set while a transition is being persisted: other
+	// requests for the id get CONCURRENT_TRANSACTIONS where Kafka does.
+	pending bool
+	// stuck is the marker sender's reason why a Prepare cannot complete.
+	stuck   string
+	deleted bool
+}
+
+// Open loads the store, bumps and persists the coordinator epoch, hands
+// the markers of every Prepare* transaction to the marker sender (with the
+// new epoch) and starts the timeout scan.
+func Open(cfg Config) (*Coordinator, error) {
+	if cfg.Store == nil || cfg.Markers == nil || cfg.View == nil {
+		return nil, errors.New("coordinator: Store, Markers and View are required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.AbortScanInterval <= 0 {
+		cfg.AbortScanInterval = 10 * time.Second
+	}
+	if cfg.IDExpiration <= 0 {
+		cfg.IDExpiration = 7 * 24 * time.Hour
+	}
+	if cfg.MaxTransactionTimeout <= 0 {
+		cfg.MaxTransactionTimeout = 15 * time.Minute
+	}
+	if cfg.PIDBlockSize <= 0 {
+		cfg.PIDBlockSize = 1000
+	}
+	loaded, err := cfg.Store.Load()
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	c := &Coordinator{cfg: cfg, log: cfg.Log, txns: make(map[string]*entry, len(loaded.Txns)), stop: make(chan struct{})}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	// The new epoch and the first pid block are durable before any marker
+	// or producer id uses them (invariant 3: the epoch strictly increases).
+	c.epoch = loaded.CoordinatorEpoch + 1
+	c.pids = &pidAllocator{store: cfg.Store, block: cfg.PIDBlockSize, next: loaded.ProducerIDHighWater, limit: loaded.ProducerIDHighWater + cfg.PIDBlockSize}
+	if err := cfg.Store.Apply(c.ctx, txnlog.Batch{CoordinatorEpoch: c.epoch, ProducerIDHighWater: c.pids.limit}); err != nil {
+		return nil, fmt.Errorf("coordinator: persisting coordinator epoch: %w", err)
+	}
+	var resend []markersender.Txn
+	for id, m := range loaded.Txns {
+		m := m
+		c.txns[id] = &entry{md: &m}
+		if isPrepare(m.State) {
+			resend = append(resend, markersFor(&m))
+		}
+	}
+	c.log.Info().Int32("coordinator_epoch", c.epoch).Int("transactions", len(loaded.Txns)).Int("prepared", len(resend)).Msg("coordinator loaded")
+	c.registerMetrics()
+	for _, txn := range resend {
+		c.sendMarkers(txn)
+	}
+	c.wg.Add(1)
+	go c.scanLoop()
+	return c, nil
+}
+
+// markersFor rebuilds the markers of a stored Prepare*.
+func markersFor(m *Metadata) markersender.Txn {
+	return markersender.Txn{
+		TransactionalID: m.TransactionalID, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+		Commit: m.State == txnlog.PrepareCommit, TransactionVersion: int8(m.ClientTransactionVersion),
+		Partitions: toMarkerPartitions(m.Partitions),
+	}
+}
+
+// Epoch is the coordinator epoch stamped into every marker.
+func (c *Coordinator) Epoch() int32 { return c.epoch }
+
+// Close stops the scan and waits for transitions in flight. It does not
+// close the store (the caller owns it).
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closing = true
+	c.mu.Unlock()
+	close(c.stop)
+	c.wg.Wait()
+	c.cancel()
+	return nil
+}
+
+func (c *Coordinator) nowMs() int64 { return c.cfg.Now().UnixMilli() }
+
+// entry returns the entry of id, creating it when create is set.
+func (c *Coordinator) entry(id string, create bool) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.txns[id]
+	if e == nil && create {
+		e = &entry{}
+		c.txns[id] = e
+	}
+	return e
+}
+
+// lock returns id's entry locked, or nil (unlocked) when it does not exist
+// and create is false.
+func (c *Coordinator) lock(id string, create bool) *entry {
+	for {
+		e := c.entry(id, create)
+		if e == nil {
+			return nil
+		}
+		e.mu.Lock()
+		if !e.deleted {
+			return e
+		}
+		e.mu.Unlock() // expired meanwhile: look again
+	}
+}
+
+// errStore is the answer when the store cannot persist a transition:
+// clients retry COORDINATOR_NOT_AVAILABLE after rediscovering the
+// coordinator.
+var errStore = kerr.CoordinatorNotAvailable.Code
+
+// decision is a core step's result after the durable write, if any.
+type decision struct {
+	Outcome
+	done <-chan struct{} // closed once the write ended (or at once)
+}
+
+// step runs decide for id under its lock. If the outcome persists
+// something, the entry is marked pending and the write runs in a goroutine
+// owned by the coordinator; Err is set to errStore if it fails. Markers
+// are sent only after the write is durable.
+func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
+	var pidErr error
+	pids := func() int64 {
+		pid, err := c.pids.nextID(c.ctx)
+		if err != nil && pidErr == nil {
+			pidErr = err
+		}
+		return pid
+	}
+	done := make(chan struct{})
+	d := &decision{done: done}
+	e := c.lock(id, create)
+	var cur *Metadata
+	pending := false
+	if e != nil {
+		cur, pending = e.md, e.pending
+	}
+	d.Outcome = decide(cur, pending, pids)
+	if pidErr != nil {
+		c.log.Error().Err(pidErr).Str("txn_id", id).Msg("producer id block not durable")
+		d.Outcome = fail(errStore)
+	}
+	if e == nil || (d.Persist == nil && !d.Delete) {
+		if e != nil {
+			if e.md == nil && !e.pending {
+				c.forget(id, e)
+			}
+			e.mu.Unlock()
+		}
+		close(done)
+		return d
+	}
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		e.mu.Unlock()
+		d.Outcome = fail(kerr.NotCoordinator.Code)
+		close(done)
+		return d
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	e.pending = true
+	e.mu.Unlock()
+	batch := txnlog.Batch{}
+	if d.Delete {
+		batch.Deletes = []string{id}
+	} else {
+		batch.Puts = []txnlog.TxnMetadata{d.Persist.Clone()}
+	}
+	go func() {
+		defer c.wg.Done()
+		err := c.cfg.Store.Apply(c.ctx, batch)
+		e.mu.Lock()
+		e.pending = false
+		if err == nil {
+			if d.Delete {
+				c.forget(id, e)
+			} else {
+				md := d.Persist.Clone()
+				e.md = &md
+				if !isPrepare(md.State) {
+					e.stuck = ""
+				}
+			}
+		} else if e.md == nil {
+			c.forget(id, e)
+		}
+		e.mu.Unlock()
+		if err != nil {
+			c.log.Error().Err(err).Str("txn_id", id).Msg("transaction log write failed")
+			d.Outcome = fail(errStore)
+			close(done)
+			return
+		}
+		markers := d.Markers
+		close(done)
+		// Durable: now the markers may go out (invariant 1 for the
+		// answer, which the caller releases on done).
+		if markers != nil {
+			c.sendMarkers(*markers)
+		}
+	}()
+	return d
+}
+
+// forget drops an entry from the map; e must be locked.
+func (c *Coordinator) forget(id string, e *entry) {
+	e.deleted = true
+	c.mu.Lock()
+	if c.txns[id] == e {
+		delete(c.txns, id)
+	}
+	c.mu.Unlock()
+}
+
+// wait blocks until d's write ended.
+func (d *decision) wait() Outcome {
+	<-d.done
+	return d.Outcome
+}
+
+func (c *Coordinator) sendMarkers(txn markersender.Txn) {
+	txn.CoordinatorEpoch = c.epoch
+	c.log.Debug().Str("txn_id", txn.TransactionalID).Int64("pid", txn.ProducerID).Int16("epoch", txn.ProducerEpoch).
+		Int8("tv", txn.TransactionVersion).Bool("commit", txn.Commit).Int("partitions", len(txn.Partitions)).Msg("markers enqueued")
+	if len(txn.Partitions) == 0 {
+		// Nothing to mark (an abort bump of an empty transaction):
+		// complete at once.
+		c.MarkersWritten(txn)
+		return
+	}
+	c.cfg.Markers.Enqueue(txn)
+}
+
+// MarkersWritten persists Complete* once every marker of txn is written
+// (invariant 2). The write runs in the background; a completion that does
+// not match the stored Prepare* is ignored.
+func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
+	if txn.CoordinatorEpoch != 0 && txn.CoordinatorEpoch != c.epoch {
+		c.log.Info().Str("txn_id", txn.TransactionalID).Int32("coordinator_epoch", txn.CoordinatorEpoch).Msg("completion from an older coordinator epoch ignored")
+		return
+	}
+	now := c.nowMs()
+	d := c.step(txn.TransactionalID, false, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
+		return Complete(cur, pending, txn, now)
+	})
+	if d.Persist == nil {
+		c.log.Warn().Str("txn_id", txn.TransactionalID).Int64("pid", txn.ProducerID).Int16("epoch", txn.ProducerEpoch).Msg("markers written for a transaction not in that Prepare state: ignored")
+		return
+	}
+	c.counters.completions.Add(1)
+	// A failed Complete write is retried, or the transaction would sit in
+	// Prepare* until the next restart.
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		if d.wait().Err == 0 {
+			return
+		}
+		select {
+		case <-c.stop:
+		case <-time.After(time.Second):
+			c.MarkersWritten(txn)
+		}
+	}()
+}
+
+// MarkersStuck remembers why a transaction's markers cannot be applied; the
+// transaction stays in Prepare* and the reason shows in Describe and List.
+func (c *Coordinator) MarkersStuck(txn markersender.Txn, tp markersender.TopicPartition, reason string) {
+	e := c.lock(txn.TransactionalID, false)
+	if e == nil {
+		return
+	}
+	defer e.mu.Unlock()
+	e.stuck = fmt.Sprintf("%s-%d: %s", tp.Topic, tp.Partition, reason)
+	c.counters.stuck.Add(1)
+	c.log.Warn().Str("txn_id", txn.TransactionalID).Int64("pid", txn.ProducerID).Int16("epoch", txn.ProducerEpoch).
+		Str("topic", tp.Topic).Int32("partition", tp.Partition).Str("reason", reason).Msg("transaction markers stuck")
+}
+
+func (c *Coordinator) serverTV() int16 { return c.cfg.View.TransactionVersion() }
+
+// scanLoop aborts timed-out transactions and expires idle ids.
+func (c *Coordinator) scanLoop() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.AbortScanInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.scan()
+		}
+	}
+}
+
+// scan runs one timeout/expiry pass. It waits for nothing: writes complete
+// in the background.
+func (c *Coordinator) scan() {
+	c.mu.Lock()
+	ids := make([]string, 0, len(c.txns))
+	for id := range c.txns {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	now := c.nowMs()
+	idle := c.cfg.IDExpiration.Milliseconds()
+	for _, id := range ids {
+		var what string
+		c.step(id, false, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
+			switch {
+			case cur == nil || pending:
+			case TimedOut(cur, now):
+				what = "timeout"
+				return AbortTimedOut(cur, pending, now, c.serverTV(), pids)
+			case Expired(cur, pending, now, idle):
+				what = "expire"
+				return Outcome{Delete: true}
+			}
+			return Outcome{}
+		})
+		switch what {
+		case "timeout":
+			c.counters.timeoutAborts.Add(1)
+			c.log.Info().Str("txn_id", id).Msg("aborting timed-out transaction")
+		case "expire":
+			c.counters.expirations.Add(1)
+			c.log.Info().Str("txn_id", id).Msg("expiring idle transactional id")
+		}
+	}
+}
+
+// pidAllocator hands out producer ids from blocks whose end is durable
+// before any id of the block is used, so a restart never reuses an id.
+type pidAllocator struct {
+	mu          sync.Mutex
+	store       txnlog.Store
+	block       int64
+	next, limit int64
+}
+
+func (a *pidAllocator) nextID(ctx context.Context) (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.next >= a.limit {
+		if err := a.store.Apply(ctx, txnlog.Batch{ProducerIDHighWater: a.limit + a.block}); err != nil {
+			return -1, err
+		}
+		a.limit += a.block
+	}
+	id := a.next
+	a.next++
+	return id, nil
+}

@@ -1,0 +1,408 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/txnlog"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// gatedStore holds every Apply of a transaction record until released, to
+// observe what happens before a write is durable.
+type gatedStore struct {
+	*txnlog.MemoryStore
+	hold    atomic.Bool
+	gate    chan struct{}
+	waiting atomic.Int32
+}
+
+func (g *gatedStore) Apply(ctx context.Context, b txnlog.Batch) error {
+	if len(b.Puts) > 0 && g.hold.Load() {
+		g.waiting.Add(1)
+		<-g.gate
+	}
+	return g.MemoryStore.Apply(ctx, b)
+}
+
+// Invariant 1: EndTxn is answered only after Prepare is durable, and the
+// markers go out only after that too.
+func TestEndTxnAnsweredAfterPrepareDurable(t *testing.T) {
+	g := &gatedStore{MemoryStore: txnlog.NewMemory(), gate: make(chan struct{})}
+	var releaseOnce sync.Once
+	release := func() { releaseOnce.Do(func() { close(g.gate) }) }
+	c, fm := openTest(t, testView("127.0.0.1:1"), g, false)
+	pid, epoch := initPID(t, c, "t")
+	if code := addPartitionsV3(c, "t", pid, epoch, "orders", 0); code != 0 {
+		t.Fatal(code)
+	}
+	g.hold.Store(true) // from now on, writes wait for release
+	t.Cleanup(release) // runs before the coordinator's Close
+	req := kmsg.NewPtrEndTxnRequest()
+	req.SetVersion(5)
+	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = "t", pid, epoch, true
+	reply := c.handleEndTxn(context.Background(), &wire.Request{Body: req, Key: 26, Version: 5, Log: zerolog.Nop()})
+	answered := make(chan *kmsg.EndTxnResponse, 1)
+	go func() {
+		resp, _ := reply()
+		answered <- resp.(*kmsg.EndTxnResponse)
+	}()
+	waitFor(t, "the Prepare write to start", func() bool { return g.waiting.Load() == 1 })
+	select {
+	case <-answered:
+		t.Fatal("EndTxn answered before its Prepare was durable")
+	default:
+	}
+	if len(fm.snapshot()) != 0 {
+		t.Fatal("markers enqueued before Prepare was durable")
+	}
+	// Meanwhile the id is pending: a concurrent EndTxn retry gets 51.
+	if r := endTxn(c, 5, "t", pid, epoch, true); r.ErrorCode != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("EndTxn during the write: %d, want 51", r.ErrorCode)
+	}
+	release()
+	resp := <-answered
+	if resp.ErrorCode != 0 || resp.ProducerEpoch != epoch+1 || resp.ProducerID != pid {
+		t.Fatalf("EndTxn v5: %+v, want (pid %d, epoch %d)", resp, pid, epoch+1)
+	}
+	waitFor(t, "markers", func() bool { return len(fm.snapshot()) == 1 })
+	m := fm.snapshot()[0]
+	if m.ProducerEpoch != epoch+1 || m.TransactionVersion != 2 || !m.Commit || m.CoordinatorEpoch != c.Epoch() {
+		t.Fatalf("markers %+v", m)
+	}
+	d := waitState(t, c, "t", txnlog.PrepareCommit)
+	c.MarkersWritten(m)
+	waitState(t, c, "t", txnlog.CompleteCommit)
+	_ = d
+}
+
+func TestStoreFailureAnswersCoordinatorNotAvailable(t *testing.T) {
+	mem := txnlog.NewMemory()
+	c, fm := openTest(t, testView("127.0.0.1:1"), mem, false)
+	pid, epoch := initPID(t, c, "t")
+	if code := addPartitionsV3(c, "t", pid, epoch, "orders", 1); code != 0 {
+		t.Fatal(code)
+	}
+	mem.SetFailure(errors.New("disk on fire"))
+	if r := endTxn(c, 4, "t", pid, epoch, true); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("EndTxn with a failing store: %d", r.ErrorCode)
+	}
+	if d, _ := c.Describe("t"); d.State != "Ongoing" || d.Pending {
+		t.Fatalf("state after a failed write: %+v", d)
+	}
+	if len(fm.snapshot()) != 0 {
+		t.Fatal("markers sent for a Prepare that was never durable")
+	}
+	mem.SetFailure(nil)
+	if r := endTxn(c, 4, "t", pid, epoch, true); r.ErrorCode != 0 {
+		t.Fatalf("EndTxn retry: %d", r.ErrorCode)
+	}
+}
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (f *fakeClock) Now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeClock) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+}
+
+func TestTimeoutScanAbortsAndExpires(t *testing.T) {
+	clock := &fakeClock{now: time.UnixMilli(1_000_000)}
+	fm := &fakeMarkers{complete: true}
+	c, err := Open(Config{View: testView("127.0.0.1:1"), Store: txnlog.NewMemory(), Markers: fm, Now: clock.Now, IDExpiration: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm.c = c
+	defer c.Close()
+	pid, epoch := initPID(t, c, "slow") // timeout 60 s
+	if code := addPartitionsV5(c, "slow", pid, epoch, "orders", 2); code != 0 {
+		t.Fatal(code)
+	}
+	clock.advance(60 * time.Second)
+	c.scan()
+	if d, _ := c.Describe("slow"); d.State != "Ongoing" {
+		t.Fatalf("aborted at exactly the timeout: %s", d.State)
+	}
+	clock.advance(time.Millisecond)
+	c.scan()
+	d := waitState(t, c, "slow", txnlog.CompleteAbort)
+	if d.ProducerEpoch != epoch+1 {
+		t.Fatalf("timeout abort epoch %d, want %d (one bump)", d.ProducerEpoch, epoch+1)
+	}
+	m := fm.snapshot()
+	if len(m) != 1 || m[0].Commit || m[0].ProducerEpoch != epoch+1 || m[0].TransactionVersion != 2 {
+		t.Fatalf("timeout markers %+v", m)
+	}
+	// The client's EndTxn at its old epoch: TV2 retry of the abort → NONE.
+	if r := endTxn(c, 5, "slow", pid, epoch, false); r.ErrorCode != 0 || r.ProducerEpoch != epoch+1 {
+		t.Fatalf("late abort: %+v", r)
+	}
+	if s := c.Stats(); s.TimeoutAborts != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+	clock.advance(time.Hour)
+	c.scan()
+	waitFor(t, "expiry", func() bool { _, ok := c.Describe("slow"); return !ok })
+}
+
+func TestOperatorAbort(t *testing.T) {
+	c, fm := openTest(t, testView("127.0.0.1:1"), txnlog.NewMemory(), false)
+	ctx := context.Background()
+	if err := c.Abort(ctx, "nope"); !errors.Is(err, kerr.TransactionalIDNotFound) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	pid, epoch := initPID(t, c, "t")
+	if err := c.Abort(ctx, "t"); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("Empty: %v", err)
+	}
+	addPartitionsV3(c, "t", pid, epoch, "orders", 0)
+	if err := c.Abort(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := c.Describe("t"); d.State != "PrepareAbort" {
+		t.Fatalf("after abort: %s", d.State)
+	}
+	if err := c.Abort(ctx, "t"); !errors.Is(err, kerr.ConcurrentTransactions) {
+		t.Fatalf("PrepareAbort: %v", err)
+	}
+	m := fm.snapshot()
+	c.MarkersStuck(m[0], m[0].Partitions[0], "INVALID_PRODUCER_EPOCH at leader 1")
+	if d, _ := c.Describe("t"); d.StuckReason == "" {
+		t.Fatal("stuck reason not visible")
+	}
+	if l := c.List(ListFilter{States: []txnlog.State{txnlog.PrepareAbort}}); len(l) != 1 || l[0].StuckReason == "" {
+		t.Fatalf("list %+v", l)
+	}
+	c.MarkersWritten(m[0])
+	d := waitState(t, c, "t", txnlog.CompleteAbort)
+	if d.StuckReason != "" {
+		t.Fatal("stuck reason kept after completion")
+	}
+}
+
+func TestNullTransactionalIDAndPIDBlocks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	store, err := txnlog.OpenBolt(path, txnlog.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm := &fakeMarkers{}
+	c, err := Open(Config{View: testView("127.0.0.1:1"), Store: store, Markers: fm, PIDBlockSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	var last int64
+	for i := 0; i < 25; i++ {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.SetVersion(4)
+		req.ProducerID, req.ProducerEpoch = -1, -1
+		resp := call(c, 22, req).(*kmsg.InitProducerIDResponse)
+		if resp.ErrorCode != 0 || resp.ProducerEpoch != 0 || seen[resp.ProducerID] {
+			t.Fatalf("idempotent InitProducerId: %+v", resp)
+		}
+		seen[resp.ProducerID], last = true, resp.ProducerID
+	}
+	c.Close()
+	store.Close()
+	store, err = txnlog.OpenBolt(path, txnlog.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c2, _ := openTest(t, testView("127.0.0.1:1"), store, false)
+	if pid, _ := initPID(t, c2, "x"); pid <= last {
+		t.Fatalf("pid %d after restart, %d was already handed out", pid, last)
+	}
+	if c2.Epoch() != 2 {
+		t.Fatalf("coordinator epoch %d after one restart, want 2", c2.Epoch())
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	c, _ := openTest(t, testView("127.0.0.1:1"), txnlog.NewMemory(), false)
+	empty := ""
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.SetVersion(4)
+	req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = &empty, 1000, -1, -1
+	if r := call(c, 22, req).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("empty id: %d", r.ErrorCode)
+	}
+	id := "t"
+	req.TransactionalID, req.TransactionTimeoutMillis = &id, int32((16 * time.Minute).Milliseconds())
+	if r := call(c, 22, req).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.InvalidTransactionTimeout.Code {
+		t.Fatalf("timeout above max: %d", r.ErrorCode)
+	}
+	req.TransactionTimeoutMillis, req.ProducerID = 1000, 5
+	if r := call(c, 22, req).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("pid without epoch: %d", r.ErrorCode)
+	}
+	pid, epoch := initPID(t, c, "t")
+	// Unknown topic: 3 for it, 55 for the others; nothing written.
+	areq := kmsg.NewPtrAddPartitionsToTxnRequest()
+	areq.SetVersion(3)
+	areq.TransactionalID, areq.ProducerID, areq.ProducerEpoch = "t", pid, epoch
+	for _, tp := range []struct {
+		topic string
+		parts []int32
+	}{{"orders", []int32{0, 99}}, {"missing", []int32{0}}} {
+		rt := kmsg.NewAddPartitionsToTxnRequestTopic()
+		rt.Topic, rt.Partitions = tp.topic, tp.parts
+		areq.Topics = append(areq.Topics, rt)
+	}
+	aresp := call(c, 24, areq).(*kmsg.AddPartitionsToTxnResponse)
+	got := map[string]int16{}
+	for _, t := range aresp.Topics {
+		for _, p := range t.Partitions {
+			got[t.Topic+"-"+string(rune('0'+p.Partition%10))] = p.ErrorCode
+		}
+	}
+	if got["orders-0"] != kerr.OperationNotAttempted.Code || got["orders-9"] != kerr.UnknownTopicOrPartition.Code || got["missing-0"] != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("per-partition errors %v", got)
+	}
+	if d, _ := c.Describe("t"); d.State != "Empty" {
+		t.Fatalf("state %s after a refused add", d.State)
+	}
+	// Old versions get INVALID_PRODUCER_EPOCH instead of PRODUCER_FENCED.
+	if r := endTxn(c, 1, "t", pid, epoch+5, true); r.ErrorCode != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("EndTxn v1 fenced: %d", r.ErrorCode)
+	}
+	if r := endTxn(c, 3, "t", pid, epoch+5, true); r.ErrorCode != kerr.ProducerFenced.Code {
+		t.Fatalf("EndTxn v3 fenced: %d", r.ErrorCode)
+	}
+	// AddOffsetsToTxn adds the group's __consumer_offsets partition.
+	oreq := kmsg.NewPtrAddOffsetsToTxnRequest()
+	oreq.SetVersion(3)
+	oreq.TransactionalID, oreq.ProducerID, oreq.ProducerEpoch, oreq.Group = "t", pid, epoch, "my-group"
+	if r := call(c, 25, oreq).(*kmsg.AddOffsetsToTxnResponse); r.ErrorCode != 0 {
+		t.Fatalf("AddOffsetsToTxn: %d", r.ErrorCode)
+	}
+	d, _ := c.Describe("t")
+	if len(d.Partitions) != 1 || d.Partitions[0] != (txnlog.TopicPartition{Topic: "__consumer_offsets", Partition: offsetsPartition("my-group")}) {
+		t.Fatalf("partitions %+v", d.Partitions)
+	}
+}
+
+// Kafka's partitionFor: Utils.abs(groupId.hashCode()) % 50.
+func TestOffsetsPartitionMatchesJava(t *testing.T) {
+	// "my-group".hashCode() is -1906497762 (31-polynomial over UTF-16
+	// units, int32 overflow); abs → 1906497762, mod 50 → 12.
+	if p := offsetsPartition("my-group"); p != 12 {
+		t.Fatalf("my-group: partition %d, want 12", p)
+	}
+	// "polygenelubricants".hashCode() == Integer.MIN_VALUE: Utils.abs → 0.
+	if p := offsetsPartition("polygenelubricants"); p != 0 {
+		t.Fatalf("MIN_VALUE hash: partition %d, want 0", p)
+	}
+}
+
+func TestDescribeAndListTransactions(t *testing.T) {
+	c, _ := openTest(t, testView("127.0.0.1:1"), txnlog.NewMemory(), false)
+	pid, epoch := initPID(t, c, "app-1")
+	addPartitionsV3(c, "app-1", pid, epoch, "orders", 0, 1)
+	initPID(t, c, "other")
+
+	dreq := kmsg.NewPtrDescribeTransactionsRequest()
+	dreq.TransactionalIDs = []string{"app-1", "ghost"}
+	dresp := call(c, 65, dreq).(*kmsg.DescribeTransactionsResponse)
+	if len(dresp.TransactionStates) != 2 {
+		t.Fatalf("%+v", dresp)
+	}
+	a, g := dresp.TransactionStates[0], dresp.TransactionStates[1]
+	if a.ErrorCode != 0 || a.State != "Ongoing" || a.ProducerID != pid || len(a.Topics) != 1 || len(a.Topics[0].Partitions) != 2 || a.TimeoutMillis != 60000 {
+		t.Fatalf("describe app-1: %+v", a)
+	}
+	if g.ErrorCode != kerr.TransactionalIDNotFound.Code {
+		t.Fatalf("describe ghost: %d", g.ErrorCode)
+	}
+
+	list := func(v int16, mod func(*kmsg.ListTransactionsRequest)) *kmsg.ListTransactionsResponse {
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.SetVersion(v)
+		req.DurationFilterMillis = -1
+		mod(req)
+		return call(c, 66, req).(*kmsg.ListTransactionsResponse)
+	}
+	if r := list(0, func(*kmsg.ListTransactionsRequest) {}); len(r.TransactionStates) != 2 {
+		t.Fatalf("list all: %+v", r.TransactionStates)
+	}
+	if r := list(0, func(r *kmsg.ListTransactionsRequest) { r.StateFilters = []string{"Ongoing", "Bogus"} }); len(r.TransactionStates) != 1 || r.TransactionStates[0].TransactionalID != "app-1" || len(r.UnknownStateFilters) != 1 {
+		t.Fatalf("state filter: %+v", r)
+	}
+	pat := "^oth"
+	if r := list(2, func(r *kmsg.ListTransactionsRequest) { r.TransactionalIDPattern = &pat }); len(r.TransactionStates) != 1 || r.TransactionStates[0].TransactionalID != "other" {
+		t.Fatalf("pattern: %+v", r)
+	}
+	bad := "("
+	if r := list(2, func(r *kmsg.ListTransactionsRequest) { r.TransactionalIDPattern = &bad }); r.ErrorCode != kerr.InvalidRegularExpression.Code {
+		t.Fatalf("bad pattern: %d", r.ErrorCode)
+	}
+	if r := list(1, func(r *kmsg.ListTransactionsRequest) { r.DurationFilterMillis = int64(time.Hour / time.Millisecond) }); len(r.TransactionStates) != 0 {
+		t.Fatalf("duration filter: %+v", r.TransactionStates)
+	}
+}
+
+// A leader's batched AddPartitionsToTxn v4/v5: several transactions, each
+// answered on its own; VerifyOnly only checks.
+func TestLeaderBatchedAddPartitions(t *testing.T) {
+	c, _ := openTest(t, testView("127.0.0.1:1"), txnlog.NewMemory(), false)
+	pa, ea := initPID(t, c, "a")
+	pb, eb := initPID(t, c, "b")
+	for _, v := range []int16{4, 5} {
+		req := leaderAddRequest("a", pa, ea, "orders", 0, 1)
+		req.SetVersion(v)
+		verify := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		verify.TransactionalID, verify.ProducerID, verify.ProducerEpoch, verify.VerifyOnly = "b", pb, eb, true
+		vt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		vt.Topic, vt.Partitions = "orders", []int32{2}
+		verify.Topics = append(verify.Topics, vt)
+		fenced := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		fenced.TransactionalID, fenced.ProducerID, fenced.ProducerEpoch = "b", pb, eb+3
+		fenced.Topics = append(fenced.Topics, vt)
+		req.Transactions = append(req.Transactions, verify, fenced)
+		resp := call(c, 24, req).(*kmsg.AddPartitionsToTxnResponse)
+		if len(resp.Transactions) != 3 {
+			t.Fatalf("v%d: %d transactions answered", v, len(resp.Transactions))
+		}
+		if code := resp.Transactions[0].Topics[0].Partitions[1].ErrorCode; code != 0 {
+			t.Fatalf("v%d add: %d", v, code)
+		}
+		wantVerify := kerr.TransactionAbortable.Code
+		if v == 4 {
+			wantVerify = kerr.InvalidTxnState.Code
+		}
+		if code := resp.Transactions[1].Topics[0].Partitions[0].ErrorCode; code != wantVerify {
+			t.Fatalf("v%d verify of a partition not in the txn: %d, want %d", v, code, wantVerify)
+		}
+		if code := resp.Transactions[2].Topics[0].Partitions[0].ErrorCode; code != kerr.ProducerFenced.Code {
+			t.Fatalf("v%d fenced: %d", v, code)
+		}
+	}
+	d, _ := c.Describe("a")
+	if d.State != "Ongoing" || d.ClientTransactionVersion != 2 || len(d.Partitions) != 2 {
+		t.Fatalf("a: %+v", d)
+	}
+	if d, _ := c.Describe("b"); d.State != "Empty" {
+		t.Fatalf("b changed by VerifyOnly/fenced requests: %s", d.State)
+	}
+}

@@ -1,0 +1,431 @@
+package coordinator
+
+// The pure core: Kafka's transaction state machine as functions of (stored
+// metadata, request, now) → Outcome. No I/O, no clock, no goroutines; the
+// only injected dependency is PIDSource. Handlers persist Outcome.Persist
+// and answer only after it is durable, then hand Outcome.Markers to the
+// marker sender.
+//
+// Where this differs from Apache Kafka 4.2.0, and why:
+//   - Previous/next producer id and the last producer epoch are persisted
+//     (Kafka persists prev/next only from 4.3, never the last epoch), so a
+//     retried rotation or InitProducerId is recognised after a restart.
+//   - A fence or timeout abort at epoch exhaustion rotates the producer id
+//     as 4.3.0 does (KAFKA-20090): markers carry 32767 with the old id,
+//     Complete* moves to (new id, 0). 4.2.0 keeps the old id there.
+//   - Dead is never stored: expiry deletes the record.
+//   - PrepareEpochFence is never a separate step: the fence and its abort
+//     are one persisted PrepareAbort (the only state Kafka persists too).
+
+import (
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/txncoord/txncoord/markersender"
+	"github.com/txncoord/txncoord/txnlog"
+)
+
+// Metadata is a transactional id's stored state.
+type Metadata = txnlog.TxnMetadata
+
+const (
+	noEpoch int16 = -1
+	// epochExhausted: from this epoch on, a bump would reach the last
+	// usable epoch, so the producer id rotates (Kafka: Short.MaxValue-1).
+	epochExhausted int16 = 32766
+	maxEpoch       int16 = 32767
+)
+
+// PIDSource hands out a new, never used producer id.
+type PIDSource func() int64
+
+// Outcome is what one core step decided.
+type Outcome struct {
+	// Err is the Kafka error code of the answer (0 = NONE).
+	Err int16
+	// Persist, when not nil, must be durable before the answer is sent.
+	Persist *Metadata
+	// Delete removes the record (expiry); durable before anything else.
+	Delete bool
+	// ProducerID/ProducerEpoch are the answer's (InitProducerId, EndTxn v5).
+	ProducerID    int64
+	ProducerEpoch int16
+	// Markers, when not nil, go to the marker sender once Persist is
+	// durable (never before: invariant 1). CoordinatorEpoch is filled in
+	// by the caller.
+	Markers *markersender.Txn
+	// PartitionErrs holds per-partition answers of VerifyOnly checks.
+	PartitionErrs map[txnlog.TopicPartition]int16
+}
+
+func fail(code int16) Outcome { return Outcome{Err: code, ProducerID: -1, ProducerEpoch: -1} }
+
+func isExhausted(epoch int16) bool { return epoch >= epochExhausted }
+
+func isPrepare(s txnlog.State) bool { return s == txnlog.PrepareCommit || s == txnlog.PrepareAbort }
+
+func isCompleteOrEmpty(s txnlog.State) bool {
+	return s == txnlog.Empty || s == txnlog.CompleteCommit || s == txnlog.CompleteAbort
+}
+
+// InitPIDRequest is InitProducerId for a non-null transactional id.
+type InitPIDRequest struct {
+	TransactionalID string
+	TimeoutMs       int32
+	// ProducerID/ProducerEpoch are -1/-1 unless a v3+ client supplies
+	// its current ones (KIP-360).
+	ProducerID    int64
+	ProducerEpoch int16
+}
+
+// InitProducerID decides an InitProducerId (Kafka's
+// prepareInitProducerIdTransit). cur is nil for an unknown id. serverTV is
+// the cluster's finalized transaction.version, used when an Ongoing
+// transaction must be fenced and aborted.
+func InitProducerID(cur *Metadata, pending bool, req InitPIDRequest, now int64, serverTV int16, pids PIDSource) Outcome {
+	hasExpected := req.ProducerID != txnlog.NoProducerID
+	if cur == nil {
+		cur = &Metadata{
+			TransactionalID: req.TransactionalID, ProducerID: pids(), PrevProducerID: -1, NextProducerID: -1,
+			ProducerEpoch: noEpoch, LastProducerEpoch: noEpoch, TimeoutMs: req.TimeoutMs, State: txnlog.Empty,
+			StartTimestamp: -1, LastUpdateTimestamp: now,
+		}
+	}
+	if pending {
+		return fail(kerr.ConcurrentTransactions.Code)
+	}
+	if hasExpected {
+		valid := cur.ProducerEpoch == noEpoch || cur.ProducerID == req.ProducerID ||
+			(cur.PrevProducerID == req.ProducerID && isExhausted(req.ProducerEpoch))
+		if !valid {
+			return fail(kerr.ProducerFenced.Code)
+		}
+	}
+	switch {
+	case isPrepare(cur.State):
+		return fail(kerr.ConcurrentTransactions.Code)
+	case cur.State == txnlog.Ongoing:
+		// Fence the running producer: abort its transaction with a
+		// bumped epoch; the caller retries on 51 and then gets the
+		// epoch after the abort.
+		out := abortByCoordinator(cur, now, serverTV, pids)
+		out.Err, out.ProducerID, out.ProducerEpoch = kerr.ConcurrentTransactions.Code, -1, -1
+		return out
+	}
+	next := cur.Clone()
+	next.TimeoutMs, next.LastUpdateTimestamp = req.TimeoutMs, now
+	if isExhausted(cur.ProducerEpoch) && (!hasExpected || req.ProducerEpoch == cur.ProducerEpoch) {
+		next.PrevProducerID, next.ProducerID, next.ProducerEpoch = cur.ProducerID, pids(), 0
+		next.LastProducerEpoch = noEpoch
+		if hasExpected {
+			next.LastProducerEpoch = cur.ProducerEpoch
+		}
+	} else {
+		switch {
+		case !hasExpected:
+			next.ProducerEpoch, next.LastProducerEpoch = cur.ProducerEpoch+1, noEpoch
+		case cur.ProducerEpoch == noEpoch || req.ProducerEpoch == cur.ProducerEpoch:
+			next.ProducerEpoch, next.LastProducerEpoch = cur.ProducerEpoch+1, cur.ProducerEpoch
+		case req.ProducerEpoch == cur.LastProducerEpoch:
+			// A retry of the InitProducerId that already bumped:
+			// answer the current epoch again (the record is
+			// rewritten with the new timeout, as Kafka does).
+		default:
+			return fail(kerr.ProducerFenced.Code)
+		}
+	}
+	next.State, next.Partitions = txnlog.Empty, nil
+	return Outcome{Persist: &next, ProducerID: next.ProducerID, ProducerEpoch: next.ProducerEpoch}
+}
+
+// abortByCoordinator fences an Ongoing transaction and prepares its abort
+// (timeout, InitProducerId fence, operator abort): one bump e → e+1, the
+// markers carry e+1 and the cluster's transaction version.
+func abortByCoordinator(cur *Metadata, now int64, serverTV int16, pids PIDSource) Outcome {
+	next := cur.Clone()
+	next.ClientTransactionVersion = serverTV
+	if cur.ProducerEpoch < maxEpoch {
+		next.ProducerEpoch = cur.ProducerEpoch + 1
+	}
+	if serverTV >= 2 {
+		next.LastProducerEpoch = cur.ProducerEpoch
+	} else {
+		next.LastProducerEpoch = noEpoch
+	}
+	if isExhausted(cur.ProducerEpoch) {
+		// 4.3 behaviour: the abort's markers use 32767 with the old id;
+		// Complete* rotates to (new id, 0).
+		next.NextProducerID = pids()
+	}
+	return prepare(cur, next, false, now)
+}
+
+// prepare finishes a transition to Prepare* from next's pid/epoch.
+func prepare(cur *Metadata, next Metadata, commit bool, now int64) Outcome {
+	next.State = txnlog.PrepareAbort
+	if commit {
+		next.State = txnlog.PrepareCommit
+	}
+	next.LastUpdateTimestamp = now
+	m := &markersender.Txn{
+		TransactionalID: next.TransactionalID, ProducerID: next.ProducerID, ProducerEpoch: next.ProducerEpoch,
+		Commit: commit, TransactionVersion: int8(next.ClientTransactionVersion), Partitions: toMarkerPartitions(next.Partitions),
+	}
+	return Outcome{Persist: &next, Markers: m, ProducerID: -1, ProducerEpoch: -1}
+}
+
+func toMarkerPartitions(tps []txnlog.TopicPartition) []markersender.TopicPartition {
+	out := make([]markersender.TopicPartition, len(tps))
+	for i, tp := range tps {
+		out[i] = markersender.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+	}
+	return out
+}
+
+// AddPartitionsRequest adds partitions to a transaction (AddPartitionsToTxn,
+// AddOffsetsToTxn).
+type AddPartitionsRequest struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	Partitions    []txnlog.TopicPartition
+	// ClientTV is 2 for AddPartitionsToTxn v4+, else 0.
+	ClientTV int16
+	// KeepTV keeps the stored TV of an Ongoing transaction (AddOffsetsToTxn
+	// says nothing about the client's TV).
+	KeepTV bool
+}
+
+// AddPartitions decides an AddPartitionsToTxn (not VerifyOnly).
+func AddPartitions(cur *Metadata, pending bool, req AddPartitionsRequest, now int64) Outcome {
+	if code := checkProducer(cur, pending, req.ProducerID, req.ProducerEpoch); code != 0 {
+		return fail(code)
+	}
+	if isPrepare(cur.State) {
+		return fail(kerr.ConcurrentTransactions.Code)
+	}
+	if cur.State != txnlog.Ongoing && !isCompleteOrEmpty(cur.State) {
+		return fail(kerr.InvalidTxnState.Code)
+	}
+	if cur.State == txnlog.Ongoing && containsAll(cur.Partitions, req.Partitions) {
+		return Outcome{} // nothing new to persist
+	}
+	next := cur.Clone()
+	if cur.State != txnlog.Ongoing {
+		next.StartTimestamp, next.Partitions = now, nil
+	}
+	if !(req.KeepTV && cur.State == txnlog.Ongoing) {
+		next.ClientTransactionVersion = req.ClientTV
+	}
+	for _, tp := range req.Partitions {
+		if !next.HasPartition(tp) {
+			next.Partitions = append(next.Partitions, tp)
+		}
+	}
+	next.State, next.LastUpdateTimestamp = txnlog.Ongoing, now
+	return Outcome{Persist: &next}
+}
+
+// VerifyPartitions answers AddPartitionsToTxn v4+ with VerifyOnly: per
+// partition NONE when it is in the transaction, else TRANSACTION_ABORTABLE.
+func VerifyPartitions(cur *Metadata, pending bool, pid int64, epoch int16, tps []txnlog.TopicPartition) Outcome {
+	if cur == nil || cur.ProducerID != pid {
+		return fail(kerr.InvalidProducerIDMapping.Code)
+	}
+	if cur.ProducerEpoch != epoch {
+		return fail(kerr.ProducerFenced.Code)
+	}
+	if pending || isPrepare(cur.State) {
+		return fail(kerr.ConcurrentTransactions.Code)
+	}
+	out := Outcome{PartitionErrs: map[txnlog.TopicPartition]int16{}}
+	for _, tp := range tps {
+		code := kerr.TransactionAbortable.Code
+		if cur.State == txnlog.Ongoing && cur.HasPartition(tp) {
+			code = 0
+		}
+		out.PartitionErrs[tp] = code
+	}
+	return out
+}
+
+// checkProducer is the check shared by AddPartitionsToTxn and
+// AddOffsetsToTxn, in Kafka's order.
+func checkProducer(cur *Metadata, pending bool, pid int64, epoch int16) int16 {
+	switch {
+	case cur == nil:
+		return kerr.InvalidProducerIDMapping.Code
+	case pending:
+		return kerr.ConcurrentTransactions.Code
+	case cur.ProducerID != pid:
+		return kerr.InvalidProducerIDMapping.Code
+	case cur.ProducerEpoch != epoch:
+		return kerr.ProducerFenced.Code
+	}
+	return 0
+}
+
+func containsAll(have, want []txnlog.TopicPartition) bool {
+	for _, tp := range want {
+		if !slices.Contains(have, tp) {
+			return false
+		}
+	}
+	return true
+}
+
+// EndTxnRequest is an EndTxn.
+type EndTxnRequest struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	Commit        bool
+	// Version is the EndTxn version: v5+ is TV2.
+	Version int16
+}
+
+// EndTxn decides an EndTxn with Kafka's TV1 and TV2 retry rules.
+func EndTxn(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PIDSource) Outcome {
+	if cur == nil {
+		return fail(kerr.InvalidProducerIDMapping.Code)
+	}
+	if req.Version >= 5 {
+		return endTxnV2(cur, pending, req, now, pids)
+	}
+	return endTxnV1(cur, pending, req, now)
+}
+
+func endTxnV1(cur *Metadata, pending bool, req EndTxnRequest, now int64) Outcome {
+	switch {
+	case cur.ProducerID != req.ProducerID:
+		return fail(kerr.InvalidProducerIDMapping.Code)
+	case cur.ProducerEpoch != req.ProducerEpoch:
+		return fail(kerr.ProducerFenced.Code)
+	case pending:
+		return fail(kerr.ConcurrentTransactions.Code)
+	}
+	switch cur.State {
+	case txnlog.Ongoing:
+		next := cur.Clone()
+		next.ClientTransactionVersion = 0
+		return prepare(cur, next, req.Commit, now)
+	case txnlog.CompleteCommit, txnlog.CompleteAbort:
+		if (cur.State == txnlog.CompleteCommit) == req.Commit {
+			return Outcome{ProducerID: -1, ProducerEpoch: -1} // retry of a finished EndTxn
+		}
+	case txnlog.PrepareCommit, txnlog.PrepareAbort:
+		if (cur.State == txnlog.PrepareCommit) == req.Commit {
+			return fail(kerr.ConcurrentTransactions.Code)
+		}
+	}
+	return fail(kerr.InvalidTxnState.Code)
+}
+
+func endTxnV2(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PIDSource) Outcome {
+	retryOnEpochBump := cur.ProducerEpoch == req.ProducerEpoch+1
+	retryOnOverflow := cur.PrevProducerID == req.ProducerID && req.ProducerEpoch == epochExhausted && cur.ProducerEpoch == 0
+	isRetry := retryOnEpochBump || retryOnOverflow
+	if cur.ProducerID != req.ProducerID && !retryOnOverflow {
+		return fail(kerr.InvalidProducerIDMapping.Code)
+	}
+	var validEpoch bool
+	switch {
+	case cur.State == txnlog.Ongoing || cur.State == txnlog.Empty:
+		validEpoch = req.ProducerEpoch == cur.ProducerEpoch
+	case isPrepare(cur.State):
+		validEpoch = retryOnEpochBump
+	default: // Complete*
+		validEpoch = isRetry || req.ProducerEpoch == cur.ProducerEpoch
+	}
+	if !validEpoch {
+		return fail(kerr.ProducerFenced.Code)
+	}
+	if pending {
+		return fail(kerr.ConcurrentTransactions.Code)
+	}
+	bump := func() Outcome {
+		next := cur.Clone()
+		if cur.State != txnlog.Ongoing {
+			next.Partitions = nil // a bump abort has nothing to abort
+		}
+		next.ClientTransactionVersion = 2
+		next.ProducerEpoch, next.LastProducerEpoch = cur.ProducerEpoch+1, cur.ProducerEpoch
+		if isExhausted(cur.ProducerEpoch) {
+			next.NextProducerID = pids()
+		}
+		out := prepare(cur, next, req.Commit, now)
+		// v5 answers the (pid, epoch) the client continues with.
+		after := completed(next, now)
+		out.ProducerID, out.ProducerEpoch = after.ProducerID, after.ProducerEpoch
+		return out
+	}
+	switch cur.State {
+	case txnlog.Ongoing:
+		return bump()
+	case txnlog.Empty:
+		if !req.Commit {
+			return bump()
+		}
+	case txnlog.CompleteCommit, txnlog.CompleteAbort:
+		sameResult := (cur.State == txnlog.CompleteCommit) == req.Commit
+		switch {
+		case isRetry && sameResult:
+			return Outcome{ProducerID: cur.ProducerID, ProducerEpoch: cur.ProducerEpoch}
+		case !isRetry && !req.Commit:
+			return bump()
+		}
+	case txnlog.PrepareCommit, txnlog.PrepareAbort:
+		if (cur.State == txnlog.PrepareCommit) == req.Commit {
+			return fail(kerr.ConcurrentTransactions.Code)
+		}
+	}
+	return fail(kerr.InvalidTxnState.Code)
+}
+
+// completed is the Complete* metadata following a Prepare* (Kafka's
+// prepareComplete): partitions cleared, the producer id rotated if the
+// Prepare reserved a next one.
+func completed(prepared Metadata, now int64) Metadata {
+	next := prepared.Clone()
+	next.State = txnlog.CompleteAbort
+	if prepared.State == txnlog.PrepareCommit {
+		next.State = txnlog.CompleteCommit
+	}
+	if prepared.NextProducerID != txnlog.NoProducerID {
+		next.PrevProducerID, next.ProducerID, next.ProducerEpoch = prepared.ProducerID, prepared.NextProducerID, 0
+		next.NextProducerID = txnlog.NoProducerID
+	}
+	next.Partitions, next.LastUpdateTimestamp = nil, now
+	return next
+}
+
+// Complete decides the transition after every marker of txn was written.
+// It is a no-op (nil Persist) unless cur is the Prepare* those markers
+// belong to: a late or duplicate completion changes nothing.
+func Complete(cur *Metadata, pending bool, txn markersender.Txn, now int64) Outcome {
+	if cur == nil || pending || !isPrepare(cur.State) || cur.ProducerID != txn.ProducerID ||
+		cur.ProducerEpoch != txn.ProducerEpoch || (cur.State == txnlog.PrepareCommit) != txn.Commit {
+		return Outcome{Err: kerr.InvalidTxnState.Code}
+	}
+	next := completed(*cur, now)
+	return Outcome{Persist: &next}
+}
+
+// TimedOut reports whether cur is an Ongoing transaction past its timeout.
+func TimedOut(cur *Metadata, now int64) bool {
+	return cur.State == txnlog.Ongoing && cur.StartTimestamp+int64(cur.TimeoutMs) < now
+}
+
+// AbortTimedOut decides the coordinator's abort of a timed-out (or
+// operator-aborted) Ongoing transaction.
+func AbortTimedOut(cur *Metadata, pending bool, now int64, serverTV int16, pids PIDSource) Outcome {
+	if cur == nil || pending || cur.State != txnlog.Ongoing {
+		return Outcome{Err: kerr.InvalidTxnState.Code}
+	}
+	return abortByCoordinator(cur, now, serverTV, pids)
+}
+
+// Expired reports whether an idle transactional id may be removed: only
+// Empty and Complete* expire (Kafka's rule), after idleMs without update.
+func Expired(cur *Metadata, pending bool, now, idleMs int64) bool {
+	return !pending && isCompleteOrEmpty(cur.State) && cur.LastUpdateTimestamp+idleMs <= now
+}

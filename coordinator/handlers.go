@@ -1,0 +1,27 @@
+package coordinator
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+// Register adds the coordinator's handlers. Metadata, FindCoordinator and
+// ApiVersions are served by cluster.View and wire on every node.
+func (c *Coordinator) Register(reg *wire.Registry) {
+	reg.Register(22, initProducerIDMin, initProducerIDMax, c.handleInitProducerID)
+	reg.Register(24, addPartitionsMin, addPartitionsMax, c.handleAddPartitionsToTxn)
+	reg.Register(25, addOffsetsMin, addOffsetsMax, c.handleAddOffsetsToTxn)
+	reg.Register(26, endTxnMin, endTxnMax, c.handleEndTxn)
+	reg.Register(65, describeTxnsMin, describeTxnsMax, c.handleDescribeTransactions)
+	reg.Register(66, listTxnsMin, listTxnsMax, c.handleListTransactions)
+}
+
+// oldFenced maps PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for versions
+// older than firstFencedVersion, whose clients do not know code 90.
+func oldFenced(code, version, firstFencedVersion int16) int16 {
+	if code == kerr.ProducerFenced.Code && version < firstFencedVersion {
+		return kerr.InvalidProducerEpoch.Code
+	}
+	return code
+}

@@ -1,0 +1,195 @@
+package txnlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+)
+
+func sampleTxn(id string) TxnMetadata {
+	return TxnMetadata{
+		TransactionalID: id, ProducerID: 1001, PrevProducerID: 1000, NextProducerID: -1,
+		ProducerEpoch: 32767, LastProducerEpoch: 32766, TimeoutMs: 60000, State: PrepareCommit,
+		Partitions:     []TopicPartition{{"orders", 0}, {"orders", 5}, {"__consumer_offsets", 49}},
+		StartTimestamp: 1700000000000, LastUpdateTimestamp: 1700000000123, ClientTransactionVersion: 2,
+	}
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	for _, m := range []TxnMetadata{sampleTxn("t1"), {TransactionalID: "empty", ProducerID: 7, NextProducerID: -1, LastProducerEpoch: -1}} {
+		got, err := DecodeTxn(EncodeTxn(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, m) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, m)
+		}
+	}
+}
+
+func TestCodecRejectsUnknownVersion(t *testing.T) {
+	raw := EncodeTxn(sampleTxn("t1"))
+	raw[0] = 2
+	_, err := DecodeTxn(raw)
+	if !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("version 2: got %v, want ErrUnknownVersion", err)
+	}
+	raw = EncodeTxn(sampleTxn("t1"))
+	if _, err := DecodeTxn(raw[:len(raw)-1]); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("truncated: got %v, want ErrCorrupt", err)
+	}
+	if _, err := decodeMeta([]byte{9, 0, 0, 0, 0, 0, 0, 0, 1}); !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("meta version 9: got %v", err)
+	}
+}
+
+func FuzzDecodeTxn(f *testing.F) {
+	f.Add(EncodeTxn(sampleTxn("t1")))
+	f.Add([]byte{1})
+	f.Add([]byte{1, 0, 0, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		m, err := DecodeTxn(raw)
+		if err != nil {
+			return
+		}
+		// Whatever decodes must encode back to the same bytes.
+		if again := EncodeTxn(m); string(again) != string(raw) {
+			t.Fatalf("decode/encode changed the record:\n in %x\nout %x", raw, again)
+		}
+	})
+}
+
+// storeContract runs the behaviour both stores share.
+func storeContract(t *testing.T, s Store) {
+	ctx := context.Background()
+	a, b := sampleTxn("a"), sampleTxn("b")
+	if err := s.Apply(ctx, Batch{Puts: []TxnMetadata{a, b}, CoordinatorEpoch: 3, ProducerIDHighWater: 2000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(ctx, Batch{Deletes: []string{"a"}, ProducerIDHighWater: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Txns["a"]; ok || !reflect.DeepEqual(st.Txns["b"], b) {
+		t.Fatalf("txns after put+delete: %+v", st.Txns)
+	}
+	if st.CoordinatorEpoch != 3 || st.ProducerIDHighWater != 2000 {
+		t.Fatalf("meta: epoch %d hw %d, want 3 2000 (the high-water mark never goes down)", st.CoordinatorEpoch, st.ProducerIDHighWater)
+	}
+}
+
+func TestMemoryStore(t *testing.T) { storeContract(t, NewMemory()) }
+
+func TestBoltStoreDurableAcrossReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "txn.db")
+	s, err := OpenBolt(path, BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeContract(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Apply(context.Background(), Batch{CoordinatorEpoch: 9}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Apply after Close: %v", err)
+	}
+	s2, err := OpenBolt(path, BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	st, err := s2.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Txns) != 1 || !reflect.DeepEqual(st.Txns["b"], sampleTxn("b")) || st.CoordinatorEpoch != 3 || st.ProducerIDHighWater != 2000 {
+		t.Fatalf("after reopen: %+v", st)
+	}
+}
+
+// N concurrent Applies must share Updates: fewer commits than batches.
+func TestBoltGroupCommitBatches(t *testing.T) {
+	s, err := OpenBolt(filepath.Join(t.TempDir(), "txn.db"), BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const writers, perWriter = 32, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < perWriter; i++ {
+				m := sampleTxn(fmt.Sprintf("w%d", w))
+				m.ProducerEpoch = int16(i)
+				if err := s.Apply(context.Background(), Batch{Puts: []TxnMetadata{m}}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	t.Logf("batches=%d commits=%d transitions/commit=%.1f", st.Batches, st.Commits, float64(st.Transitions)/float64(st.Commits))
+	if st.Batches != writers*perWriter || st.Transitions != writers*perWriter {
+		t.Fatalf("stats %+v", st)
+	}
+	if st.Commits >= st.Batches {
+		t.Fatalf("no group commit: %d commits for %d batches", st.Commits, st.Batches)
+	}
+	loaded, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for w := 0; w < writers; w++ {
+		if got := loaded.Txns[fmt.Sprintf("w%d", w)].ProducerEpoch; got != perWriter-1 {
+			t.Fatalf("writer %d: last epoch %d, want %d", w, got, perWriter-1)
+		}
+	}
+}
+
+// A failing batch must not fail the batches that shared its Update.
+func TestBoltBadBatchIsolated(t *testing.T) {
+	s, err := OpenBolt(filepath.Join(t.TempDir(), "txn.db"), BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var wg sync.WaitGroup
+	results := make([]error, 40)
+	for i := range results {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			id := fmt.Sprintf("ok%d", i)
+			if i%10 == 0 {
+				id = "" // rejected by writeBatch
+			}
+			results[i] = s.Apply(context.Background(), Batch{Puts: []TxnMetadata{sampleTxn(id)}})
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range results {
+		if (i%10 == 0) != (err != nil) {
+			t.Fatalf("batch %d: err %v", i, err)
+		}
+	}
+	st, _ := s.Load()
+	if len(st.Txns) != 36 {
+		t.Fatalf("%d txns stored, want 36", len(st.Txns))
+	}
+}
