@@ -1,0 +1,12 @@
+// Package admin is the coordinator's HTTP admin API (JSON) and the client
+// the CLI uses for it.
+//
+// Endpoints (architecture.md "Admin HTTP API", a stable contract):
+// GET /v1/transactions, GET /v1/transactions/{id},
+// POST /v1/transactions/{id}/abort, GET /v1/leaders, GET /v1/markers,
+// POST /v1/transactions/{id}/retry-markers (an addition to the contract),
+// GET /metrics (Prometheus), GET /healthz, GET /readyz.
+// Errors are JSON {"error": "..."} with the matching HTTP status.
+//
+// It must not hold transaction logic: it reads and asks through Backend.
+package admin

@@ -1,0 +1,164 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+// Server serves the admin API.
+type Server struct {
+	srv *http.Server
+	ln  net.Listener
+	log zerolog.Logger
+}
+
+// Start listens on addr and serves the admin API for b. gatherer serves
+// /metrics (nil: prometheus.DefaultGatherer).
+func Start(addr string, b Backend, gatherer prometheus.Gatherer, log zerolog.Logger) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin: listen %s: %w", addr, err)
+	}
+	if gatherer == nil {
+		gatherer = prometheus.DefaultGatherer
+	}
+	s := &Server{ln: ln, log: log}
+	s.srv = &http.Server{Handler: Handler(b, gatherer), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("admin server stopped")
+		}
+	}()
+	return s, nil
+}
+
+// Addr is the listening address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// URL is the base URL of the API.
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Shutdown stops the server gracefully.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+// Handler returns the admin API's routes.
+func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/transactions", func(w http.ResponseWriter, r *http.Request) {
+		f := ListFilter{State: r.URL.Query().Get("state")}
+		if d := r.URL.Query().Get("duration_filter"); d != "" {
+			dur, err := time.ParseDuration(d)
+			if err != nil || dur < 0 {
+				writeError(w, http.StatusBadRequest, fmt.Errorf("duration_filter %q: want a duration such as 30s or 5m", d))
+				return
+			}
+			f.MinDuration = dur
+		}
+		if f.State != "" && !validState(f.State) {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("state %q: want one of %v", f.State, States))
+			return
+		}
+		writeJSON(w, http.StatusOK, nonNil(b.Transactions(f)))
+	})
+	mux.HandleFunc("GET /v1/transactions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		t, err := b.Transaction(r.PathValue("id"))
+		if err != nil {
+			writeBackendError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, t)
+	})
+	mux.HandleFunc("POST /v1/transactions/{id}/abort", func(w http.ResponseWriter, r *http.Request) {
+		t, err := b.Abort(r.Context(), r.PathValue("id"))
+		if err != nil {
+			writeBackendError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, t)
+	})
+	mux.HandleFunc("POST /v1/transactions/{id}/retry-markers", func(w http.ResponseWriter, r *http.Request) {
+		t, err := b.RetryMarkers(r.PathValue("id"))
+		if err != nil {
+			writeBackendError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, t)
+	})
+	mux.HandleFunc("GET /v1/leaders", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, nonNil(b.Leaders()))
+	})
+	mux.HandleFunc("GET /v1/markers", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, nonNil(b.Markers()))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := b.Ready(); err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Errorf("no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+// States are the transaction state names, as Kafka names them.
+var States = []string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"}
+
+func validState(s string) bool {
+	for _, x := range States {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// ErrorBody is the JSON body of every error answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+}
+
+func writeBackendError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, err)
+	case errors.Is(err, ErrConflict):
+		writeError(w, http.StatusConflict, err)
+	default:
+		writeError(w, http.StatusInternalServerError, err)
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, ErrorBody{Error: err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}

@@ -1,0 +1,52 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/txncoord/txncoord/markersender"
+)
+
+// Txn is one transaction as the admin API shows it.
+type Txn struct {
+	TransactionalID    string                        `json:"transactional_id"`
+	CoordinatorID      int32                         `json:"coordinator_id"`
+	ProducerID         int64                         `json:"producer_id"`
+	ProducerEpoch      int16                         `json:"producer_epoch"`
+	State              string                        `json:"state"`
+	TimeoutMs          int32                         `json:"timeout_ms"`
+	StartTimeMs        int64                         `json:"start_time_ms"`
+	LastUpdateTimeMs   int64                         `json:"last_update_time_ms"`
+	DurationMs         int64                         `json:"duration_ms"`
+	TransactionVersion int16                         `json:"transaction_version"`
+	Partitions         []markersender.TopicPartition `json:"partitions"`
+	StuckReason        string                        `json:"stuck_reason,omitempty"`
+}
+
+// ListFilter selects transactions: State "" matches all; MinDuration 0
+// matches all (kafka-transactions.sh list --duration-filter).
+type ListFilter struct {
+	State       string
+	MinDuration time.Duration
+}
+
+// ErrNotFound is returned by Backend for an unknown transactional id.
+var ErrNotFound = errors.New("transactional id not found")
+
+// ErrConflict is returned by Backend when the transaction's state does not
+// allow the action (HTTP 409).
+var ErrConflict = errors.New("conflict")
+
+// Backend is what the admin API reads and asks. The node assembly adapts
+// the coordinator and the marker sender to it.
+type Backend interface {
+	Transactions(ListFilter) []Txn
+	Transaction(id string) (Txn, error)
+	Abort(ctx context.Context, id string) (Txn, error)
+	// RetryMarkers resends a stuck transaction's markers.
+	RetryMarkers(id string) (Txn, error)
+	Leaders() []markersender.LeaderStatus
+	Markers() []markersender.PendingTxn
+	Ready() error
+}

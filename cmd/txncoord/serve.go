@@ -1,0 +1,241 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/node"
+)
+
+// stopTimeout bounds a graceful stop (the contract allows 15 s in all).
+const stopTimeout = 10 * time.Second
+
+func discoveryFlag() cli.Flag {
+	return &cli.BoolFlag{
+		Name: "marker-version-discovery", Value: true, EnvVars: env("marker-version-discovery"),
+		Usage: "negotiate the WriteTxnMarkers version per leader (KIP-1228); false always sends v2, reproducing Kafka 4.2.0's bug",
+	}
+}
+
+func noSyncFlag() cli.Flag {
+	return &cli.BoolFlag{
+		Name: "unsafe-no-fsync", EnvVars: env("unsafe-no-fsync"),
+		Usage: "UNSAFE: skip fsync; acknowledged data can be lost on a crash; only for throwaway test clusters",
+	}
+}
+
+func retentionFlag() cli.Flag {
+	return &cli.Int64Flag{Name: "retention-bytes", Value: 1 << 30, EnvVars: env("retention-bytes"), Usage: "per-partition log size kept by leaders"}
+}
+
+func upCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "up",
+		Usage: "run the coordinator and every leader in one process (the embedded default)",
+		Description: `Example:
+   txncoord up --data-dir ./txncoord-data --listen 127.0.0.1:9092 --leaders 4.2,4.2,4.1 --topics orders:6
+
+The coordinator listens on --listen, leader i (node id i) on port(--listen)+i.
+Prints one line "txncoord ready bootstrap=... admin=..." when every listener is up.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir"), Usage: "where the logs live; DATA_DIR/cluster.yaml is written"},
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", EnvVars: env("listen"), Usage: "coordinator address; leaders take the next ports"},
+			&cli.StringFlag{Name: "leaders", Value: "4.2,4.2,4.1", EnvVars: env("leaders"), Usage: "Kafka version of each leader: 3.9, 4.0, 4.1 or 4.2"},
+			&cli.StringFlag{Name: "coordinator-version", Value: "4.2", EnvVars: env("coordinator-version"), Usage: "Kafka version of the coordinator (4.1 sends only WriteTxnMarkers v1)"},
+			&cli.StringFlag{Name: "topics", EnvVars: env("topics"), Usage: "topics to create, name:partitions,..."},
+			&cli.IntFlag{Name: "default-partitions", Value: 3, EnvVars: env("default-partitions"), Usage: "partitions of auto-created topics"},
+			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: "admin HTTP API address"},
+			discoveryFlag(), noSyncFlag(), retentionFlag(),
+		},
+		Action: runUp,
+	}
+}
+
+func parseTopics(s string) (map[string]int32, error) {
+	topics := map[string]int32{}
+	if strings.TrimSpace(s) == "" {
+		return topics, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		name, count, ok := strings.Cut(strings.TrimSpace(item), ":")
+		n, err := strconv.ParseInt(count, 10, 32)
+		if !ok || err != nil || n < 1 {
+			return nil, usagef("--topics %q: want name:partitions with partitions >= 1", item)
+		}
+		if _, dup := topics[name]; dup {
+			return nil, usagef("--topics: %s listed twice", name)
+		}
+		topics[name] = int32(n)
+	}
+	return topics, nil
+}
+
+func runUp(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usagef("up takes no positional arguments, got %q", c.Args().Slice())
+	}
+	topics, err := parseTopics(c.String("topics"))
+	if err != nil {
+		return err
+	}
+	var versions []string
+	for _, v := range strings.Split(c.String("leaders"), ",") {
+		versions = append(versions, strings.TrimSpace(v))
+	}
+	spec := node.EmbeddedSpec{
+		Listen: c.String("listen"), CoordinatorVersion: c.String("coordinator-version"),
+		LeaderVersions: versions, Topics: topics, DefaultPartitions: int32(c.Int("default-partitions")),
+	}
+	file, err := spec.ClusterFile()
+	if err != nil {
+		return usageError{fmt.Errorf("bad cluster settings:\n%w", err)}
+	}
+	dataDir := c.String("data-dir")
+	if _, err := node.WriteClusterFile(dataDir, file); err != nil {
+		return fmt.Errorf("data dir %s: %w", dataDir, err)
+	}
+	e, err := node.StartEmbedded(node.EmbeddedConfig{
+		File: file, DataDir: dataDir, AdminListen: c.String("admin-listen"),
+		MarkerVersionDiscovery: c.Bool("marker-version-discovery"), UnsafeNoSync: c.Bool("unsafe-no-fsync"),
+		RetentionBytes: c.Int64("retention-bytes"), Log: logger,
+	})
+	if err != nil {
+		return err
+	}
+	adminURL := "none"
+	if e.Admin != nil {
+		adminURL = e.Admin.URL()
+	}
+	fmt.Fprintf(c.App.Writer, "txncoord ready bootstrap=%s admin=%s\n", e.Bootstrap(), adminURL)
+	return waitAndStop(func(ctx context.Context) error { return e.Stop(ctx) })
+}
+
+// waitAndStop blocks until SIGINT or SIGTERM, then stops gracefully. A
+// second signal exits at once.
+func waitAndStop(stop func(context.Context) error) error {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	sig := <-sigs
+	logger.Info().Str("signal", sig.String()).Msg("stopping")
+	go func() {
+		<-sigs
+		logger.Warn().Msg("second signal: exiting now")
+		os.Exit(1)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	if err := stop(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	logger.Info().Msg("stopped")
+	return nil
+}
+
+func loadCluster(c *cli.Context) (*cluster.View, error) {
+	path := c.String("cluster")
+	if path == "" {
+		return nil, usagef("--cluster FILE is required")
+	}
+	f, err := cluster.Load(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, usageError{err}
+		}
+		return nil, usageError{err}
+	}
+	return cluster.NewView(f), nil
+}
+
+func coordinatorCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "coordinator",
+		Usage: "run the coordinator node of a cluster file",
+		Description: `Example:
+   txncoord coordinator --cluster ./cluster.yaml --data-dir ./coord-data --admin-listen 127.0.0.1:9644`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "cluster", EnvVars: env("cluster"), Usage: "cluster file (YAML)"},
+			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir")},
+			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: `admin HTTP API address ("" to disable)`},
+			discoveryFlag(), noSyncFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			view, err := loadCluster(c)
+			if err != nil {
+				return err
+			}
+			metrics := node.NewMetrics()
+			co, err := node.StartCoordinator(node.CoordinatorConfig{
+				View: view, DataDir: c.String("data-dir"), MarkerVersionDiscovery: c.Bool("marker-version-discovery"),
+				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: metrics,
+			})
+			if err != nil {
+				return err
+			}
+			adminURL := "none"
+			var adm *admin.Server
+			if a := c.String("admin-listen"); a != "" {
+				if adm, err = admin.Start(a, co.AdminBackend(), metrics, logger); err != nil {
+					co.Stop(context.Background())
+					return err
+				}
+				adminURL = adm.URL()
+			}
+			fmt.Fprintf(c.App.Writer, "txncoord ready bootstrap=%s admin=%s\n", co.Server.Addr(), adminURL)
+			return waitAndStop(func(ctx context.Context) error {
+				if adm != nil {
+					adm.Shutdown(ctx)
+				}
+				return co.Stop(ctx)
+			})
+		},
+	}
+}
+
+func leaderCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "leader",
+		Usage: "run one leader node of a cluster file",
+		Description: `Example:
+   txncoord leader --cluster ./cluster.yaml --node-id 1 --data-dir ./leader1-data`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "cluster", EnvVars: env("cluster"), Usage: "cluster file (YAML)"},
+			&cli.IntFlag{Name: "node-id", Value: -1, EnvVars: env("node-id"), Usage: "this leader's node id in the cluster file"},
+			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir")},
+			&cli.StringFlag{Name: "kafka-version", EnvVars: env("kafka-version"), Usage: "override this leader's kafka_version (rolling upgrade or downgrade)"},
+			noSyncFlag(), retentionFlag(),
+		},
+		Action: func(c *cli.Context) error {
+			view, err := loadCluster(c)
+			if err != nil {
+				return err
+			}
+			if c.Int("node-id") < 0 {
+				return usagef("--node-id N is required")
+			}
+			l, err := node.StartLeader(node.LeaderConfig{
+				View: view, NodeID: int32(c.Int("node-id")), KafkaVersion: c.String("kafka-version"),
+				DataDir: c.String("data-dir"), RetentionBytes: c.Int64("retention-bytes"),
+				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: node.NewMetrics(),
+			})
+			if err != nil {
+				if strings.Contains(err.Error(), "not a leader") {
+					return usageError{err}
+				}
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "txncoord ready leader=%d addr=%s\n", l.Node.NodeID, l.Server.Addr())
+			return waitAndStop(l.Stop)
+		},
+	}
+}

@@ -1,0 +1,174 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/txncoord/txncoord/integration/checker"
+	"github.com/txncoord/txncoord/integration/workload"
+	"github.com/txncoord/txncoord/leaderstub"
+)
+
+// The version matrix of issue 7: coordinator × leader set × client. Every
+// cell is a named subtest, coord=V/leaders=SET/client=C, that runs a short
+// workload (about 1/3 aborts) through the checker and then checks, at each
+// leader, the WriteTxnMarkers version and TV of every marker of that cell.
+//
+// One cluster serves the four clients of a (coordinator, leaders) pair, each
+// client on its own topic, so markers are told apart by topic. The clients
+// run concurrently inside the cluster's subtest (t.Parallel would cap them
+// at GOMAXPROCS); the cell subtests then judge the results.
+
+var matrixCoordinators = []string{"4.2", "4.1"}
+
+var matrixLeaderSets = []struct {
+	name     string
+	versions []string
+}{
+	{"all-4.2", []string{"4.2", "4.2"}},
+	{"mixed-4.2-4.1", []string{"4.2", "4.1"}},
+	{"all-4.1", []string{"4.1", "4.1"}},
+	{"one-3.9", []string{"4.2", "3.9"}}, // TV2 off cluster-wide
+}
+
+var matrixClients = []string{"kgo-tv2", "kgo-tv1", "sarama", "confluent"}
+
+// expectedMarker is the WriteTxnMarkers version and decoded TV a leader
+// must see: min(coordinator max, leader max) — a 4.1 coordinator sends only
+// v1, a 4.2 one v2 to 4.2 leaders and v1 to older ones — and TV 2 only for
+// a TV2 client in a cluster that finalizes TV2, and only at v2 (at v1 the
+// field does not exist and the leader decodes 0).
+func expectedMarker(coordinator, leader, client string, leaders []string) (version int16, tv int8) {
+	version = 1
+	if coordinator == "4.2" && leader == "4.2" {
+		version = 2
+	}
+	tv2Cluster := !slices.Contains(leaders, "3.9")
+	if version == 2 && client == "kgo-tv2" && tv2Cluster {
+		tv = 2
+	}
+	return version, tv
+}
+
+// cellResult is what one client's run left for its cell to judge.
+type cellResult struct {
+	report *checker.Report
+	err    error
+}
+
+func TestMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the matrix runs 32 cells")
+	}
+	for _, coord := range matrixCoordinators {
+		for _, set := range matrixLeaderSets {
+			t.Run(fmt.Sprintf("coord=%s/leaders=%s", coord, set.name), func(t *testing.T) {
+				t.Parallel()
+				runMatrixCluster(t, coord, set.versions)
+			})
+		}
+	}
+}
+
+func runMatrixCluster(t *testing.T, coord string, leaders []string) {
+	topics := map[string]int32{}
+	parts := int32(2 * len(leaders)) // consecutive partitions cover every leader
+	for _, client := range matrixClients {
+		topics["m-"+client] = parts
+	}
+	c := StartCluster(t, Options{CoordinatorVersion: coord, LeaderVersions: leaders, Topics: topics})
+	ctx := testCtx(t, 2*time.Minute)
+
+	results := make(map[string]cellResult)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, client := range matrixClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := runCell(ctx, c, client, parts, int64(i+3))
+			mu.Lock()
+			results[client] = cellResult{r, err}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+
+	for _, client := range matrixClients {
+		t.Run("client="+client, func(t *testing.T) {
+			res := results[client]
+			if res.err != nil {
+				t.Fatal(res.err)
+			}
+			r := res.report
+			t.Logf("%s", r.Summary())
+			if r.Anomalies() != 0 {
+				t.Fatalf("anomalies:\n%s", r.Table())
+			}
+			if r.TxnsCommitted == 0 || r.TxnsAborted == 0 {
+				t.Fatalf("the cell needs commits and aborts:\n%s", r.Table())
+			}
+			checkCellMarkers(t, c, coord, leaders, client)
+		})
+	}
+}
+
+// runCell runs one client's workload on its own topic and checks the
+// history against a read_committed read.
+func runCell(ctx context.Context, c *Cluster, client string, parts int32, seed int64) (*checker.Report, error) {
+	topic := "m-" + client
+	var ps []checker.Partition
+	for p := int32(0); p < parts; p++ {
+		ps = append(ps, checker.Partition{Topic: topic, Partition: p})
+	}
+	h, err := workload.Drivers[client](ctx, workload.Config{
+		Bootstrap:       c.Bootstrap(),
+		TransactionalID: "matrix-" + client,
+		Partitions:      ps,
+		TxnSize:         4,
+		Txns:            6,
+		AbortP:          0.34,
+		Seed:            seed,
+		OpTimeout:       30 * time.Second,
+		Log:             zerolog.New(zerolog.NewTestWriter(c.t)).Level(zerolog.WarnLevel),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("workload %s: %w", client, err)
+	}
+	reads, err := workload.ReadCommitted(ctx, c.Bootstrap(), ps)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", client, err)
+	}
+	return checker.Check(h, reads)
+}
+
+// checkCellMarkers asserts that every leader received markers for the
+// cell's topic, all accepted, at the expected version and TV.
+func checkCellMarkers(t *testing.T, c *Cluster, coord string, leaders []string, client string) {
+	t.Helper()
+	topic := "m-" + client
+	for i, l := range c.Leaders {
+		wantVersion, wantTV := expectedMarker(coord, leaders[i], client, leaders)
+		var ms []leaderstub.ReceivedMarker
+		for _, m := range l.Leader.ReceivedMarkers() {
+			if m.Topic == topic {
+				ms = append(ms, m)
+			}
+		}
+		if len(ms) == 0 {
+			t.Fatalf("leader %d (%s) received no marker for %s", l.Node.NodeID, leaders[i], topic)
+		}
+		for _, m := range ms {
+			if m.RequestVersion != wantVersion || m.TransactionVersion != wantTV || m.ErrorCode != 0 {
+				t.Fatalf("leader %d (%s) received %+v, want WriteTxnMarkers v%d TV %d accepted", l.Node.NodeID, leaders[i], m, wantVersion, wantTV)
+			}
+		}
+		t.Logf("leader %d (%s): %d markers, all v%d TV %d", l.Node.NodeID, leaders[i], len(ms), wantVersion, wantTV)
+	}
+}

@@ -1,0 +1,98 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/markersender"
+	"github.com/txncoord/txncoord/txnlog"
+)
+
+// adminBackend adapts the coordinator and the marker sender to the admin
+// API.
+type adminBackend struct {
+	nodeID int32
+	coord  *coordinator.Coordinator
+	sender *markersender.Sender
+}
+
+// AdminBackend is what the admin API of this coordinator serves.
+func (c *Coordinator) AdminBackend() admin.Backend {
+	return &adminBackend{nodeID: c.Node.NodeID, coord: c.Coordinator, sender: c.Sender}
+}
+
+func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
+	t := admin.Txn{
+		TransactionalID: d.TransactionalID, CoordinatorID: b.nodeID, ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch,
+		State: d.State, TimeoutMs: d.TimeoutMs, StartTimeMs: d.StartTimestamp, LastUpdateTimeMs: d.LastUpdateTimestamp,
+		DurationMs: -1, TransactionVersion: d.ClientTransactionVersion, StuckReason: d.StuckReason,
+		Partitions: make([]markersender.TopicPartition, 0, len(d.Partitions)),
+	}
+	if d.State != txnlog.Empty.String() && d.StartTimestamp > 0 {
+		t.DurationMs = time.Now().UnixMilli() - d.StartTimestamp
+	}
+	for _, p := range d.Partitions {
+		t.Partitions = append(t.Partitions, markersender.TopicPartition{Topic: p.Topic, Partition: p.Partition})
+	}
+	return t
+}
+
+func (b *adminBackend) Transactions(f admin.ListFilter) []admin.Txn {
+	cf := coordinator.ListFilter{MinDuration: f.MinDuration}
+	if f.State != "" {
+		st, ok := txnlog.ParseState(f.State)
+		if !ok {
+			return nil
+		}
+		cf.States = []txnlog.State{st}
+	}
+	var out []admin.Txn
+	for _, s := range b.coord.List(cf) {
+		if d, ok := b.coord.Describe(s.TransactionalID); ok {
+			out = append(out, b.txn(d))
+		}
+	}
+	return out
+}
+
+func (b *adminBackend) Transaction(id string) (admin.Txn, error) {
+	d, ok := b.coord.Describe(id)
+	if !ok {
+		return admin.Txn{}, fmt.Errorf("%w: %q", admin.ErrNotFound, id)
+	}
+	return b.txn(d), nil
+}
+
+func (b *adminBackend) Abort(ctx context.Context, id string) (admin.Txn, error) {
+	if err := b.coord.Abort(ctx, id); err != nil {
+		switch {
+		case errors.Is(err, kerr.TransactionalIDNotFound):
+			return admin.Txn{}, fmt.Errorf("%w: %v", admin.ErrNotFound, err)
+		case errors.Is(err, kerr.ConcurrentTransactions), errors.Is(err, kerr.InvalidTxnState):
+			return admin.Txn{}, fmt.Errorf("%w: %v", admin.ErrConflict, err)
+		}
+		return admin.Txn{}, err
+	}
+	return b.Transaction(id)
+}
+
+func (b *adminBackend) RetryMarkers(id string) (admin.Txn, error) {
+	t, err := b.Transaction(id)
+	if err != nil {
+		return t, err
+	}
+	if !b.sender.Retry(id) {
+		return t, fmt.Errorf("%w: transaction %q has no stuck markers", admin.ErrConflict, id)
+	}
+	return t, nil
+}
+
+func (b *adminBackend) Leaders() []markersender.LeaderStatus { return b.sender.Leaders() }
+func (b *adminBackend) Markers() []markersender.PendingTxn   { return b.sender.Markers() }
+func (b *adminBackend) Ready() error                         { return nil }

@@ -1,0 +1,102 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+
+	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/cluster"
+)
+
+// EmbeddedConfig configures `txncoord up`: every node in one process.
+type EmbeddedConfig struct {
+	File                   *cluster.File
+	DataDir                string
+	AdminListen            string // "" = no admin API
+	MarkerVersionDiscovery bool
+	UnsafeNoSync           bool
+	RetentionBytes         int64
+	// Listeners, optional, are already-bound listeners by node id (tests
+	// bind 127.0.0.1:0 first and write the cluster file from them).
+	Listeners map[int32]net.Listener
+	Log       zerolog.Logger
+}
+
+// Embedded is a running in-process cluster.
+type Embedded struct {
+	View        *cluster.View
+	Coordinator *Coordinator
+	Leaders     []*Leader
+	Admin       *admin.Server
+	Metrics     *prometheus.Registry
+}
+
+// NewMetrics returns a registry with the Go runtime and process collectors.
+func NewMetrics() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// StartEmbedded starts the leaders, then the coordinator (which resends
+// the markers of recovered Prepare* transactions to those leaders), then
+// the admin API. On error everything already started is stopped.
+func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
+	if cfg.UnsafeNoSync {
+		cfg.Log.Warn().Msg("UNSAFE: --unsafe-no-fsync is on: acknowledged transactions and records are NOT durable; use only for throwaway test clusters")
+	}
+	e := &Embedded{View: cluster.NewView(cfg.File), Metrics: NewMetrics()}
+	defer func() {
+		if err != nil {
+			e.Stop(context.Background())
+		}
+	}()
+	for _, l := range cfg.File.Leaders {
+		ln, err := StartLeader(LeaderConfig{
+			View: e.View, NodeID: l.NodeID, DataDir: cfg.DataDir, RetentionBytes: cfg.RetentionBytes,
+			UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[l.NodeID], Log: cfg.Log, Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(l.NodeID)}, e.Metrics),
+		})
+		if err != nil {
+			return nil, err
+		}
+		e.Leaders = append(e.Leaders, ln)
+	}
+	e.Coordinator, err = StartCoordinator(CoordinatorConfig{
+		View: e.View, DataDir: cfg.DataDir, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
+		UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[cfg.File.Coordinator.NodeID], Log: cfg.Log, Metrics: e.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AdminListen != "" {
+		e.Admin, err = admin.Start(cfg.AdminListen, e.Coordinator.AdminBackend(), e.Metrics, cfg.Log)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+// Bootstrap is the address clients bootstrap from (the coordinator's).
+func (e *Embedded) Bootstrap() string { return e.Coordinator.Server.Addr().String() }
+
+// Stop stops the admin API, the coordinator, then the leaders.
+func (e *Embedded) Stop(ctx context.Context) error {
+	var errs []error
+	if e.Admin != nil {
+		errs = append(errs, e.Admin.Shutdown(ctx))
+	}
+	if e.Coordinator != nil {
+		errs = append(errs, e.Coordinator.Stop(ctx))
+	}
+	for _, l := range e.Leaders {
+		errs = append(errs, l.Stop(ctx))
+	}
+	return errors.Join(errs...)
+}

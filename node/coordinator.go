@@ -1,0 +1,117 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/markersender"
+	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/txnlog"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// CoordinatorConfig configures the coordinator node.
+type CoordinatorConfig struct {
+	View    *cluster.View
+	DataDir string
+	// MarkerVersionDiscovery negotiates the WriteTxnMarkers version per
+	// leader (KIP-1228 as fixed in Kafka 4.2.1); false always sends v2,
+	// reproducing Kafka 4.2.0.
+	MarkerVersionDiscovery bool
+	UnsafeNoSync           bool
+	Listener               net.Listener // optional: a listener already bound
+	Log                    zerolog.Logger
+	Metrics                prometheus.Registerer
+}
+
+// Coordinator is a running coordinator node.
+type Coordinator struct {
+	Node        cluster.Node
+	Coordinator *coordinator.Coordinator
+	Sender      *markersender.Sender
+	Store       *txnlog.BoltStore
+	Server      *wire.Server
+}
+
+// StartCoordinator opens the transaction log, recovers, and starts the
+// listener. Start order matters: the sender exists before recovery so the
+// markers of every Prepare* transaction can be queued, and it starts only
+// once the coordinator can receive its completions.
+func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
+	self := cfg.View.Coordinator()
+	profile, err := negotiation.Profile(self.KafkaVersion)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Log.With().Str("node", "coordinator").Logger()
+	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "coordinator"), 0o755); err != nil {
+		return nil, err
+	}
+	store, err := txnlog.OpenBolt(filepath.Join(cfg.DataDir, "coordinator", "txnlog.db"), txnlog.BoltOptions{UnsafeNoSync: cfg.UnsafeNoSync})
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	if cfg.Metrics != nil {
+		cfg.Metrics.MustRegister(storeCollector{store})
+	}
+	sender := markersender.New(markersender.Config{
+		CoordinatorVersion: self.KafkaVersion,
+		Router:             cfg.View,
+		Leaders:            cfg.View.Leaders(),
+		Discovery:          cfg.MarkerVersionDiscovery,
+		Log:                log,
+		Metrics:            cfg.Metrics,
+	})
+	coord, err := coordinator.Open(coordinator.Config{
+		NodeID:       self.NodeID,
+		KafkaVersion: self.KafkaVersion,
+		View:         cfg.View,
+		Store:        store,
+		Markers:      sender,
+		Log:          log,
+		Metrics:      cfg.Metrics,
+	})
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	sender.Start(coord)
+	reg := wire.NewRegistry()
+	cfg.View.RegisterMetadata(reg)
+	cfg.View.RegisterFindCoordinator(reg)
+	coord.Register(reg)
+	srv, err := wire.Start(wire.Config{
+		Addr:     self.Addr,
+		Listener: cfg.Listener,
+		Registry: reg,
+		Profile:  profile,
+		Features: func() wire.Features { return cfg.View.Features(self.KafkaVersion) },
+		Log:      log,
+	})
+	if err != nil {
+		sender.Close()
+		coord.Close()
+		store.Close()
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	return &Coordinator{Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv}, nil
+}
+
+// Stop stops accepting, finishes in-flight requests until ctx is done, then
+// stops the sender and closes the log. Markers still pending are resent
+// from the log's Prepare* records at the next start.
+func (c *Coordinator) Stop(ctx context.Context) error {
+	err := c.Server.Shutdown(ctx)
+	c.Sender.Close()
+	err = errors.Join(err, c.Coordinator.Close(), c.Store.Close())
+	return err
+}

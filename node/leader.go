@@ -1,0 +1,100 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/leaderstub"
+	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// LeaderConfig configures one leader node.
+type LeaderConfig struct {
+	View   *cluster.View
+	NodeID int32
+	// KafkaVersion overrides the cluster file's kafka_version for this
+	// node (a rolling upgrade or downgrade); empty keeps the file's.
+	KafkaVersion   string
+	DataDir        string
+	RetentionBytes int64
+	UnsafeNoSync   bool
+	Listener       net.Listener // optional: a listener already bound
+	Log            zerolog.Logger
+	Metrics        prometheus.Registerer
+}
+
+// Leader is a running leader node.
+type Leader struct {
+	Node    cluster.Node
+	Leader  *leaderstub.Leader
+	Server  *wire.Server
+	coordCl leaderstub.CoordinatorClient
+}
+
+// StartLeader opens the leader's store and starts its listener.
+func StartLeader(cfg LeaderConfig) (*Leader, error) {
+	self, ok := cfg.View.File().Leader(cfg.NodeID)
+	if !ok {
+		return nil, fmt.Errorf("node id %d is not a leader in the cluster file", cfg.NodeID)
+	}
+	if cfg.KafkaVersion != "" {
+		self.KafkaVersion = cfg.KafkaVersion
+	}
+	profile, err := negotiation.Profile(self.KafkaVersion)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Log.With().Str("node", fmt.Sprintf("leader-%d", cfg.NodeID)).Logger()
+	coordCl := leaderstub.DialCoordinator(cfg.View.Coordinator().Addr, log)
+	l, err := leaderstub.Open(leaderstub.Config{
+		NodeID:         cfg.NodeID,
+		KafkaVersion:   self.KafkaVersion,
+		View:           cfg.View,
+		DataDir:        filepath.Join(cfg.DataDir, fmt.Sprintf("leader-%d", cfg.NodeID)),
+		Coordinator:    coordCl,
+		RetentionBytes: cfg.RetentionBytes,
+		NoSync:         cfg.UnsafeNoSync,
+		Log:            log,
+		Metrics:        cfg.Metrics,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("leader %d: %w", cfg.NodeID, err)
+	}
+	reg := wire.NewRegistry()
+	cfg.View.RegisterMetadata(reg)
+	cfg.View.RegisterFindCoordinator(reg)
+	l.Register(reg)
+	srv, err := wire.Start(wire.Config{
+		Addr:     self.Addr,
+		Listener: cfg.Listener,
+		Registry: reg,
+		Profile:  profile,
+		Features: func() wire.Features { return cfg.View.Features(self.KafkaVersion) },
+		Log:      log,
+	})
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("leader %d: %w", cfg.NodeID, err)
+	}
+	return &Leader{Node: self, Leader: l, Server: srv, coordCl: coordCl}, nil
+}
+
+// Stop stops accepting, finishes in-flight requests until ctx is done, and
+// closes the store.
+func (l *Leader) Stop(ctx context.Context) error {
+	err := l.Server.Shutdown(ctx)
+	if c, ok := l.coordCl.(interface{ Close() error }); ok {
+		c.Close()
+	}
+	if cerr := l.Leader.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
