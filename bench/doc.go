@@ -1,0 +1,18 @@
+// Package bench measures what a transaction costs: it drives real kgo TV2
+// transactional producers (Begin → ProduceSync → EndTransaction) against
+// several targets started as child processes — txncoord (durable, and the
+// opt-in --unsafe-no-fsync mode), franz-go kfake in memory and kfake with
+// DataDir + SyncWrites — alternating between them round by round to cancel
+// machine drift, and reports medians (issue 9).
+//
+// It owns: the workload (workload.go), the partition layout (layout.go), the
+// targets and their child processes (target.go, kfake_child.go), the
+// server-side measurements (/proc CPU and peak RSS in procstat.go, the disk's
+// fsync rate in fsync.go, txncoord's /metrics in metrics.go), the round
+// runner (runner.go) and the output (report.go, plot.go).
+//
+// It must not: import any txncoord package. txncoord is measured from the
+// outside, through its binary, its Kafka listeners and its admin /metrics,
+// exactly as a user would measure it. Benchmarks report; nothing here fails
+// on a timing.
+package bench

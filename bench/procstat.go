@@ -1,0 +1,78 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicksPerSecond is USER_HZ, which Linux fixes at 100 on every
+// architecture Go supports; /proc/<pid>/stat counts CPU time in it.
+const clockTicksPerSecond = 100
+
+// processCPU returns user+system CPU time of pid (all its threads) so far.
+func processCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(raw)
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) of a /proc/<pid>/stat
+// line. The command name (field 2) is in parentheses and may hold spaces, so
+// fields are counted after the last ')'.
+func parseStatCPU(raw []byte) (time.Duration, error) {
+	closing := bytes.LastIndexByte(raw, ')')
+	if closing < 0 {
+		return 0, fmt.Errorf("stat: no command field")
+	}
+	fields := strings.Fields(string(raw[closing+1:]))
+	// After ')', field 3 (state) is index 0, so utime (14) is index 11.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("stat: %d fields", len(fields))
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("stat: bad utime/stime %q %q", fields[11], fields[12])
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicksPerSecond, nil
+}
+
+// peakRSS returns VmHWM (the resident set's high-water mark) of pid in bytes.
+func peakRSS(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return parseVmHWM(f)
+}
+
+func parseVmHWM(f io.Reader) (int64, error) {
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			fields := strings.Fields(rest) // "12345 kB"
+			if len(fields) != 2 || fields[1] != "kB" {
+				return 0, fmt.Errorf("status: odd VmHWM line %q", line)
+			}
+			kb, err := strconv.ParseInt(fields[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("status: %w", err)
+			}
+			return kb * 1024, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("status: no VmHWM line")
+}

@@ -1,0 +1,391 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is a finished plan: the disk probe, every cell, and the medians.
+type Report struct {
+	Started   time.Time
+	Workload  Workload
+	Rounds    int
+	Producers []int
+	Targets   []string
+	Fsync     *FsyncProbe
+	Cells     []Cell
+	Rows      []Row // one per target and producer count, medians over rounds
+}
+
+// Latencies are the three percentiles the report shows.
+type Latencies struct{ P50, P99, P999 time.Duration }
+
+// Row is the median over the rounds that succeeded.
+type Row struct {
+	Target        string
+	Producers     int
+	Rounds        int // rounds that produced a result
+	TxnPerSec     float64
+	RecordsPerSec float64
+	EndTxn        Latencies
+	Commit        Latencies
+	CPUPer1000    time.Duration
+	PeakRSS       int64
+	Coord         *CoordFigures
+	Failed        int64    // failed transactions over all rounds
+	Errors        []string // distinct cell errors
+}
+
+func latencies(r *Result, endTxn bool) Latencies {
+	h := r.Commit
+	if endTxn {
+		h = r.EndTxn
+	}
+	at := func(q float64) time.Duration { return time.Duration(h.ValueAtQuantile(q)) * time.Microsecond }
+	return Latencies{P50: at(50), P99: at(99), P999: at(99.9)}
+}
+
+// median of xs (mean of the middle two for an even count); NaN when empty.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func (r *Report) summarize() {
+	r.Rows = nil
+	for _, target := range r.Targets {
+		for _, n := range r.Producers {
+			row := Row{Target: target, Producers: n}
+			var txn, recs, cpu, rss, fsyncs, trans, markers []float64
+			var lat [6][]float64
+			for _, c := range r.Cells {
+				if c.Target != target || c.Producers != n {
+					continue
+				}
+				if c.Err != "" && !slices.Contains(row.Errors, c.Err) {
+					row.Errors = append(row.Errors, c.Err)
+				}
+				if c.Result == nil || c.Result.Committed == 0 {
+					continue
+				}
+				row.Rounds++
+				row.Failed += c.Result.Failed
+				txn = append(txn, c.Result.TxnPerSec())
+				recs = append(recs, c.Result.RecordsPerSec())
+				cpu = append(cpu, float64(c.CPUPer1000()))
+				rss = append(rss, float64(c.PeakRSS))
+				e, m := latencies(c.Result, true), latencies(c.Result, false)
+				for i, d := range []time.Duration{e.P50, e.P99, e.P999, m.P50, m.P99, m.P999} {
+					lat[i] = append(lat[i], float64(d))
+				}
+				if c.Coord != nil {
+					fsyncs = append(fsyncs, c.Coord.FsyncsPerSec)
+					trans = append(trans, c.Coord.TransitionsPerFsync)
+					markers = append(markers, c.Coord.MarkersPerWTMRequest)
+					row.Coord = &CoordFigures{Sources: c.Coord.Sources}
+				}
+			}
+			if row.Rounds > 0 {
+				row.TxnPerSec, row.RecordsPerSec = median(txn), median(recs)
+				row.CPUPer1000, row.PeakRSS = time.Duration(median(cpu)), int64(median(rss))
+				d := func(i int) time.Duration { return time.Duration(median(lat[i])) }
+				row.EndTxn = Latencies{d(0), d(1), d(2)}
+				row.Commit = Latencies{d(3), d(4), d(5)}
+				if row.Coord != nil {
+					row.Coord.FsyncsPerSec = medianKnown(fsyncs)
+					row.Coord.TransitionsPerFsync = medianKnown(trans)
+					row.Coord.MarkersPerWTMRequest = medianKnown(markers)
+				}
+			}
+			r.Rows = append(r.Rows, row)
+		}
+	}
+}
+
+// medianKnown is the median of the non-NaN values, NaN if there are none.
+func medianKnown(xs []float64) float64 {
+	return median(slices.DeleteFunc(slices.Clone(xs), math.IsNaN))
+}
+
+// Row returns the row for target at n producers.
+func (r *Report) Row(target string, n int) (Row, bool) {
+	for _, row := range r.Rows {
+		if row.Target == target && row.Producers == n {
+			return row, row.Rounds > 0
+		}
+	}
+	return Row{}, false
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(time.Millisecond)) }
+
+func orNA(v float64, format string) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+// tables returns the report's tables as header + rows of cells, shared by the
+// terminal and markdown renderings so both always show the same figures.
+func (r *Report) tables() []table {
+	main := table{title: "Results (medians over rounds)", header: []string{"target", "producers", "rounds",
+		"txn/s", "records/s", "EndTxn p50 ms", "p99", "p99.9", "commit p50 ms", "p99", "p99.9",
+		"server CPU ms/1k txn", "peak RSS MiB", "failed txns"}}
+	for _, row := range r.Rows {
+		if row.Rounds == 0 {
+			main.rows = append(main.rows, []string{row.Target, fmt.Sprint(row.Producers), "0",
+				"failed", "", "", "", "", "", "", "", "", "", ""})
+			continue
+		}
+		main.rows = append(main.rows, []string{row.Target, fmt.Sprint(row.Producers), fmt.Sprint(row.Rounds),
+			fmt.Sprintf("%.0f", row.TxnPerSec), fmt.Sprintf("%.0f", row.RecordsPerSec),
+			ms(row.EndTxn.P50), ms(row.EndTxn.P99), ms(row.EndTxn.P999),
+			ms(row.Commit.P50), ms(row.Commit.P99), ms(row.Commit.P999),
+			ms(row.CPUPer1000), fmt.Sprintf("%.1f", float64(row.PeakRSS)/(1<<20)), fmt.Sprint(row.Failed)})
+	}
+	tables := []table{main}
+
+	ratios := table{title: "Ratios", header: []string{"producers", "pair", "txn/s ratio", "commit p50 ratio",
+		"commit p99 ratio", "CPU/1k ratio"}}
+	for _, n := range r.Producers {
+		for _, pair := range [][2]string{{TargetTxncoord, TargetKfake}, {TargetTxncoord, TargetKfakeSync},
+			{TargetTxncoordNoSync, TargetKfake}} {
+			a, okA := r.Row(pair[0], n)
+			b, okB := r.Row(pair[1], n)
+			if !okA || !okB {
+				continue
+			}
+			ratio := func(x, y float64) string { return orNA(x/y, "%.2f") }
+			ratios.rows = append(ratios.rows, []string{fmt.Sprint(n), pair[0] + "/" + pair[1],
+				ratio(a.TxnPerSec, b.TxnPerSec), ratio(float64(a.Commit.P50), float64(b.Commit.P50)),
+				ratio(float64(a.Commit.P99), float64(b.Commit.P99)), ratio(float64(a.CPUPer1000), float64(b.CPUPer1000))})
+		}
+	}
+	if len(ratios.rows) > 0 {
+		tables = append(tables, ratios)
+	}
+
+	coord := table{title: "Coordinator-side figures (txncoord /metrics over the window)",
+		header: []string{"target", "producers", "fsyncs/s", "disk fsyncs/s", "transitions/fsync", "markers/WTM request"}}
+	disk := "n/a"
+	if r.Fsync != nil {
+		disk = fmt.Sprintf("%.0f", r.Fsync.PerSecond)
+	}
+	for _, row := range r.Rows {
+		if row.Coord == nil {
+			continue
+		}
+		coord.rows = append(coord.rows, []string{row.Target, fmt.Sprint(row.Producers),
+			orNA(row.Coord.FsyncsPerSec, "%.0f"), disk, orNA(row.Coord.TransitionsPerFsync, "%.1f"),
+			orNA(row.Coord.MarkersPerWTMRequest, "%.1f")})
+	}
+	if len(coord.rows) > 0 {
+		tables = append(tables, coord)
+	}
+	if goals := r.goals(); len(goals.rows) > 0 {
+		tables = append(tables, goals)
+	}
+	return tables
+}
+
+// goals checks issue 9's targets against this run. They are reported, never
+// enforced: a benchmark does not fail on a timing.
+func (r *Report) goals() table {
+	t := table{title: "Issue 9 goals", header: []string{"goal", "measured", "met"}}
+	add := func(goal string, measured float64, format string, met bool) {
+		verdict := "no"
+		if met {
+			verdict = "yes"
+		}
+		if math.IsNaN(measured) {
+			verdict = "n/a"
+		}
+		t.rows = append(t.rows, []string{goal, orNA(measured, format), verdict})
+	}
+	tc64, ok64 := r.Row(TargetTxncoord, 64)
+	if k, ok := r.Row(TargetKfakeSync, 64); ok && ok64 {
+		x := tc64.TxnPerSec / k.TxnPerSec
+		add("64 producers: txn/s >= 15x kfake-sync", x, "%.1fx", x >= 15)
+		y := float64(tc64.Commit.P99) / float64(k.Commit.P99)
+		add("64 producers: commit p99 <= 1/5 of kfake-sync", y, "%.2fx", y <= 0.2)
+	}
+	if k, ok := r.Row(TargetKfake, 64); ok && ok64 {
+		x := tc64.TxnPerSec / k.TxnPerSec
+		add("64 producers: txn/s >= 0.75x kfake", x, "%.2fx", x >= 0.75)
+	}
+	if n, ok := r.Row(TargetTxncoordNoSync, 64); ok {
+		if k, ok := r.Row(TargetKfake, 64); ok {
+			x := n.TxnPerSec / k.TxnPerSec
+			add("64 producers, --unsafe-no-fsync: txn/s >= 1.0x kfake", x, "%.2fx", x >= 1)
+		}
+	}
+	if tc1, ok := r.Row(TargetTxncoord, 1); ok {
+		v := float64(tc1.Commit.P50) / float64(time.Millisecond)
+		add("1 producer: commit p50 <= 0.8 ms", v, "%.3f ms", v <= 0.8)
+	}
+	if ok64 {
+		cpu := float64(tc64.CPUPer1000) / float64(time.Millisecond)
+		add("64 producers: server CPU <= 90 ms per 1k txn", cpu, "%.1f ms", cpu <= 90)
+		if tc64.Coord != nil {
+			v := tc64.Coord.TransitionsPerFsync
+			add("64 producers: >= 10 transitions per fsync", v, "%.1f", v >= 10)
+		}
+	}
+	return t
+}
+
+type table struct {
+	title  string
+	header []string
+	rows   [][]string
+}
+
+// Table renders the report for a terminal.
+func (r *Report) Table() string {
+	var b strings.Builder
+	b.WriteString(r.preamble(false))
+	for _, t := range r.tables() {
+		fmt.Fprintf(&b, "\n%s\n", t.title)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, strings.Join(t.header, "\t")+"\t")
+		for _, row := range t.rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+		}
+		tw.Flush()
+	}
+	b.WriteString(r.problems())
+	return b.String()
+}
+
+// Markdown renders the report as report.md.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# txncoord bench — %s\n\n", r.Started.Format(time.RFC3339))
+	b.WriteString(r.preamble(true))
+	for _, t := range r.tables() {
+		fmt.Fprintf(&b, "\n## %s\n\n| %s |\n|%s\n", t.title, strings.Join(t.header, " | "),
+			strings.Repeat("---|", len(t.header)))
+		for _, row := range t.rows {
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
+		}
+	}
+	var sources []string
+	for _, row := range r.Rows {
+		if row.Coord != nil {
+			for _, s := range row.Coord.Sources {
+				if !slices.Contains(sources, s) {
+					sources = append(sources, s)
+				}
+			}
+		}
+	}
+	if len(sources) > 0 {
+		b.WriteString("\nMetric sources: " + strings.Join(sources, "; ") + ".\n")
+	}
+	b.WriteString(r.problems())
+	b.WriteString("\n![commit latency](latency.png)\n")
+	return b.String()
+}
+
+func (r *Report) preamble(md bool) string {
+	w := r.Workload
+	bullet := ""
+	if md {
+		bullet = "- "
+	}
+	var b strings.Builder
+	window := w.Duration.String()
+	if w.Count > 0 {
+		window = fmt.Sprintf("%d transactions", w.Count)
+	}
+	fmt.Fprintf(&b, "%sworkload: kgo TV2 transactional producers %v, %d record(s) to each of %d partitions per transaction, abort ratio %.2f, window %s, %d round(s), targets %s\n",
+		bullet, r.Producers, w.RecordsPerTxn, w.Partitions, w.AbortRatio, window, r.Rounds, strings.Join(r.Targets, ","))
+	fmt.Fprintf(&b, "%smachine: %d CPUs, GOMAXPROCS %d, %s/%s, %s; server CPU and RSS are the target's child process only (clients excluded)\n",
+		bullet, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
+	if f := r.Fsync; f != nil {
+		fmt.Fprintf(&b, "%sdisk: 4 KiB write+fdatasync in %s: p50 %s, p99 %s, %.0f per second (%d syncs)\n",
+			bullet, f.Dir, f.P50.Round(time.Microsecond), f.P99.Round(time.Microsecond), f.PerSecond, f.Syncs)
+	}
+	return b.String()
+}
+
+// problems lists cell errors, so a failed target is visible, not silent.
+func (r *Report) problems() string {
+	var b strings.Builder
+	for _, c := range r.Cells {
+		if c.Err != "" {
+			fmt.Fprintf(&b, "- round %d %s producers=%d: %s\n", c.Round+1, c.Target, c.Producers, c.Err)
+		}
+		if c.Result != nil {
+			for _, e := range c.Result.Errors {
+				fmt.Fprintf(&b, "- round %d %s producers=%d: transaction error: %s\n", c.Round+1, c.Target, c.Producers, e)
+			}
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\nProblems:\n" + b.String()
+}
+
+// cellJSON is the raw per-cell record in cells.json.
+type cellJSON struct {
+	Target        string             `json:"target"`
+	Producers     int                `json:"producers"`
+	Round         int                `json:"round"`
+	Committed     int64              `json:"committed"`
+	Aborted       int64              `json:"aborted"`
+	Failed        int64              `json:"failed"`
+	Records       int64              `json:"records"`
+	ElapsedSec    float64            `json:"elapsed_s"`
+	CommitP50Us   int64              `json:"commit_p50_us"`
+	CommitP99Us   int64              `json:"commit_p99_us"`
+	ServerCPUSec  float64            `json:"server_cpu_s"`
+	PeakRSSBytes  int64              `json:"peak_rss_bytes"`
+	MetricsDeltas map[string]float64 `json:"metrics_deltas,omitempty"`
+	Err           string             `json:"error,omitempty"`
+}
+
+// Write puts report.md, latency.png and cells.json into dir (created).
+func (r *Report) Write(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(r.Markdown()), 0o644); err != nil {
+		return err
+	}
+	if err := r.WritePlot(filepath.Join(dir, "latency.png")); err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	var cells []cellJSON
+	for _, c := range r.Cells {
+		j := cellJSON{Target: c.Target, Producers: c.Producers, Round: c.Round + 1, ServerCPUSec: c.ServerCPU.Seconds(),
+			PeakRSSBytes: c.PeakRSS, MetricsDeltas: c.Metrics, Err: c.Err}
+		if res := c.Result; res != nil {
+			j.Committed, j.Aborted, j.Failed, j.Records, j.ElapsedSec = res.Committed, res.Aborted, res.Failed, res.Records, res.Elapsed.Seconds()
+			j.CommitP50Us, j.CommitP99Us = res.Commit.ValueAtQuantile(50), res.Commit.ValueAtQuantile(99)
+		}
+		cells = append(cells, j)
+	}
+	raw, err := json.MarshalIndent(cells, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "cells.json"), raw, 0o644)
+}

@@ -1,0 +1,165 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+)
+
+// Plan is a whole benchmark: every target at every producer count, Rounds
+// times, alternating targets within a round and rotating their order from
+// round to round so that machine drift falls on all of them alike.
+type Plan struct {
+	Targets   []Target
+	Producers []int // producer counts, e.g. 1, 16, 64
+	Rounds    int
+	Workload  Workload // Producers is overridden per cell
+	WorkDir   string   // data dirs and child logs; the fsync probe runs here
+	// FsyncProbe is how long to measure the disk's fdatasync rate first;
+	// 0 skips it.
+	FsyncProbe time.Duration
+	KeepData   bool // keep each cell's data dir (default: removed after the cell)
+	Progress   Progress
+}
+
+// Progress is told what the runner is doing; see NewProgress.
+type Progress interface {
+	CellStart(label string, index, total int, txns *atomic.Int64)
+	CellDone(c Cell)
+	Close()
+}
+
+// Cell is one target at one producer count in one round.
+type Cell struct {
+	Target    string
+	Producers int
+	Round     int
+	Result    *Result
+	ServerCPU time.Duration // child CPU (user+system) during the window only
+	PeakRSS   int64         // child VmHWM at the end of the window, bytes
+	Coord     *CoordFigures // txncoord only, from /metrics over the window
+	Metrics   Metrics       // raw txncoord_ metric deltas over the window
+	Err       string
+}
+
+// CPUPer1000 is server CPU per 1,000 committed transactions.
+func (c Cell) CPUPer1000() time.Duration {
+	if c.Result == nil || c.Result.Committed == 0 {
+		return 0
+	}
+	return time.Duration(float64(c.ServerCPU) * 1000 / float64(c.Result.Committed))
+}
+
+// RunPlan runs the plan and returns every cell plus the medians.
+func RunPlan(ctx context.Context, p Plan) (*Report, error) {
+	if p.Rounds < 1 || len(p.Targets) == 0 || len(p.Producers) == 0 {
+		return nil, fmt.Errorf("plan needs rounds, targets and producer counts")
+	}
+	if err := p.Workload.validate(); err != nil {
+		return nil, err
+	}
+	if p.Progress == nil {
+		p.Progress = NewProgress(io.Discard, false)
+	}
+	defer p.Progress.Close()
+	if err := os.MkdirAll(p.WorkDir, 0o755); err != nil {
+		return nil, err
+	}
+	rep := &Report{Started: time.Now(), Workload: p.Workload, Rounds: p.Rounds, Producers: p.Producers}
+	for _, t := range p.Targets {
+		rep.Targets = append(rep.Targets, t.Name)
+	}
+	if p.FsyncProbe > 0 {
+		probe, err := MeasureFsync(p.WorkDir, p.FsyncProbe)
+		if err != nil {
+			return nil, fmt.Errorf("fsync probe: %w", err)
+		}
+		rep.Fsync = &probe
+	}
+
+	total := p.Rounds * len(p.Producers) * len(p.Targets)
+	index := 0
+	for round := range p.Rounds {
+		for _, n := range p.Producers {
+			for k := range p.Targets {
+				t := p.Targets[(k+round)%len(p.Targets)]
+				index++
+				cell := p.runCell(ctx, t, n, round, index, total)
+				rep.Cells = append(rep.Cells, cell)
+				p.Progress.CellDone(cell)
+				if ctx.Err() != nil {
+					rep.summarize()
+					return rep, ctx.Err()
+				}
+			}
+		}
+	}
+	rep.summarize()
+	return rep, nil
+}
+
+func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, total int) Cell {
+	cell := Cell{Target: t.Name, Producers: producers, Round: round}
+	name := fmt.Sprintf("%s-p%d-r%d", t.Name, producers, round+1)
+	dataDir := filepath.Join(p.WorkDir, name)
+	if !p.KeepData {
+		defer os.RemoveAll(dataDir)
+	}
+	inst, err := Start(ctx, t, dataDir, filepath.Join(p.WorkDir, name+".log"))
+	if err != nil {
+		cell.Err = err.Error()
+		return cell
+	}
+	defer func() {
+		if err := inst.Stop(); err != nil && cell.Err == "" {
+			cell.Err = "stop: " + err.Error()
+		}
+	}()
+
+	w := p.Workload
+	w.Producers = producers
+	w.TxnIDPrefix = fmt.Sprintf("%s-%s", w.TxnIDPrefix, name)
+	var txns atomic.Int64
+	p.Progress.CellStart(fmt.Sprintf("round %d/%d %s producers=%d", round+1, p.Rounds, t.Name, producers), index, total, &txns)
+
+	var cpuStart, cpuEnd time.Duration
+	var before, after Metrics
+	var sampleErr error
+	sample := func(cpu *time.Duration, m *Metrics) {
+		c, err := inst.CPU()
+		if err != nil {
+			sampleErr = err
+		}
+		*cpu = c
+		if inst.AdminURL != "" {
+			// A failed scrape leaves the figures n/a; the run goes on.
+			*m, _ = scrapeMetrics(ctx, inst.AdminURL+"/metrics")
+		}
+	}
+	res, err := Run(ctx, inst.Bootstrap, w, Hooks{
+		WindowStart: func() { sample(&cpuStart, &before) },
+		WindowEnd:   func() { sample(&cpuEnd, &after) },
+		Progress:    &txns,
+	})
+	cell.Result = res
+	if err != nil {
+		cell.Err = err.Error()
+	} else if sampleErr != nil {
+		cell.Err = "cpu: " + sampleErr.Error()
+	}
+	cell.ServerCPU = cpuEnd - cpuStart
+	if rss, err := inst.PeakRSS(); err == nil {
+		cell.PeakRSS = rss
+	}
+	if after != nil && res != nil {
+		d := after.delta(before)
+		figures := coordFigures(d, res.Elapsed)
+		cell.Coord = &figures
+		cell.Metrics = d
+	}
+	return cell
+}

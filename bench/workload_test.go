@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestRunAgainstKfake runs the workload for about a second against kfake in
+// this process and checks that the counts agree with each other and with
+// what a read_committed consumer sees: every committed transaction's K·P
+// records, and none of the aborted ones.
+func TestRunAgainstKfake(t *testing.T) {
+	const brokers, partitions = 3, 6
+	c, err := NewKfake(KfakeOptions{Brokers: brokers, Topic: "bench", Partitions: partitions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	w := DefaultWorkload()
+	w.Producers, w.RecordsPerTxn, w.Partitions, w.AbortRatio, w.Duration = 4, 2, 2, 0.25, time.Second
+	var starts, ends int
+	var progress atomic.Int64
+	res, err := Run(ctx, c.ListenAddrs(), w, Hooks{
+		WindowStart: func() { starts++ },
+		WindowEnd:   func() { ends++ },
+		Progress:    &progress,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if starts != 1 || ends != 1 {
+		t.Fatalf("window hooks ran %d/%d times, want 1/1", starts, ends)
+	}
+	if res.Committed == 0 {
+		t.Fatal("no transaction committed")
+	}
+	if res.Aborted == 0 {
+		t.Errorf("abort ratio 0.25 over %d transactions aborted none", res.Committed)
+	}
+	if res.Failed != 0 {
+		t.Errorf("%d transactions failed: %v", res.Failed, res.Errors)
+	}
+	if want := res.Committed * int64(w.RecordsPerTxn*w.Partitions); res.Records != want {
+		t.Errorf("records = %d, want committed·K·P = %d", res.Records, want)
+	}
+	if got := progress.Load(); got != res.Committed+res.Aborted {
+		t.Errorf("progress counted %d transactions, result %d+%d", got, res.Committed, res.Aborted)
+	}
+	if res.Commit.TotalCount() != res.Committed || res.EndTxn.TotalCount() != res.Committed {
+		t.Errorf("histograms hold %d/%d values, want %d each", res.Commit.TotalCount(), res.EndTxn.TotalCount(), res.Committed)
+	}
+	if res.Commit.ValueAtQuantile(50) < res.EndTxn.ValueAtQuantile(50) {
+		t.Errorf("commit p50 %dµs below EndTxn p50 %dµs: EndTxn is part of the commit", res.Commit.ValueAtQuantile(50), res.EndTxn.ValueAtQuantile(50))
+	}
+
+	// Each producer also committed one warm-up transaction before the window.
+	want := (res.Committed + int64(w.Producers)) * int64(w.RecordsPerTxn*w.Partitions)
+	if got := countCommitted(ctx, t, c.ListenAddrs(), "bench", partitions); got != want {
+		t.Errorf("read_committed sees %d records, want %d ((committed + warm-up) · K · P)", got, want)
+	}
+}
+
+func TestRunCount(t *testing.T) {
+	c, err := NewKfake(KfakeOptions{Brokers: 3, Topic: "bench", Partitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := DefaultWorkload()
+	w.Producers, w.Count = 3, 50
+	res, err := Run(context.Background(), c.ListenAddrs(), w, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Committed != 50 {
+		t.Errorf("committed %d, want exactly --count 50", res.Committed)
+	}
+}
+
+func TestRunRejectsBadWorkload(t *testing.T) {
+	w := DefaultWorkload()
+	w.AbortRatio = 2
+	if _, err := Run(context.Background(), []string{"127.0.0.1:1"}, w, Hooks{}); err == nil {
+		t.Fatal("abort ratio 2 accepted")
+	}
+}
+
+// countCommitted counts the data records a read_committed consumer sees in
+// every partition. To know where the end is without waiting on a clock, it
+// first appends a non-transactional sentinel to each partition (no
+// transaction is open any more, so the sentinel is stable at once) and reads
+// until it has seen every sentinel.
+func countCommitted(ctx context.Context, t *testing.T, seeds []string, topic string, partitions int32) int64 {
+	t.Helper()
+	sentinel := []byte("sentinel")
+	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	for p := range partitions {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Partition: p, Value: sentinel}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	offsets := map[string]map[int32]kgo.Offset{topic: {}}
+	for p := range partitions {
+		offsets[topic][p] = kgo.NewOffset().AtStart()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumePartitions(offsets),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var count int64
+	seen := map[int32]bool{}
+	for len(seen) < int(partitions) {
+		fetches := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("reading committed records: %v (counted %d)", err, count)
+		}
+		fetches.EachError(func(_ string, p int32, err error) { t.Fatalf("fetch partition %d: %v", p, err) })
+		fetches.EachRecord(func(r *kgo.Record) {
+			if string(r.Value) == string(sentinel) {
+				seen[r.Partition] = true
+			} else {
+				count++
+			}
+		})
+	}
+	return count
+}
