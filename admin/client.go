@@ -23,7 +23,10 @@ type Client struct {
 }
 
 // NewClient returns a client of the admin API at base (http://host:port).
-func NewClient(base string) *Client {
+func NewClient(base string) *Client { return NewClientWithToken(base, "") }
+
+// NewClientWithToken is NewClient sending "Authorization: Bearer token".
+func NewClientWithToken(base, token string) *Client {
 	rc := retryablehttp.NewClient()
 	rc.Logger = nil
 	rc.RetryMax = 3
@@ -33,6 +36,11 @@ func NewClient(base string) *Client {
 	// Keep the last answer (a 5xx JSON error) instead of a generic
 	// "giving up" error, so the user sees the server's message.
 	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
+	if token != "" {
+		rc.RequestLogHook = func(_ retryablehttp.Logger, r *http.Request, _ int) {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+	}
 	return &Client{base: strings.TrimRight(base, "/"), http: rc}
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+
+	"github.com/txncoord/txncoord/security"
 )
 
 // Server serves the admin API.
@@ -23,7 +25,14 @@ type Server struct {
 
 // Start listens on addr and serves the admin API for b. gatherer serves
 // /metrics (nil: prometheus.DefaultGatherer).
-func Start(addr string, b Backend, gatherer prometheus.Gatherer, log zerolog.Logger) (*Server, error) {
+// Auth protects the API with a bearer token; Open lists paths served
+// without it (/metrics, /healthz, /readyz when metrics are left open).
+type Auth struct {
+	Token string
+	Open  []string
+}
+
+func Start(addr string, b Backend, gatherer prometheus.Gatherer, auth Auth, log zerolog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen %s: %w", addr, err)
@@ -32,7 +41,7 @@ func Start(addr string, b Backend, gatherer prometheus.Gatherer, log zerolog.Log
 		gatherer = prometheus.DefaultGatherer
 	}
 	s := &Server{ln: ln, log: log}
-	s.srv = &http.Server{Handler: Handler(b, gatherer), ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{Handler: security.RequireBearer(auth.Token, auth.Open, Handler(b, gatherer)), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("admin server stopped")

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/security"
 )
 
 // Node is one Kafka listener of the cluster.
@@ -32,6 +33,9 @@ type File struct {
 	Leaders           []Node           `yaml:"leaders"`
 	DefaultPartitions int32            `yaml:"default_partitions"`
 	Topics            map[string]int32 `yaml:"topics,omitempty"`
+	// Security, when set, turns on TLS/SASL on every listener, cluster
+	// authorization of broker-only APIs, and the admin API's token.
+	Security *security.Settings `yaml:"security,omitempty"`
 }
 
 // DefaultClusterID is used when the file names none.
@@ -46,6 +50,9 @@ func Load(path string) (*File, error) {
 	f, err := Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("cluster file %s: %w", path, err)
+	}
+	if f.Security != nil {
+		f.Security.Dir = filepath.Dir(path) // relative paths are the file's
 	}
 	return f, nil
 }

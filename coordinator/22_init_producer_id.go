@@ -50,6 +50,9 @@ func (c *Coordinator) handleInitProducerID(_ context.Context, r *wire.Request) w
 		return wire.Now(okPID(resp, pid))
 	}
 	id := *req.TransactionalID
+	if txnIDDenied(r, kmsg.ACLOperationWrite, id) {
+		return wire.Now(errResp(resp, kerr.TransactionalIDAuthorizationFailed.Code))
+	}
 	if req.Version < 3 {
 		req.ProducerID, req.ProducerEpoch = -1, -1
 	}

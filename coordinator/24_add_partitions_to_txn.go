@@ -20,6 +20,7 @@ package coordinator
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,9 +51,15 @@ type partitionResult struct {
 	// badPartitions holds UNKNOWN_TOPIC_OR_PARTITION partitions; when
 	// set, nothing was attempted.
 	bad map[txnlog.TopicPartition]bool
+	// denied: the principal may not use the transactional id; nothing
+	// was attempted.
+	denied bool
 }
 
 func (pr *partitionResult) code(tp txnlog.TopicPartition, version int16) int16 {
+	if pr.denied {
+		return kerr.TransactionalIDAuthorizationFailed.Code
+	}
 	if pr.bad != nil {
 		if pr.bad[tp] {
 			return kerr.UnknownTopicOrPartition.Code
@@ -77,6 +84,40 @@ func (c *Coordinator) validPartition(tp txnlog.TopicPartition) bool {
 	}
 	t, ok := c.cfg.View.Topic(tp.Topic)
 	return ok && tp.Partition >= 0 && tp.Partition < t.Partitions
+}
+
+// maxConcurrentWait bounds how long an AddPartitionsToTxn that meets a
+// transition in flight (the previous transaction's Prepare* waiting for its
+// markers, or a write being persisted) waits for it before answering
+// CONCURRENT_TRANSACTIONS as Kafka does. A TV2 producer begins its next
+// transaction as soon as EndTxn returns, while the markers are still on
+// their way, so without the wait nearly every transaction's first produce
+// costs the leader a retry backoff.
+const maxConcurrentWait = 2 * time.Second
+
+// addPartitionsWaiting is addPartitions that, on CONCURRENT_TRANSACTIONS,
+// waits for the entry's next write and tries again, until maxConcurrentWait.
+// It blocks: call it from a Reply, never from a handler.
+func (c *Coordinator) addPartitionsWaiting(first *partitionResult, retry func() *partitionResult, until time.Time) *partitionResult {
+	pr := first
+	deadline := time.NewTimer(time.Until(until))
+	defer deadline.Stop()
+	for {
+		if pr.d == nil {
+			return pr
+		}
+		if pr.d.wait().Err != kerr.ConcurrentTransactions.Code || pr.d.changed == nil {
+			return pr
+		}
+		select {
+		case <-pr.d.changed:
+		case <-deadline.C:
+			return pr
+		case <-c.stop:
+			return pr
+		}
+		pr = retry()
+	}
 }
 
 // addPartitions runs one transaction's add or verify.
@@ -120,11 +161,15 @@ func (c *Coordinator) handleAddPartitionsToTxn(_ context.Context, r *wire.Reques
 			}
 			topics.parts[t.Topic] = append(topics.parts[t.Topic], t.Partitions...)
 		}
-		pr := c.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, 0, topics)
-		return func() (kmsg.Response, error) {
-			if pr.d != nil {
-				pr.d.wait()
+		add := func() *partitionResult {
+			if txnIDDenied(r, kmsg.ACLOperationWrite, req.TransactionalID) {
+				return &partitionResult{topics: topics, denied: true}
 			}
+			return c.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, 0, topics)
+		}
+		pr := add()
+		return func() (kmsg.Response, error) {
+			pr = c.addPartitionsWaiting(pr, add, time.Now().Add(maxConcurrentWait))
 			for _, name := range pr.topics.names {
 				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 				rt.Topic = name
@@ -139,6 +184,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(_ context.Context, r *wire.Reques
 		}
 	}
 	results := make([]*partitionResult, len(req.Transactions))
+	retries := make([]func() *partitionResult, len(req.Transactions))
 	ids := make([]string, len(req.Transactions))
 	for i, t := range req.Transactions {
 		topics := txnTopics{parts: map[string][]int32{}}
@@ -149,13 +195,15 @@ func (c *Coordinator) handleAddPartitionsToTxn(_ context.Context, r *wire.Reques
 			topics.parts[tt.Topic] = append(topics.parts[tt.Topic], tt.Partitions...)
 		}
 		ids[i] = t.TransactionalID
-		results[i] = c.addPartitions(t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly, 2, topics)
+		retries[i] = func() *partitionResult {
+			return c.addPartitions(t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly, 2, topics)
+		}
+		results[i] = retries[i]()
 	}
 	return func() (kmsg.Response, error) {
-		for i, pr := range results {
-			if pr.d != nil {
-				pr.d.wait()
-			}
+		until := time.Now().Add(maxConcurrentWait) // one budget for the whole batch
+		for i := range results {
+			pr := c.addPartitionsWaiting(results[i], retries[i], until)
 			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			rtx.TransactionalID = ids[i]
 			for _, name := range pr.topics.names {

@@ -17,6 +17,7 @@ package coordinator
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/txnlog"
@@ -60,6 +61,10 @@ func (c *Coordinator) handleAddOffsetsToTxn(_ context.Context, r *wire.Request) 
 	req := r.Body.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	c.counters.addOffsets.Add(1)
+	if txnIDDenied(r, kmsg.ACLOperationWrite, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return wire.Now(resp)
+	}
 	tp := txnlog.TopicPartition{Topic: consumerOffsetsTopic, Partition: offsetsPartition(req.Group)}
 	now := c.nowMs()
 	d := c.step(req.TransactionalID, false, func(cur *Metadata, pending bool, _ PIDSource) Outcome {

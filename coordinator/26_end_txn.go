@@ -17,6 +17,7 @@ package coordinator
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/wire"
@@ -31,6 +32,11 @@ func (c *Coordinator) handleEndTxn(_ context.Context, r *wire.Request) wire.Repl
 	req := r.Body.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	c.counters.endTxn.Add(1)
+	if txnIDDenied(r, kmsg.ACLOperationWrite, req.TransactionalID) {
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		resp.ProducerID, resp.ProducerEpoch = -1, -1
+		return wire.Now(resp)
+	}
 	now := c.nowMs()
 	d := c.step(req.TransactionalID, false, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
 		return EndTxn(cur, pending, EndTxnRequest{

@@ -29,6 +29,12 @@ func (c *Coordinator) handleDescribeTransactions(_ context.Context, r *wire.Requ
 	for _, id := range req.TransactionalIDs {
 		st := kmsg.NewDescribeTransactionsResponseTransactionState()
 		st.TransactionalID = id
+		if txnIDDenied(r, kmsg.ACLOperationDescribe, id) {
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+			st.ProducerID, st.ProducerEpoch, st.StartTimestamp = -1, -1, -1
+			resp.TransactionStates = append(resp.TransactionStates, st)
+			continue
+		}
 		d, ok := c.Describe(id)
 		if !ok {
 			st.ErrorCode = kerr.TransactionalIDNotFound.Code

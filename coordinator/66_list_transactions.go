@@ -60,6 +60,9 @@ func (c *Coordinator) handleListTransactions(_ context.Context, r *wire.Request)
 		return wire.Now(resp)
 	}
 	for _, s := range c.List(f) {
+		if txnIDDenied(r, kmsg.ACLOperationDescribe, s.TransactionalID) {
+			continue // Kafka lists only what the principal may describe
+		}
 		st := kmsg.NewListTransactionsResponseTransactionState()
 		st.TransactionalID, st.ProducerID, st.TransactionState = s.TransactionalID, s.ProducerID, s.State
 		resp.TransactionStates = append(resp.TransactionStates, st)

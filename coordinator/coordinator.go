@@ -80,6 +80,27 @@ type entry struct {
 	// stuck is the marker sender's reason why a Prepare cannot complete.
 	stuck   string
 	deleted bool
+	// changed is closed (and replaced) after every write of this entry
+	// ends, so a request refused with CONCURRENT_TRANSACTIONS can wait for
+	// the transition in its way instead of a client-side backoff.
+	changed chan struct{}
+}
+
+// changedCh returns the channel closed at the entry's next write; e must be
+// locked.
+func (e *entry) changedCh() chan struct{} {
+	if e.changed == nil {
+		e.changed = make(chan struct{})
+	}
+	return e.changed
+}
+
+// notifyChanged wakes the waiters of changedCh; e must be locked.
+func (e *entry) notifyChanged() {
+	if e.changed != nil {
+		close(e.changed)
+		e.changed = nil
+	}
 }
 
 // Open loads the store, bumps and persists the coordinator epoch, hands
@@ -202,6 +223,9 @@ var errStore = kerr.CoordinatorNotAvailable.Code
 type decision struct {
 	Outcome
 	done <-chan struct{} // closed once the write ended (or at once)
+	// changed is closed at the entry's next write after this decision
+	// (nil when the id has no entry).
+	changed <-chan struct{}
 }
 
 // step runs decide for id under its lock. If the outcome persists
@@ -224,6 +248,7 @@ func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pe
 	pending := false
 	if e != nil {
 		cur, pending = e.md, e.pending
+		d.changed = e.changedCh()
 	}
 	d.Outcome = decide(cur, pending, pids)
 	if pidErr != nil {
@@ -276,6 +301,7 @@ func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pe
 		} else if e.md == nil {
 			c.forget(id, e)
 		}
+		e.notifyChanged()
 		e.mu.Unlock()
 		if err != nil {
 			c.log.Error().Err(err).Str("txn_id", id).Msg("transaction log write failed")

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/wire"
 )
@@ -10,11 +11,20 @@ import (
 // ApiVersions are served by cluster.View and wire on every node.
 func (c *Coordinator) Register(reg *wire.Registry) {
 	reg.Register(22, initProducerIDMin, initProducerIDMax, c.handleInitProducerID)
-	reg.Register(24, addPartitionsMin, addPartitionsMax, c.handleAddPartitionsToTxn)
+	// v4+ are broker-only (leaders registering partitions): with security
+	// on they need the cluster principal; v0-v3 are clients'.
+	reg.Register(24, addPartitionsMin, addPartitionsMax, wire.RequireClusterAction(c.handleAddPartitionsToTxn))
 	reg.Register(25, addOffsetsMin, addOffsetsMax, c.handleAddOffsetsToTxn)
 	reg.Register(26, endTxnMin, endTxnMax, c.handleEndTxn)
 	reg.Register(65, describeTxnsMin, describeTxnsMax, c.handleDescribeTransactions)
 	reg.Register(66, listTxnsMin, listTxnsMax, c.handleListTransactions)
+}
+
+// txnIDDenied reports whether the request's principal may not use the
+// transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); always false
+// with security off.
+func txnIDDenied(r *wire.Request, op kmsg.ACLOperation, id string) bool {
+	return !wire.TransactionalIDAllowed(r, op, id)
 }
 
 // oldFenced maps PRODUCER_FENCED to INVALID_PRODUCER_EPOCH for versions

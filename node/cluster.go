@@ -12,6 +12,7 @@ import (
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/wire"
 )
 
 // EmbeddedConfig configures `txncoord up`: every node in one process.
@@ -75,7 +76,11 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		return nil, err
 	}
 	if cfg.AdminListen != "" {
-		e.Admin, err = admin.Start(cfg.AdminListen, e.Coordinator.AdminBackend(), e.Metrics, cfg.Log)
+		token, open, err := AdminToken(cfg.File)
+		if err != nil {
+			return nil, err
+		}
+		e.Admin, err = admin.Start(cfg.AdminListen, e.Coordinator.AdminBackend(), e.Metrics, admin.Auth{Token: token, Open: open}, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -99,4 +104,31 @@ func (e *Embedded) Stop(ctx context.Context) error {
 		errs = append(errs, l.Stop(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// securityOf returns the listener security and the inter-node dial settings
+// of the cluster file (nil and zero when it has no security section).
+func securityOf(v *cluster.View) (*wire.SecurityConfig, wire.DialConfig, error) {
+	sec, err := v.File().Security.Server()
+	if err != nil {
+		return nil, wire.DialConfig{}, fmt.Errorf("security: %w", err)
+	}
+	dial, err := v.File().Security.Dial()
+	if err != nil {
+		return nil, wire.DialConfig{}, fmt.Errorf("security: %w", err)
+	}
+	return sec, dial, nil
+}
+
+// AdminToken is the admin API's bearer token ("" when none is configured)
+// and the paths left open without it.
+func AdminToken(f *cluster.File) (token string, open []string, err error) {
+	if f.Security == nil {
+		return "", nil, nil
+	}
+	token, err = f.Security.AdminToken()
+	if f.Security.OpenMetrics {
+		open = []string{"/metrics", "/healthz", "/readyz"}
+	}
+	return token, open, err
 }

@@ -53,6 +53,10 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		return nil, err
 	}
 	log := cfg.Log.With().Str("node", "coordinator").Logger()
+	sec, dial, err := securityOf(cfg.View)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "coordinator"), 0o755); err != nil {
 		return nil, err
 	}
@@ -70,6 +74,9 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		Discovery:          cfg.MarkerVersionDiscovery,
 		Log:                log,
 		Metrics:            cfg.Metrics,
+		Dial: func(ctx context.Context, addr string) (*wire.Client, error) {
+			return wire.DialWith(ctx, addr, "txncoord-markers", dial)
+		},
 	})
 	coord, err := coordinator.Open(coordinator.Config{
 		NodeID:       self.NodeID,
@@ -93,6 +100,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		Addr:     self.Addr,
 		Listener: cfg.Listener,
 		Registry: reg,
+		Security: sec,
 		Profile:  profile,
 		Features: func() wire.Features { return cfg.View.Features(self.KafkaVersion) },
 		Log:      log,

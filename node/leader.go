@@ -52,7 +52,11 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		return nil, err
 	}
 	log := cfg.Log.With().Str("node", fmt.Sprintf("leader-%d", cfg.NodeID)).Logger()
-	coordCl := leaderstub.DialCoordinator(cfg.View.Coordinator().Addr, log)
+	sec, dial, err := securityOf(cfg.View)
+	if err != nil {
+		return nil, err
+	}
+	coordCl := leaderstub.DialCoordinatorWith(cfg.View.Coordinator().Addr, dial, log)
 	l, err := leaderstub.Open(leaderstub.Config{
 		NodeID:         cfg.NodeID,
 		KafkaVersion:   self.KafkaVersion,
@@ -75,6 +79,7 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		Addr:     self.Addr,
 		Listener: cfg.Listener,
 		Registry: reg,
+		Security: sec,
 		Profile:  profile,
 		Features: func() wire.Features { return cfg.View.Features(self.KafkaVersion) },
 		Log:      log,

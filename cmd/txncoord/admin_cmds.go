@@ -24,6 +24,7 @@ func adminFlags(extra ...cli.Flag) []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "admin", Value: "http://127.0.0.1:9644", EnvVars: env("admin"), Usage: "admin API base URL"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", EnvVars: env("output"), Usage: "table or json"},
+		&cli.StringFlag{Name: "token", EnvVars: env("admin-token"), Usage: "admin API bearer token (up --secure writes it to DATA_DIR/security/admin.token)"},
 	}, extra...)
 }
 
@@ -39,7 +40,7 @@ func adminAction(fn func(c *cli.Context, ctx context.Context, cl *admin.Client, 
 		}
 		ctx, cancel := context.WithTimeout(c.Context, 60*time.Second)
 		defer cancel()
-		return fn(c, ctx, admin.NewClient(c.String("admin")), out)
+		return fn(c, ctx, admin.NewClientWithToken(c.String("admin"), c.String("token")), out)
 	}
 }
 

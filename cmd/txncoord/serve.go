@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/node"
+	"github.com/txncoord/txncoord/security"
 )
 
 // stopTimeout bounds a graceful stop (the contract allows 15 s in all).
@@ -56,6 +58,7 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 			&cli.StringFlag{Name: "topics", EnvVars: env("topics"), Usage: "topics to create, name:partitions,..."},
 			&cli.IntFlag{Name: "default-partitions", Value: 3, EnvVars: env("default-partitions"), Usage: "partitions of auto-created topics"},
 			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: "admin HTTP API address"},
+			&cli.BoolFlag{Name: "secure", EnvVars: env("secure"), Usage: "TLS + SASL on every listener and a token on the admin API, with a local CA and credentials generated under DATA_DIR/security"},
 			discoveryFlag(), noSyncFlag(), retentionFlag(),
 		},
 		Action: runUp,
@@ -102,6 +105,13 @@ func runUp(c *cli.Context) error {
 		return usageError{fmt.Errorf("bad cluster settings:\n%w", err)}
 	}
 	dataDir := c.String("data-dir")
+	var local *security.Local
+	if c.Bool("secure") {
+		if local, err = security.GenerateLocal(filepath.Join(dataDir, "security")); err != nil {
+			return fmt.Errorf("--secure: %w", err)
+		}
+		file.Security = local.Settings
+	}
 	if _, err := node.WriteClusterFile(dataDir, file); err != nil {
 		return fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
@@ -116,6 +126,11 @@ func runUp(c *cli.Context) error {
 	adminURL := "none"
 	if e.Admin != nil {
 		adminURL = e.Admin.URL()
+	}
+	if local != nil {
+		// stdout keeps exactly one line (the ready line): the
+		// connection help goes to stderr.
+		fmt.Fprintln(c.App.ErrWriter, local.HowToConnect(e.Bootstrap(), adminURL))
 	}
 	fmt.Fprintf(c.App.Writer, "txncoord ready bootstrap=%s admin=%s\n", e.Bootstrap(), adminURL)
 	return waitAndStop(func(ctx context.Context) error { return e.Stop(ctx) })
@@ -185,7 +200,12 @@ func coordinatorCommand() *cli.Command {
 			adminURL := "none"
 			var adm *admin.Server
 			if a := c.String("admin-listen"); a != "" {
-				if adm, err = admin.Start(a, co.AdminBackend(), metrics, logger); err != nil {
+				token, open, err := node.AdminToken(view.File())
+				if err != nil {
+					co.Stop(context.Background())
+					return err
+				}
+				if adm, err = admin.Start(a, co.AdminBackend(), metrics, admin.Auth{Token: token, Open: open}, logger); err != nil {
 					co.Stop(context.Background())
 					return err
 				}
