@@ -406,3 +406,45 @@ func TestLeaderBatchedAddPartitions(t *testing.T) {
 		t.Fatalf("b changed by VerifyOnly/fenced requests: %s", d.State)
 	}
 }
+
+// TestAddPartitionsWaitsForCompletion: a TV2 producer begins its next
+// transaction while the previous one's markers are still on their way. The
+// leader's AddPartitionsToTxn v5 then meets PrepareCommit; instead of 51 it
+// is held until Complete is durable and then succeeds. If the markers never
+// complete, the answer is 51 after the bounded wait, as Kafka answers.
+func TestAddPartitionsWaitsForCompletion(t *testing.T) {
+	c, fm := openTest(t, testView("127.0.0.1:1"), txnlog.NewMemory(), false)
+	pid, epoch := initPID(t, c, "t")
+	if code := addPartitionsV5(c, "t", pid, epoch, "orders", 0); code != 0 {
+		t.Fatal(code)
+	}
+	if r := endTxn(c, 5, "t", pid, epoch, true); r.ErrorCode != 0 {
+		t.Fatal(r.ErrorCode)
+	}
+	waitFor(t, "markers", func() bool { return len(fm.snapshot()) == 1 })
+	next := epoch + 1
+	answered := make(chan int16, 1)
+	go func() { answered <- addPartitionsV5(c, "t", pid, next, "orders", 1) }()
+	select {
+	case code := <-answered:
+		t.Fatalf("AddPartitionsToTxn during PrepareCommit answered %d before the markers completed", code)
+	case <-time.After(50 * time.Millisecond):
+	}
+	c.MarkersWritten(fm.snapshot()[0])
+	if code := <-answered; code != 0 {
+		t.Fatalf("AddPartitionsToTxn after completion: %d, want 0", code)
+	}
+	d := waitState(t, c, "t", txnlog.Ongoing)
+	if d.ProducerEpoch != next || len(d.Partitions) != 1 || d.Partitions[0].Partition != 1 {
+		t.Fatalf("next transaction: %+v", d)
+	}
+
+	// Markers that never complete: 51 after the bounded wait.
+	if r := endTxn(c, 5, "t", pid, next, true); r.ErrorCode != 0 {
+		t.Fatal(r.ErrorCode)
+	}
+	waitFor(t, "markers", func() bool { return len(fm.snapshot()) == 2 })
+	if code := addPartitionsV5(c, "t", pid, next+1, "orders", 2); code != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("AddPartitionsToTxn with markers stuck: %d, want 51", code)
+	}
+}
