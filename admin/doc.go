@@ -5,7 +5,8 @@
 // GET /v1/transactions, GET /v1/transactions/{id},
 // POST /v1/transactions/{id}/abort, GET /v1/leaders, GET /v1/markers,
 // POST /v1/transactions/{id}/retry-markers (an addition to the contract),
-// GET /metrics (Prometheus), GET /healthz, GET /readyz.
+// GET /metrics (Prometheus), GET /healthz, GET /readyz, and Go's
+// /debug/pprof/ profiles (an addition to the contract).
 // Errors are JSON {"error": "..."} with the matching HTTP status.
 //
 // It must not hold transaction logic: it reads and asks through Backend.
