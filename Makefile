@@ -28,9 +28,14 @@ test: vet
 # Each fuzz target for FUZZTIME (go test runs one -fuzz target at a time).
 fuzz: deps
 	$(GO) test ./wire -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./txnlog -run '^$$' -fuzz '^FuzzDecodeTxn$$' -fuzztime $(FUZZTIME)
 
-bench:
-	@echo "make bench: not implemented yet" >&2; exit 1
+# The standard benchmark: txncoord against franz-go kfake (in memory and
+# with SyncWrites), side by side in one run; report in results/<time>/.
+BENCH_FLAGS ?= --producers 1,16,64 --duration 10s --rounds 2 --targets txncoord,kfake,kfake-sync,txncoord-nosync
+bench: build
+	$(GO) build -o bin/txncoord-bench ./cmd/txncoord-bench
+	./bin/txncoord-bench --txncoord-bin bin/txncoord $(BENCH_FLAGS) --out results
 
 soak:
 	@echo "make soak: not implemented yet" >&2; exit 1
