@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
@@ -131,4 +132,24 @@ func AdminToken(f *cluster.File) (token string, open []string, err error) {
 		open = []string{"/metrics", "/healthz", "/readyz"}
 	}
 	return token, open, err
+}
+
+// listen starts a node's Kafka listener: the handlers every node serves
+// (Metadata, FindCoordinator; ApiVersions is built into wire) plus the
+// role's own, advertised within the node's version profile.
+func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln net.Listener,
+	sec *wire.SecurityConfig, log zerolog.Logger, registerRole func(*wire.Registry)) (*wire.Server, error) {
+	reg := wire.NewRegistry()
+	v.RegisterMetadata(reg)
+	v.RegisterFindCoordinator(reg)
+	registerRole(reg)
+	return wire.Start(wire.Config{
+		Addr:     self.Addr,
+		Listener: ln,
+		Registry: reg,
+		Security: sec,
+		Profile:  profile,
+		Features: func() wire.Features { return v.Features(self.KafkaVersion) },
+		Log:      log,
+	})
 }

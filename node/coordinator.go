@@ -92,19 +92,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	sender.Start(coord)
-	reg := wire.NewRegistry()
-	cfg.View.RegisterMetadata(reg)
-	cfg.View.RegisterFindCoordinator(reg)
-	coord.Register(reg)
-	srv, err := wire.Start(wire.Config{
-		Addr:     self.Addr,
-		Listener: cfg.Listener,
-		Registry: reg,
-		Security: sec,
-		Profile:  profile,
-		Features: func() wire.Features { return cfg.View.Features(self.KafkaVersion) },
-		Log:      log,
-	})
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, log, coord.Register)
 	if err != nil {
 		sender.Close()
 		coord.Close()

@@ -71,19 +71,7 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leader %d: %w", cfg.NodeID, err)
 	}
-	reg := wire.NewRegistry()
-	cfg.View.RegisterMetadata(reg)
-	cfg.View.RegisterFindCoordinator(reg)
-	l.Register(reg)
-	srv, err := wire.Start(wire.Config{
-		Addr:     self.Addr,
-		Listener: cfg.Listener,
-		Registry: reg,
-		Security: sec,
-		Profile:  profile,
-		Features: func() wire.Features { return cfg.View.Features(self.KafkaVersion) },
-		Log:      log,
-	})
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, log, l.Register)
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("leader %d: %w", cfg.NodeID, err)

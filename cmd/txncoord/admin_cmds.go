@@ -102,11 +102,11 @@ func txnCommand() *cli.Command {
 				Name:        "describe",
 				Usage:       "describe one transaction",
 				Description: "Example:\n   txncoord txn describe --transactional-id orders-app-1",
-				Flags:       adminFlags(&cli.StringFlag{Name: "transactional-id", EnvVars: env("transactional-id"), Usage: "the transactional id"}),
+				Flags:       adminFlags(txnIDFlag()),
 				Action: adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
-					id := c.String("transactional-id")
-					if id == "" {
-						return usagef("--transactional-id is required")
+					id, err := requireTxnID(c)
+					if err != nil {
+						return err
 					}
 					t, err := cl.Transaction(ctx, id)
 					if err != nil {
@@ -130,13 +130,13 @@ func txnCommand() *cli.Command {
 
 Asks before it acts unless --yes is given; without a terminal, --yes is required.`,
 				Flags: adminFlags(
-					&cli.StringFlag{Name: "transactional-id", EnvVars: env("transactional-id"), Usage: "the transactional id"},
+					txnIDFlag(),
 					&cli.BoolFlag{Name: "yes", Usage: "do not ask for confirmation"},
 				),
 				Action: adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
-					id := c.String("transactional-id")
-					if id == "" {
-						return usagef("--transactional-id is required")
+					id, err := requireTxnID(c)
+					if err != nil {
+						return err
 					}
 					t, err := cl.Transaction(ctx, id)
 					if err != nil {
@@ -169,11 +169,11 @@ Asks before it acts unless --yes is given; without a terminal, --yes is required
 				Name:  "retry-markers",
 				Usage: "resend the markers of a transaction reported stuck (see txncoord markers)",
 				Description: "Example:\n   txncoord txn retry-markers --transactional-id orders-app-1",
-				Flags: adminFlags(&cli.StringFlag{Name: "transactional-id", EnvVars: env("transactional-id"), Usage: "the transactional id"}),
+				Flags: adminFlags(txnIDFlag()),
 				Action: adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
-					id := c.String("transactional-id")
-					if id == "" {
-						return usagef("--transactional-id is required")
+					id, err := requireTxnID(c)
+					if err != nil {
+						return err
 					}
 					t, err := cl.RetryMarkers(ctx, id)
 					if err != nil {
@@ -189,6 +189,18 @@ Asks before it acts unless --yes is given; without a terminal, --yes is required
 			findHangingCommand(),
 		},
 	}
+}
+
+func txnIDFlag() cli.Flag {
+	return &cli.StringFlag{Name: "transactional-id", EnvVars: env("transactional-id"), Usage: "the transactional id"}
+}
+
+func requireTxnID(c *cli.Context) (string, error) {
+	id := c.String("transactional-id")
+	if id == "" {
+		return "", usagef("--transactional-id is required")
+	}
+	return id, nil
 }
 
 func msTime(ms int64) string {
