@@ -1,7 +1,7 @@
 package coordinator
 
-// A tiny data-driven runner (after etcd raft's datadriven): each file in
-// testdata/*.txt is a list of steps
+// TestScenarios runs testdata/*.txt through internal/datadriven: each file
+// is a list of steps
 //
 //	command key=value ...
 //	----
@@ -13,10 +13,7 @@ package coordinator
 // the expected output after a deliberate change (then review the diff).
 
 import (
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,51 +21,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/txncoord/txncoord/internal/datadriven"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/txnlog"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of testdata/*.txt")
-
-type step struct {
-	line   int
-	cmd    string
-	args   map[string]string
-	flags  map[string]bool
-	expect string
-}
-
-func parseScenario(t *testing.T, raw string) []step {
-	var steps []step
-	lines := strings.Split(raw, "\n")
-	for i := 0; i < len(lines); i++ {
-		l := strings.TrimSpace(lines[i])
-		if l == "" || strings.HasPrefix(l, "#") {
-			continue
-		}
-		s := step{line: i + 1, args: map[string]string{}, flags: map[string]bool{}}
-		fields := strings.Fields(l)
-		s.cmd = fields[0]
-		for _, f := range fields[1:] {
-			if k, v, ok := strings.Cut(f, "="); ok {
-				s.args[k] = v
-			} else {
-				s.flags[f] = true
-			}
-		}
-		i++
-		if i >= len(lines) || strings.TrimSpace(lines[i]) != "----" {
-			t.Fatalf("line %d: expected ---- after %q", s.line, l)
-		}
-		var out []string
-		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != ""; i++ {
-			out = append(out, lines[i])
-		}
-		s.expect = strings.Join(out, "\n")
-		steps = append(steps, s)
-	}
-	return steps
-}
 
 // scenario is the runner's world: one stored transaction, a clock, a pid
 // counter, the cluster TV, and the last markers handed out.
@@ -81,14 +37,15 @@ type scenario struct {
 	markers  *markersender.Txn
 }
 
-func (s *step) int(t *testing.T, key string, def int64) int64 {
-	v, ok := s.args[key]
+// intArg returns the integer argument key of c, or def when absent.
+func intArg(t *testing.T, c *datadriven.Case, key string, def int64) int64 {
+	v, ok := c.Args[key]
 	if !ok {
 		return def
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		t.Fatalf("line %d: %s=%q: %v", s.line, key, v, err)
+		t.Fatalf("%s: %s=%q: %v", c.Pos, key, v, err)
 	}
 	return n
 }
@@ -180,58 +137,58 @@ func (sc *scenario) apply(o Outcome, answerPID bool) string {
 	return b.String()
 }
 
-func (sc *scenario) run(t *testing.T, s *step) string {
-	if v, ok := s.args["now"]; ok {
+func (sc *scenario) run(t *testing.T, s *datadriven.Case) string {
+	if v, ok := s.Args["now"]; ok {
 		n, _ := strconv.ParseInt(v, 10, 64)
 		sc.now = n
 	}
-	switch s.cmd {
+	switch s.Cmd {
 	case "set":
 		m := Metadata{
-			TransactionalID: "t", ProducerID: s.int(t, "pid", 1000), ProducerEpoch: int16(s.int(t, "epoch", 0)),
-			LastProducerEpoch: int16(s.int(t, "last", -1)), PrevProducerID: s.int(t, "prev", -1), NextProducerID: s.int(t, "next", -1),
-			TimeoutMs: int32(s.int(t, "timeout", 60000)), ClientTransactionVersion: int16(s.int(t, "tv", 0)),
-			Partitions: parsePartitions(t, s.args["partitions"]), StartTimestamp: s.int(t, "start", 0), LastUpdateTimestamp: s.int(t, "updated", 0),
+			TransactionalID: "t", ProducerID: intArg(t, s, "pid", 1000), ProducerEpoch: int16(intArg(t, s, "epoch", 0)),
+			LastProducerEpoch: int16(intArg(t, s, "last", -1)), PrevProducerID: intArg(t, s, "prev", -1), NextProducerID: intArg(t, s, "next", -1),
+			TimeoutMs: int32(intArg(t, s, "timeout", 60000)), ClientTransactionVersion: int16(intArg(t, s, "tv", 0)),
+			Partitions: parsePartitions(t, s.Args["partitions"]), StartTimestamp: intArg(t, s, "start", 0), LastUpdateTimestamp: intArg(t, s, "updated", 0),
 		}
-		st, ok := txnlog.ParseState(s.args["state"])
+		st, ok := txnlog.ParseState(s.Args["state"])
 		if !ok {
-			t.Fatalf("line %d: bad state %q", s.line, s.args["state"])
+			t.Fatalf("%s: bad state %q", s.Pos, s.Args["state"])
 		}
 		m.State = st
 		sc.md = &m
 		return "stored: " + fmtMetadata(&m)
 	case "pending":
-		sc.pending = s.flags["on"]
+		sc.pending = s.Has("on")
 		return fmt.Sprintf("pending=%v", sc.pending)
 	case "nextpid":
-		sc.nextPID = s.int(t, "pid", 0)
+		sc.nextPID = intArg(t, s, "pid", 0)
 		return fmt.Sprintf("next producer id %d", sc.nextPID)
 	case "servertv":
-		sc.serverTV = int16(s.int(t, "tv", 2))
+		sc.serverTV = int16(intArg(t, s, "tv", 2))
 		return fmt.Sprintf("cluster transaction.version=%d", sc.serverTV)
 	case "init":
 		o := InitProducerID(sc.md, sc.pending, InitPIDRequest{
-			TransactionalID: "t", TimeoutMs: int32(s.int(t, "timeout", 60000)),
-			ProducerID: s.int(t, "pid", -1), ProducerEpoch: int16(s.int(t, "epoch", -1)),
+			TransactionalID: "t", TimeoutMs: int32(intArg(t, s, "timeout", 60000)),
+			ProducerID: intArg(t, s, "pid", -1), ProducerEpoch: int16(intArg(t, s, "epoch", -1)),
 		}, sc.now, sc.serverTV, sc.pids)
 		return sc.apply(o, true)
 	case "add":
-		tps := parsePartitions(t, s.args["partitions"])
-		pid, epoch := s.int(t, "pid", 1000), int16(s.int(t, "epoch", 0))
-		if s.flags["verify"] {
+		tps := parsePartitions(t, s.Args["partitions"])
+		pid, epoch := intArg(t, s, "pid", 1000), int16(intArg(t, s, "epoch", 0))
+		if s.Has("verify") {
 			return sc.apply(VerifyPartitions(sc.md, sc.pending, pid, epoch, tps), false)
 		}
 		tv := int16(0)
-		if s.int(t, "v", 3) >= 4 {
+		if intArg(t, s, "v", 3) >= 4 {
 			tv = 2
 		}
 		return sc.apply(AddPartitions(sc.md, sc.pending, AddPartitionsRequest{ProducerID: pid, ProducerEpoch: epoch, Partitions: tps, ClientTV: tv}, sc.now), false)
 	case "end":
-		if s.flags["commit"] == s.flags["abort"] {
-			t.Fatalf("line %d: end needs commit or abort", s.line)
+		if s.Has("commit") == s.Has("abort") {
+			t.Fatalf("%s: end needs commit or abort", s.Pos)
 		}
-		v := int16(s.int(t, "v", 5))
-		o := EndTxn(sc.md, sc.pending, EndTxnRequest{ProducerID: s.int(t, "pid", 1000), ProducerEpoch: int16(s.int(t, "epoch", 0)), Commit: s.flags["commit"], Version: v}, sc.now, sc.pids)
+		v := int16(intArg(t, s, "v", 5))
+		o := EndTxn(sc.md, sc.pending, EndTxnRequest{ProducerID: intArg(t, s, "pid", 1000), ProducerEpoch: int16(intArg(t, s, "epoch", 0)), Commit: s.Has("commit"), Version: v}, sc.now, sc.pids)
 		return sc.apply(o, v >= 5)
 	case "complete":
 		// The marker sender reports the last markers (or those of the
@@ -254,56 +211,23 @@ func (sc *scenario) run(t *testing.T, s *step) string {
 		switch {
 		case TimedOut(sc.md, sc.now):
 			return "timed out\n" + sc.apply(AbortTimedOut(sc.md, sc.pending, sc.now, sc.serverTV, sc.pids), false)
-		case Expired(sc.md, sc.pending, sc.now, s.int(t, "idle", 7*24*3600*1000)):
+		case Expired(sc.md, sc.pending, sc.now, intArg(t, s, "idle", 7*24*3600*1000)):
 			return "expired\n" + sc.apply(Outcome{Delete: true}, false)
 		}
 		return "nothing to do"
 	}
-	t.Fatalf("line %d: unknown command %q", s.line, s.cmd)
+	t.Fatalf("%s: unknown command %q", s.Pos, s.Cmd)
 	return ""
 }
 
 func TestScenarios(t *testing.T) {
-	files, err := filepath.Glob("testdata/*.txt")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenarios: %v", err)
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
+	datadriven.Walk(t, "testdata/*.txt", func(t *testing.T, path string) {
+		sc := &scenario{nextPID: 2000, serverTV: 2}
+		datadriven.RunFile(t, path, func(t *testing.T, c *datadriven.Case) string {
+			if len(c.Input) > 0 {
+				t.Fatalf("%s: expected ---- after %q", c.Pos, c.Line)
 			}
-			sc := &scenario{nextPID: 2000, serverTV: 2}
-			steps := parseScenario(t, string(raw))
-			var rewritten strings.Builder
-			lines := strings.Split(string(raw), "\n")
-			prev := 0
-			for i := range steps {
-				s := &steps[i]
-				got := sc.run(t, s)
-				if *rewrite {
-					// Keep everything up to and including "----", replace
-					// the output block.
-					rewritten.WriteString(strings.Join(lines[prev:s.line+1], "\n"))
-					rewritten.WriteString("\n" + got + "\n")
-					end := s.line + 1
-					for end < len(lines) && strings.TrimSpace(lines[end]) != "" {
-						end++
-					}
-					prev = end
-					continue
-				}
-				if got != s.expect {
-					t.Errorf("%s:%d: %s\n--- got\n%s\n--- want\n%s", path, s.line, lines[s.line-1], got, s.expect)
-				}
-			}
-			if *rewrite {
-				rewritten.WriteString(strings.Join(lines[prev:], "\n"))
-				if err := os.WriteFile(path, []byte(rewritten.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
+			return sc.run(t, c)
 		})
-	}
+	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/internal/datadriven"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation/testkit"
 )
@@ -22,7 +23,7 @@ import (
 // Case:   run leader=4.2 coordinator=4.2 discovery=on tv=2 epoch=6 commit=true
 // Input:  code N | close | hang | producer epoch=E txnstart=O   (in order)
 func TestResponseTable(t *testing.T) {
-	testkit.RunFile(t, "testdata/response_table.txt", func(t *testing.T, c *testkit.Case) string {
+	datadriven.RunFile(t, "testdata/response_table.txt", func(t *testing.T, c *datadriven.Case) string {
 		leader, err := testkit.StartFakeLeader(c.Arg("leader", "4.2"))
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,6 @@
 // version in use, connected, last error and time of the last negotiation.
 //
 // It must not know about transactions or markers beyond the version choice.
-// Subpackage testkit holds a scripted fake leader and the data-driven test
-// runner shared by this package's and markersender's tests.
+// Subpackage testkit holds a scripted fake leader shared by this package's
+// and markersender's tests.
 package negotiation

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/internal/datadriven"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/negotiation/testkit"
 )
@@ -19,7 +20,7 @@ import (
 // WriteTxnMarkers with TransactionVersion 2, then prints what was
 // negotiated and what the leader decoded.
 func TestNegotiate(t *testing.T) {
-	testkit.RunFile(t, "testdata/negotiate.txt", func(t *testing.T, c *testkit.Case) string {
+	datadriven.RunFile(t, "testdata/negotiate.txt", func(t *testing.T, c *datadriven.Case) string {
 		var out strings.Builder
 		start := testkit.StartFakeLeader
 		if c.Arg("wtm", "yes") == "no" {
