@@ -55,10 +55,11 @@ func (l *Leader) handleFetch(ctx context.Context, r *wire.Request) wire.Reply {
 			case <-changed:
 			case <-timer.C:
 			case <-ctx.Done():
+			case <-r.Stopping: // the server is stopping: answer now
 			case <-l.stop:
 			}
 			timer.Stop()
-			if ctx.Err() != nil || l.stopped() {
+			if ctx.Err() != nil || l.stopped() || isClosed(r.Stopping) {
 				resp, _, _ := l.fetchOnce(req, version)
 				return resp, nil
 			}
@@ -182,4 +183,14 @@ func (l *Leader) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartition
 	}
 	fp.RecordBatches = out
 	return len(out)
+}
+
+// isClosed reports whether ch is closed (nil: never).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

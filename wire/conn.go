@@ -266,7 +266,7 @@ func (c *conn) handleFrame(frame []byte) (pending, bool) {
 	}
 	req := &Request{
 		Body: decoded, Key: h.key, Version: h.version, CorrelationID: h.correlationID,
-		ClientID: h.clientID, Remote: c.nc.RemoteAddr(), ConnID: c.id, Principal: c.principal, Log: rlog,
+		ClientID: h.clientID, Remote: c.nc.RemoteAddr(), ConnID: c.id, Principal: c.principal, Stopping: c.s.draining, Log: rlog,
 		sec: c.s.sec,
 	}
 	reply, err := c.callHandler(req)

@@ -22,7 +22,9 @@ type Request struct {
 	// Principal is the authenticated principal of the connection ("" when
 	// security is off).
 	Principal string
-	Log       zerolog.Logger
+	// Stopping is closed when the server begins a graceful shutdown.
+	Stopping <-chan struct{}
+	Log      zerolog.Logger
 
 	// sec is the listener's security (nil when off, and in requests that
 	// tests build by hand): the authorization helpers read it.
@@ -33,9 +35,10 @@ type Request struct {
 // connection's writer goroutine, in request order, so a Reply may block until
 // a durable write completes without holding up the decoding and handling of
 // the next request on the same connection. Returning an error closes the
-// connection (after logging the error). A Reply that waits must also return
-// once the handler's ctx is done: Shutdown cancels it at its deadline and
-// then waits for every Reply.
+// connection (after logging the error). A Reply that waits for something
+// open-ended (a long-poll) should answer once Request.Stopping is closed,
+// when Shutdown begins; every waiting Reply must return once the handler's
+// ctx is done, which Shutdown cancels at its deadline.
 type Reply func() (kmsg.Response, error)
 
 // Now is a Reply with a response that is already complete.

@@ -89,6 +89,9 @@ type Server struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
+	// draining is closed when Shutdown begins (Request.Stopping).
+	draining  chan struct{}
+	drainOnce sync.Once
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -135,6 +138,7 @@ func Start(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{}), sec: sec}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.draining = make(chan struct{})
 	s.advertised, s.apiKeys = advertise(cfg.Registry, cfg.Profile, sec.builtinKeys())
 	s.wg.Add(1)
 	go s.acceptLoop()
@@ -194,8 +198,10 @@ func (s *Server) isClosing() bool {
 	return s.closing
 }
 
-// Shutdown stops accepting, stops reading new requests, lets in-flight
-// requests finish until ctx is done, then closes every connection.
+// Shutdown stops accepting, stops reading new requests, closes
+// Request.Stopping (long waits answer now), lets in-flight requests finish
+// until ctx is done, then cancels the handlers' context and closes every
+// connection.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
@@ -208,6 +214,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		c.stopReading()
 	}
+	// Long waits (a Fetch long-poll) answer now with what they have;
+	// replies waiting on a write already under way still complete.
+	s.drainOnce.Do(func() { close(s.draining) })
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	select {

@@ -118,3 +118,37 @@ func TestShutdownForcesAfterDeadline(t *testing.T) {
 	}
 	conn.expectClosed()
 }
+
+// A long-poll Reply that watches Request.Stopping answers as soon as
+// Shutdown begins, so a graceful stop does not wait out the poll.
+func TestShutdownEndsLongPolls(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	c := clustertest.Start(t, clustertest.Options{Register: func(_ cluster.Node, reg *wire.Registry) {
+		reg.Register(22, 0, 5, func(ctx context.Context, r *wire.Request) wire.Reply {
+			entered <- struct{}{}
+			resp := r.Body.(*kmsg.InitProducerIDRequest).ResponseKind()
+			return func() (kmsg.Response, error) {
+				select {
+				case <-r.Stopping:
+					return resp, nil
+				case <-time.After(time.Hour):
+					return nil, errors.New("long poll not ended by Shutdown")
+				}
+			}
+		})
+	}})
+	node := c.Coordinator()
+	conn := dialRaw(t, node.Addr)
+	conn.write(frameOf(initPIDReq(), 7))
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	if err := node.Server.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	frame, err := conn.readFrame()
+	if err != nil {
+		t.Fatalf("long-poll response lost: %v", err)
+	}
+	decodeResponse(t, frame, initPIDReq(), 7)
+}
