@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,21 +63,63 @@ type cellResult struct {
 	err    error
 }
 
+// matrixSeen collects, per cell, what each leader received, for
+// testdata/matrix.txt.
+type matrixSeen struct {
+	mu    sync.Mutex
+	cells map[string]string
+}
+
+func (m *matrixSeen) record(cell, seen string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cells[cell] = seen
+}
+
+const matrixHeader = `# WriteTxnMarkers as received at each leader, per matrix cell (TestMatrix).
+# vN/tvM: request version N, TransactionVersion M as the leader decoded it
+# (at v1 the field does not exist: 0). The 4.2 coordinator negotiates per
+# leader (KIP-1228 with the 4.2.1 discovery fix); the 4.1 coordinator sends
+# only v1; only a TV2 client in a cluster finalizing TV2 has TV 2; a 3.9
+# leader turns TV2 off cluster-wide. Refresh: go test ./integration -run TestMatrix -rewrite
+`
+
 func TestMatrix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the matrix runs 32 cells")
 	}
+	seen := &matrixSeen{cells: map[string]string{}}
+	// Cleanups run after the parallel subtests have finished.
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		var b strings.Builder
+		for _, coord := range matrixCoordinators {
+			for _, set := range matrixLeaderSets {
+				for _, client := range matrixClients {
+					cell := matrixCell(coord, set.versions, client)
+					fmt.Fprintf(&b, "%-52s -> %s\n", cell, seen.cells[cell])
+				}
+			}
+		}
+		goldenTable(t, "matrix.txt", matrixHeader, b.String())
+	})
 	for _, coord := range matrixCoordinators {
 		for _, set := range matrixLeaderSets {
 			t.Run(fmt.Sprintf("coord=%s/leaders=%s", coord, set.name), func(t *testing.T) {
 				t.Parallel()
-				runMatrixCluster(t, coord, set.versions)
+				runMatrixCluster(t, coord, set.versions, seen)
 			})
 		}
 	}
 }
 
-func runMatrixCluster(t *testing.T, coord string, leaders []string) {
+func matrixCell(coord string, leaders []string, client string) string {
+	return fmt.Sprintf("coord=%s leaders=%s client=%s", coord, strings.Join(leaders, ","), client)
+}
+
+func runMatrixCluster(t *testing.T, coord string, leaders []string, seen *matrixSeen) {
 	topics := map[string]int32{}
 	parts := int32(2 * len(leaders)) // consecutive partitions cover every leader
 	for _, client := range matrixClients {
@@ -114,7 +157,7 @@ func runMatrixCluster(t *testing.T, coord string, leaders []string) {
 			if r.TxnsCommitted == 0 || r.TxnsAborted == 0 {
 				t.Fatalf("the cell needs commits and aborts:\n%s", r.Table())
 			}
-			checkCellMarkers(t, c, coord, leaders, client)
+			seen.record(matrixCell(coord, leaders, client), checkCellMarkers(t, c, coord, leaders, client))
 		})
 	}
 }
@@ -149,10 +192,12 @@ func runCell(ctx context.Context, c *Cluster, client string, parts int32, seed i
 }
 
 // checkCellMarkers asserts that every leader received markers for the
-// cell's topic, all accepted, at the expected version and TV.
-func checkCellMarkers(t *testing.T, c *Cluster, coord string, leaders []string, client string) {
+// cell's topic, all accepted, at the expected version and TV, and returns
+// what each leader saw ("leader1(4.2)=v2/tv2 ...").
+func checkCellMarkers(t *testing.T, c *Cluster, coord string, leaders []string, client string) string {
 	t.Helper()
 	topic := "m-" + client
+	var seen []string
 	for i, l := range c.Leaders {
 		wantVersion, wantTV := expectedMarker(coord, leaders[i], client, leaders)
 		var ms []leaderstub.ReceivedMarker
@@ -170,5 +215,17 @@ func checkCellMarkers(t *testing.T, c *Cluster, coord string, leaders []string, 
 			}
 		}
 		t.Logf("leader %d (%s): %d markers, all v%d TV %d", l.Node.NodeID, leaders[i], len(ms), wantVersion, wantTV)
+		seen = append(seen, fmt.Sprintf("leader%d(%s)=v%d/tv%d", l.Node.NodeID, leaders[i], wantVersion, wantTV))
+		// A v1 marker hides the TV; the epochs still show the protocol:
+		// a TV2 client's epoch is bumped by every EndTxn, so its markers
+		// leave epoch 0 behind; a TV1 client keeps epoch 0 while healthy.
+		maxEpoch := int16(0)
+		for _, m := range ms {
+			maxEpoch = max(maxEpoch, m.ProducerEpoch)
+		}
+		if tv2 := client == "kgo-tv2" && !slices.Contains(leaders, "3.9"); tv2 != (maxEpoch > 0) {
+			t.Fatalf("leader %d: highest marker epoch %d, but the client ran TV2=%v", l.Node.NodeID, maxEpoch, tv2)
+		}
 	}
+	return strings.Join(seen, " ")
 }
