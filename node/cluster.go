@@ -13,6 +13,8 @@ import (
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -143,6 +145,8 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	v.RegisterMetadata(reg)
 	v.RegisterFindCoordinator(reg)
 	registerRole(reg)
+	cluster.RegisterNotServed(reg, leaderstub.APIs)
+	cluster.RegisterNotServed(reg, coordinator.APIs)
 	return wire.Start(wire.Config{
 		Addr:     self.Addr,
 		Listener: ln,

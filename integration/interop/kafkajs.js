@@ -6,26 +6,10 @@
 //
 // Usage: node kafkajs.js BOOTSTRAP TOPIC TXN_ID VALUE_PREFIX
 //
-// KAFKAJS_PER_BROKER_VERSIONS=1 applies a test-only shim. KafkaJS's
-// BrokerPool gives every broker the seed broker's ApiVersions table
-// (brokerPool.js: `versions: this.versions`), so it only works when every
-// node advertises every API, as Kafka brokers do. txncoord's coordinator
-// advertises no Produce and its leaders no EndTxn, so unpatched KafkaJS
-// fails with KafkaJSServerDoesNotSupportApiKey (Produce). The shim makes
-// each broker ask for its own versions, to exercise the rest of the path
-// until the nodes advertise the cluster-wide API set.
-if (process.env.KAFKAJS_PER_BROKER_VERSIONS === '1') {
-  const poolPath = require.resolve('kafkajs/src/cluster/brokerPool');
-  const BrokerPool = require(poolPath);
-  class PerBrokerVersions extends BrokerPool {
-    constructor(options) {
-      super(options);
-      const create = this.createBroker;
-      this.createBroker = (o) => create({ ...o, versions: null });
-    }
-  }
-  require.cache[poolPath].exports = PerBrokerVersions; // before kafkajs loads cluster/index.js
-}
+// KafkaJS's BrokerPool gives every broker the seed broker's ApiVersions
+// table (brokerPool.js: `versions: this.versions`), so it works only because
+// every txncoord node advertises every API of the cluster, as Kafka brokers
+// do (cluster/not_served.go).
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1';
 const { Kafka, logLevel } = require('kafkajs');
 

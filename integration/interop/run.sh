@@ -94,30 +94,14 @@ printf 'kcat-after-fence-1\n' | timeout 60 kcat -P -b "$BOOT" -t "$TOPIC" -p 1 -
 log "kcat: SIGKILLed inside a transaction (its values are in the log); the next kcat fenced it and committed 1"
 
 # --- KafkaJS ------------------------------------------------------------
-# Unpatched first. KafkaJS reuses the seed broker's ApiVersions for every
-# broker (see kafkajs.js); txncoord's nodes advertise only their own APIs,
-# so this fails until they advertise the cluster-wide set. It is reported,
-# and fails the script only with INTEROP_KAFKAJS_STRICT=1; the shimmed run
-# below (each broker asks for its own versions) must pass.
-KAFKAJS_WANT=""
-KAFKAJS_ABSENT="kafkajs-shim-abort-1,kafkajs-shim-abort-2"
-if (cd "$HERE" && timeout 120 node kafkajs.js "$BOOT" "$TOPIC" kafkajs-interop kafkajs-plain 2>"$WORK/kafkajs-plain.log"); then
-	KAFKAJS_WANT="kafkajs-plain-commit-1,kafkajs-plain-commit-2,kafkajs-plain-idempotent-1,"
-	KAFKAJS_ABSENT="$KAFKAJS_ABSENT,kafkajs-plain-abort-1,kafkajs-plain-abort-2"
-	log "kafkajs (unpatched): PASS"
-else
-	log "kafkajs (unpatched): FAILED: $(grep -o 'KafkaJS[A-Za-z]*Error[^}]*\|KafkaJSServerDoesNotSupportApiKey[^,]*' "$WORK/kafkajs-plain.log" | head -n 1)"
-	grep -o "apiName: '[A-Za-z]*'" "$WORK/kafkajs-plain.log" | head -n 1 | sed 's/^/interop:   /' >&2 || true
-	[ "${INTEROP_KAFKAJS_STRICT:-0}" = 1 ] && fail "kafkajs unpatched (INTEROP_KAFKAJS_STRICT=1)"
-	log "KNOWN INCOMPATIBILITY: KafkaJS needs every node to advertise every API; continuing with the per-broker-versions shim"
-fi
-# The same transactional id: InitProducerId fences whatever the failed
-# run left open.
-(cd "$HERE" && KAFKAJS_PER_BROKER_VERSIONS=1 timeout 120 node kafkajs.js "$BOOT" "$TOPIC" kafkajs-interop kafkajs-shim) || fail "kafkajs (shim)"
+# Unpatched KafkaJS: it reuses the seed broker's ApiVersions for every
+# broker, which works because every node advertises every API.
+(cd "$HERE" && timeout 120 node kafkajs.js "$BOOT" "$TOPIC" kafkajs-interop kafkajs 2>"$WORK/kafkajs.log") \
+	|| { cat "$WORK/kafkajs.log" >&2; fail "kafkajs"; }
 
 # --- check with kgo read_committed --------------------------------------
 "$VERIFY" check -bootstrap "$BOOT" -topic "$TOPIC" -partitions "$PARTITIONS" \
-	-want "${KAFKAJS_WANT}kcat-commit-1,kcat-commit-2,kcat-after-fence-1,kafkajs-shim-commit-1,kafkajs-shim-commit-2,kafkajs-shim-idempotent-1" \
-	-absent "$KAFKAJS_ABSENT" -absent-prefix kcat-abort-,kafkajs-plain-abort- \
+	-want "kcat-commit-1,kcat-commit-2,kcat-after-fence-1,kafkajs-commit-1,kafkajs-commit-2,kafkajs-idempotent-1" \
+	-absent "kafkajs-abort-1,kafkajs-abort-2" -absent-prefix kcat-abort- \
 	|| fail "read_committed check"
 log "PASS"
