@@ -3,16 +3,19 @@ package integration
 import (
 	"context"
 	"net"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/integration/faultproxy"
 	"github.com/txncoord/txncoord/node"
+	"github.com/txncoord/txncoord/security"
 )
 
 // Options describe an in-process cluster for a test.
@@ -30,6 +33,10 @@ type Options struct {
 	// the proxy's address, so the coordinator's markers, the leader's
 	// peers and clients all go through the proxy.
 	Proxied []int32
+	// Secure turns on TLS + SASL on every listener and cluster
+	// authorization (up --secure's local CA and credentials); Client()
+	// then connects as the SCRAM-SHA-512 client user.
+	Secure bool
 }
 
 // Cluster is a coordinator and its leaders in the test's process, on
@@ -43,7 +50,9 @@ type Cluster struct {
 	// realAddrs are the proxied leaders' own listener addresses, kept so
 	// that restarts bind the same ones behind the unchanged proxies.
 	realAddrs map[int32]string
-	t         testing.TB
+	// local holds the generated CA and credentials when Secure.
+	local *security.Local
+	t     testing.TB
 }
 
 // StartCluster starts a cluster and stops it when the test ends.
@@ -87,6 +96,13 @@ func StartCluster(t testing.TB, o Options) *Cluster {
 	}
 	if err := f.Validate(); err != nil {
 		t.Fatalf("cluster file: %v", err)
+	}
+	if o.Secure {
+		local, err := security.GenerateLocal(filepath.Join(o.DataDir, "security"))
+		if err != nil {
+			t.Fatalf("security: %v", err)
+		}
+		c.local, f.Security = local, local.Settings
 	}
 	c.start(listeners)
 	t.Cleanup(c.Stop)
@@ -191,7 +207,16 @@ func (c *Cluster) Restart() {
 // the test ends.
 func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
 	c.t.Helper()
-	opts = append([]kgo.Opt{kgo.SeedBrokers(c.File.Coordinator.Addr)}, opts...)
+	base := []kgo.Opt{kgo.SeedBrokers(c.File.Coordinator.Addr)}
+	if c.local != nil {
+		tlsCfg, err := security.ClientTLS(c.local.CAFile, "", "")
+		if err != nil {
+			c.t.Fatalf("client TLS: %v", err)
+		}
+		base = append(base, kgo.DialTLSConfig(tlsCfg),
+			kgo.SASL(scram.Auth{User: c.local.ClientUser, Pass: c.local.ClientPassword}.AsSha512Mechanism()))
+	}
+	opts = append(base, opts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		c.t.Fatalf("kgo client: %v", err)

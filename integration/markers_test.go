@@ -38,8 +38,10 @@ func partitionOn(t testing.TB, c *Cluster, topic string, partitions int32, id in
 // leader receives WriteTxnMarkers v2 with TV 2, the 4.1 leader v1 (the
 // leader decodes TV 0) — asserted on the leaders' side. Restarting the 4.1
 // leader as 4.2 while the coordinator runs makes it receive v2 from then on.
-func TestMixedLeadersNegotiatePerLeader(t *testing.T) {
-	c := StartCluster(t, Options{LeaderVersions: []string{"4.2", "4.1"}, Topics: map[string]int32{"orders": 4}})
+func TestMixedLeadersNegotiatePerLeader(t *testing.T) { runMixedLeadersNegotiatePerLeader(t, false) }
+
+func runMixedLeadersNegotiatePerLeader(t *testing.T, secure bool) {
+	c := StartCluster(t, Options{LeaderVersions: []string{"4.2", "4.1"}, Topics: map[string]int32{"orders": 4}, Secure: secure})
 	ctx := testCtx(t, 90*time.Second)
 	p1 := partitionOn(t, c, "orders", 4, 1)
 	p2 := partitionOn(t, c, "orders", 4, 2)
@@ -93,8 +95,10 @@ func TestMixedLeadersNegotiatePerLeader(t *testing.T) {
 // leader closes the connection on every v2 request. Kafka's transaction
 // hangs silently in PrepareCommit; txncoord reports it as stuck, with the
 // reason, in the admin views.
-func TestDiscoveryOffReportsStuck(t *testing.T) {
-	c := StartCluster(t, Options{LeaderVersions: []string{"4.2", "4.1"}, Topics: map[string]int32{"orders": 4}, NoDiscovery: true})
+func TestDiscoveryOffReportsStuck(t *testing.T) { runDiscoveryOffReportsStuck(t, false) }
+
+func runDiscoveryOffReportsStuck(t *testing.T, secure bool) {
+	c := StartCluster(t, Options{LeaderVersions: []string{"4.2", "4.1"}, Topics: map[string]int32{"orders": 4}, NoDiscovery: true, Secure: secure})
 	ctx := testCtx(t, 90*time.Second)
 	p1 := partitionOn(t, c, "orders", 4, 1)
 	p2 := partitionOn(t, c, "orders", 4, 2)

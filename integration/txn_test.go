@@ -60,8 +60,10 @@ func (c *Cluster) leader(id int32) *leaderstub.Leader {
 	return nil
 }
 
-func TestTV2EpochBumpsPerTransaction(t *testing.T) {
-	c := StartCluster(t, Options{LeaderVersions: []string{"4.2", "4.2"}, Topics: map[string]int32{"orders": 4}})
+func TestTV2EpochBumpsPerTransaction(t *testing.T) { runTV2EpochBumpsPerTransaction(t, false) }
+
+func runTV2EpochBumpsPerTransaction(t *testing.T, secure bool) {
+	c := StartCluster(t, Options{LeaderVersions: []string{"4.2", "4.2"}, Topics: map[string]int32{"orders": 4}, Secure: secure})
 	ctx := testCtx(t, 60*time.Second)
 	parts := twoLeaderPartitions(t, c.File, "orders", 4)
 	cl := c.txnProducer(t, "tv2-app")
@@ -117,8 +119,10 @@ func TestTV2EpochBumpsPerTransaction(t *testing.T) {
 	}
 }
 
-func TestTV1ClientKeepsEpoch(t *testing.T) {
-	c := StartCluster(t, Options{LeaderVersions: []string{"4.2", "4.2"}, Topics: map[string]int32{"orders": 4}})
+func TestTV1ClientKeepsEpoch(t *testing.T) { runTV1ClientKeepsEpoch(t, false) }
+
+func runTV1ClientKeepsEpoch(t *testing.T, secure bool) {
+	c := StartCluster(t, Options{LeaderVersions: []string{"4.2", "4.2"}, Topics: map[string]int32{"orders": 4}, Secure: secure})
 	ctx := testCtx(t, 60*time.Second)
 	parts := twoLeaderPartitions(t, c.File, "orders", 4)
 	cl := c.txnProducer(t, "tv1-app", kgo.MaxVersions(kversion.V3_9_0()))
@@ -160,8 +164,10 @@ func TestTV1ClientKeepsEpoch(t *testing.T) {
 	}
 }
 
-func TestAbortInvisibleToReadCommitted(t *testing.T) {
-	c := StartCluster(t, Options{Topics: map[string]int32{"events": 3}})
+func TestAbortInvisibleToReadCommitted(t *testing.T) { runAbortInvisibleToReadCommitted(t, false) }
+
+func runAbortInvisibleToReadCommitted(t *testing.T, secure bool) {
+	c := StartCluster(t, Options{Topics: map[string]int32{"events": 3}, Secure: secure})
 	ctx := testCtx(t, 60*time.Second)
 	parts := []int32{0, 1, 2}
 	cl := c.txnProducer(t, "abort-app")
@@ -177,8 +183,10 @@ func TestAbortInvisibleToReadCommitted(t *testing.T) {
 	}
 }
 
-func TestSecondClientFencesFirst(t *testing.T) {
-	c := StartCluster(t, Options{Topics: map[string]int32{"orders": 3}})
+func TestSecondClientFencesFirst(t *testing.T) { runSecondClientFencesFirst(t, false) }
+
+func runSecondClientFencesFirst(t *testing.T, secure bool) {
+	c := StartCluster(t, Options{Topics: map[string]int32{"orders": 3}, Secure: secure})
 	ctx := testCtx(t, 60*time.Second)
 	first := c.txnProducer(t, "fence-app")
 	runTxn(ctx, t, first, "orders", []int32{0}, "first", true)
