@@ -8,7 +8,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Record batch v2 layout (magic 2), offsets into the batch header.
@@ -33,10 +32,6 @@ const (
 )
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
-
-// decompressor is franz-go's, which wraps klauspost/compress (gzip, zstd,
-// snappy through s2) and pierrec/lz4: the same codecs kgo produces with.
-var decompressor = kgo.DefaultDecompressor()
 
 // batchHeader is the parsed header of one record batch.
 type batchHeader struct {
@@ -155,7 +150,7 @@ func validateRecords(raw []byte, h batchHeader) error {
 	if codec > 4 {
 		return invalidRecord("unknown compression codec %d", codec)
 	}
-	body, err := decompressor.Decompress(raw[batchHeaderLen:], kgo.CompressionCodecType(codec))
+	body, err := decompressBounded(raw[batchHeaderLen:], codec)
 	if err != nil {
 		return corrupt("decompress (codec %d): %v", codec, err)
 	}
