@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/txncoord/txncoord/leaderstub"
 )
@@ -133,6 +133,17 @@ func runDiscoveryOffReportsStuck(t *testing.T, secure bool) {
 	if ms := c.leader(2).ReceivedMarkers(); len(ms) != 0 {
 		t.Fatalf("4.1 leader accepted markers: %+v", ms)
 	}
-	// Its records stay invisible to read_committed at the 4.1 leader.
-	_ = kgo.ReadCommitted
+	// Its record stays invisible to read_committed at the 4.1 leader: the
+	// last stable offset is held at the open transaction's first offset,
+	// while the 4.2 leader's partition is committed past it.
+	lso, err := kadm.NewClient(c.Client()).ListCommittedOffsets(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := lso.Lookup("orders", p2); o.Offset != 0 {
+		t.Fatalf("stuck partition orders-%d: last stable offset %d, want 0", p2, o.Offset)
+	}
+	if o, _ := lso.Lookup("orders", p1); o.Offset != 2 {
+		t.Fatalf("committed partition orders-%d: last stable offset %d, want 2 (record + marker)", p1, o.Offset)
+	}
 }
