@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestFindHanging makes a hanging transaction the way one arises in
+// practice — the coordinator loses its state while a leader still holds the
+// transaction open — and checks that `txn find-hanging` reports it, as
+// kafka-transactions.sh find-hanging does.
+func TestFindHanging(t *testing.T) {
+	base := freePortRun(t, 4)
+	dataDir := t.TempDir()
+	args := []string{"--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", base),
+		"--leaders", "4.2,4.2", "--topics", "orders:2", "--admin-listen", fmt.Sprintf("127.0.0.1:%d", base+3)}
+	up := startUp(t, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(up.bootstrap), kgo.TransactionalID("hang-app"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 1, Value: []byte("open")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	pid, _, _ := cl.ProducerID(ctx)
+	cl.Close()
+	adminArgs := []string{"--admin", up.adminURL, "-o", "json"}
+	var hanging []hangingTxn
+	cliJSON(t, &hanging, append([]string{"txn", "find-hanging", "--topic", "orders", "--max-transaction-timeout", "0s"}, adminArgs...)...)
+	if len(hanging) != 0 {
+		t.Fatalf("an open transaction the coordinator knows is not hanging: %+v", hanging)
+	}
+
+	// The coordinator loses its log; the leaders keep theirs.
+	up.cmd.Process.Kill()
+	<-up.done
+	if err := os.RemoveAll(filepath.Join(dataDir, "coordinator")); err != nil {
+		t.Fatal(err)
+	}
+	up = startUp(t, args...)
+	cliJSON(t, &hanging, append([]string{"txn", "find-hanging", "--topic", "orders", "--max-transaction-timeout", "0s"}, adminArgs...)...)
+	if len(hanging) != 1 || hanging[0].ProducerID != pid || hanging[0].Partition != 1 || hanging[0].CurrentTxnStartOffset != 0 {
+		t.Fatalf("find-hanging: %+v, want pid %d open on orders-1 at offset 0", hanging, pid)
+	}
+	// A longer max timeout leaves it out: it has not been open that long.
+	cliJSON(t, &hanging, append([]string{"txn", "find-hanging", "--broker-id", "1", "--max-transaction-timeout", "1h"}, adminArgs...)...)
+	if len(hanging) != 0 {
+		t.Fatalf("find-hanging --max-transaction-timeout 1h: %+v", hanging)
+	}
+	up.stop(t)
+}
