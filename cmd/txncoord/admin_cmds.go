@@ -166,10 +166,10 @@ Asks before it acts unless --yes is given; without a terminal, --yes is required
 				}),
 			},
 			{
-				Name:  "retry-markers",
-				Usage: "resend the markers of a transaction reported stuck (see txncoord markers)",
+				Name:        "retry-markers",
+				Usage:       "resend the markers of a transaction reported stuck (see txncoord markers)",
 				Description: "Example:\n   txncoord txn retry-markers --transactional-id orders-app-1",
-				Flags: adminFlags(txnIDFlag()),
+				Flags:       adminFlags(txnIDFlag()),
 				Action: adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
 					id, err := requireTxnID(c)
 					if err != nil {
@@ -398,7 +398,9 @@ func findHanging(ctx context.Context, cl *admin.Client, brokerID int32, topic st
 		out = append(out, hangingTxn{Topic: d.Topic, Partition: d.Partition, Leader: d.Leader, ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch,
 			CoordinatorEpoch: d.CoordinatorEpoch, CurrentTxnStartOffset: d.CurrentTxnStartOffset, LastTimestampMs: d.LastTimestamp, Reason: reason})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Topic < out[j].Topic || out[i].Topic == out[j].Topic && out[i].Partition < out[j].Partition })
+	sort.SliceStable(out, func(i, j int) bool {
+		return out[i].Topic < out[j].Topic || out[i].Topic == out[j].Topic && out[i].Partition < out[j].Partition
+	})
 	return out, nil
 }
 
