@@ -3,6 +3,7 @@ package negotiation
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kversion"
 )
@@ -37,13 +38,27 @@ func ProfileNames() []string {
 	return names
 }
 
+// maxVersions caches every profile's maximum versions by key: building a
+// kversion preset allocates every release up to it, and MaxVersion is
+// asked on hot paths (the cluster's transaction.version, each ApiVersions
+// answer).
+var maxVersions = sync.OnceValue(func() map[string]map[int16]int16 {
+	out := make(map[string]map[int16]int16, len(profiles))
+	for name, p := range profiles {
+		keys := map[int16]int16{}
+		p().EachMaxKeyVersion(func(key, max int16) { keys[key] = max })
+		out[name] = keys
+	}
+	return out
+})
+
 // MaxVersion is a profile's maximum version of key, or -1.
 func MaxVersion(kafkaVersion string, key int16) int16 {
-	p, err := Profile(kafkaVersion)
-	if err != nil {
+	keys, ok := maxVersions()[kafkaVersion]
+	if !ok {
 		return -1
 	}
-	v, ok := p.LookupMaxKeyVersion(key)
+	v, ok := keys[key]
 	if !ok {
 		return -1
 	}
