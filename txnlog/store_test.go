@@ -193,3 +193,41 @@ func TestBoltBadBatchIsolated(t *testing.T) {
 		t.Fatalf("%d txns stored, want 36", len(st.Txns))
 	}
 }
+
+// TestBoltSubmitInOrder: writes of one id submitted without waiting are
+// committed in submission order (the last one wins after a reopen), each
+// answered once durable; after Close, Submit answers ErrClosed.
+func TestBoltSubmitInOrder(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "txnlog.db")
+	s, err := OpenBolt(path, BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var results []<-chan error
+	for epoch := int16(0); epoch < 50; epoch++ {
+		results = append(results, s.Submit(Batch{Puts: []TxnMetadata{{TransactionalID: "t", ProducerID: 1, ProducerEpoch: epoch, State: Ongoing}}}))
+	}
+	for i, r := range results {
+		if err := <-r; err != nil {
+			t.Fatalf("submit %d: %v", i, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-s.Submit(Batch{Puts: []TxnMetadata{{TransactionalID: "u"}}}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Submit after Close: %v, want ErrClosed", err)
+	}
+	s, err = OpenBolt(path, BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Txns["t"].ProducerEpoch; got != 49 {
+		t.Fatalf("epoch after reopen %d, want 49 (the last submitted)", got)
+	}
+}

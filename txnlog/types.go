@@ -125,6 +125,15 @@ type Store interface {
 	Close() error
 }
 
+// Submitter is implemented by stores that can queue a write without
+// waiting for it: writes submitted one after another are committed in that
+// order (a later one is never durable before an earlier one, unless the
+// earlier one failed alone). The coordinator uses it to pipeline one id's
+// transitions; without it, it waits for each write before the next.
+type Submitter interface {
+	Submit(b Batch) <-chan error
+}
+
 // Stats counts a store's work, for metrics and benchmarks.
 type Stats struct {
 	// Commits is the number of durable writes (bbolt Updates, each one
