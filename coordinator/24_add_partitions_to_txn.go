@@ -140,7 +140,9 @@ func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, verifyOnl
 		return pr
 	}
 	now := c.nowMs()
-	pr.d = c.step(id, false, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
+	// A registration is pipelined behind the id's writes in flight (see
+	// stepWith); a verification answers only from durable state.
+	pr.d = c.stepWith(id, false, !verifyOnly, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		if verifyOnly {
 			return VerifyPartitions(cur, pending, pid, epoch, tps)
 		}

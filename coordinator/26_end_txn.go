@@ -38,7 +38,9 @@ func (c *Coordinator) handleEndTxn(_ context.Context, r *wire.Request) wire.Repl
 		return wire.Now(resp)
 	}
 	now := c.nowMs()
-	d := c.step(req.TransactionalID, false, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
+	// Pipelined: an EndTxn that meets its transaction's last registration
+	// still in flight queues its Prepare right behind it.
+	d := c.stepWith(req.TransactionalID, false, true, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
 		return EndTxn(cur, pending, EndTxnRequest{
 			ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit, Version: req.Version,
 		}, now, pids)

@@ -75,8 +75,19 @@ type entry struct {
 	mu sync.Mutex
 	md *Metadata // nil: no stored metadata
 	// pending is set while a transition is being persisted: other
-	// requests for the id get CONCURRENT_TRANSACTIONS where Kafka does.
+	// requests for the id get CONCURRENT_TRANSACTIONS where Kafka does,
+	// except the pipelined ones (AddPartitionsToTxn, EndTxn), which are
+	// decided on spec and queued behind the writes in flight.
 	pending bool
+	// inflight counts the writes queued and not yet finished; spec is the
+	// state the last of them writes (nil when none, or a delete).
+	inflight int
+	spec     *Metadata
+	// last is the last write queued; durableSeq is the sequence number of
+	// the newest write known durable (md is its state).
+	last       *write
+	nextSeq    uint64
+	durableSeq uint64
 	// stuck is the marker sender's reason why a Prepare cannot complete.
 	stuck   string
 	deleted bool
@@ -219,20 +230,43 @@ func (c *Coordinator) lock(id string, create bool) *entry {
 // coordinator.
 var errStore = kerr.CoordinatorNotAvailable.Code
 
+// write is one queued store write of an entry.
+type write struct {
+	done chan struct{} // closed when it ended
+	err  error         // set before done is closed
+}
+
 // decision is a core step's result after the durable write, if any.
 type decision struct {
 	Outcome
 	done <-chan struct{} // closed once the write ended (or at once)
+	// after, for a decision taken on a state not yet durable that writes
+	// nothing itself, is the write it depends on: the answer waits for it
+	// and fails if it failed.
+	after *write
 	// changed is closed at the entry's next write after this decision
 	// (nil when the id has no entry).
 	changed <-chan struct{}
 }
 
 // step runs decide for id under its lock. If the outcome persists
-// something, the entry is marked pending and the write runs in a goroutine
-// owned by the coordinator; Err is set to errStore if it fails. Markers
-// are sent only after the write is durable.
+// something, the write is queued and runs in a goroutine owned by the
+// coordinator; Err is set to errStore if it fails. Markers are sent only
+// after the write is durable.
+//
+// Pipelining: with speculate set, a request that meets writes in flight is
+// decided on the state the last of them writes (spec) instead of being
+// refused with CONCURRENT_TRANSACTIONS; its own write is queued behind
+// them (the store commits one id's writes in order), and an answer that
+// writes nothing waits for the last write in flight. So a TV2 producer's
+// registration from its second leader, or its next transaction's first
+// one right after Complete was decided, shares a group commit with the
+// write before it instead of waiting a whole fsync for it.
 func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
+	return c.stepWith(id, create, false, decide)
+}
+
+func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
 	var pidErr error
 	pids := func() int64 {
 		pid, err := c.pids.nextID(c.ctx)
@@ -246,8 +280,12 @@ func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pe
 	e := c.lock(id, create)
 	var cur *Metadata
 	pending := false
+	speculated := false
 	if e != nil {
 		cur, pending = e.md, e.pending
+		if speculate && e.inflight > 0 && e.spec != nil {
+			cur, pending, speculated = e.spec, false, true
+		}
 		d.changed = e.changedCh()
 	}
 	d.Outcome = decide(cur, pending, pids)
@@ -257,6 +295,12 @@ func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pe
 	}
 	if e == nil || (d.Persist == nil && !d.Delete) {
 		if e != nil {
+			// An answer decided on a state not yet durable waits
+			// for it, except CONCURRENT_TRANSACTIONS, which claims
+			// nothing (and is what Kafka answers at once).
+			if speculated && d.Err != kerr.ConcurrentTransactions.Code {
+				d.after = e.last
+			}
 			if e.md == nil && !e.pending {
 				c.forget(id, e)
 			}
@@ -275,32 +319,77 @@ func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pe
 	}
 	c.wg.Add(1)
 	c.mu.Unlock()
-	e.pending = true
-	e.mu.Unlock()
 	batch := txnlog.Batch{}
+	var state *Metadata
 	if d.Delete {
 		batch.Deletes = []string{id}
 	} else {
+		md := d.Persist.Clone()
+		state = &md
 		batch.Puts = []txnlog.TxnMetadata{d.Persist.Clone()}
 	}
+	e.pending = true
+	e.inflight++
+	e.spec = state
+	e.nextSeq++
+	seq := e.nextSeq
+	w := &write{done: make(chan struct{})}
+	prev := e.last
+	e.last = w
+	// Queue the write now, under the entry lock, so one id's writes
+	// reach the store in decision order.
+	var result <-chan error
+	if sub, ok := c.cfg.Store.(txnlog.Submitter); ok {
+		result = sub.Submit(batch)
+	}
+	// Waiters for the next decision (a registration held back by a
+	// Prepare) may now decide on top of this one.
+	e.notifyChanged()
+	e.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
-		err := c.cfg.Store.Apply(c.ctx, batch)
+		var err error
+		if result != nil {
+			select {
+			case err = <-result:
+			case <-c.ctx.Done():
+				err = c.ctx.Err()
+			}
+			// Finish in queue order too: a later write's goroutine may
+			// wake first, and would otherwise send a Prepare's markers
+			// while the entry still counts the earlier write as in
+			// flight, so their completion would be refused as pending.
+			if prev != nil {
+				<-prev.done
+			}
+		} else {
+			if prev != nil {
+				<-prev.done // a store without Submit: keep the order by waiting
+			}
+			err = c.cfg.Store.Apply(c.ctx, batch)
+		}
 		e.mu.Lock()
-		e.pending = false
-		if err == nil {
+		e.inflight--
+		e.pending = e.inflight > 0
+		if err == nil && seq > e.durableSeq {
+			e.durableSeq = seq
 			if d.Delete {
 				c.forget(id, e)
 			} else {
-				md := d.Persist.Clone()
-				e.md = &md
-				if !isPrepare(md.State) {
+				e.md = state
+				if !isPrepare(state.State) {
 					e.stuck = ""
 				}
 			}
-		} else if e.md == nil {
-			c.forget(id, e)
 		}
+		if e.inflight == 0 {
+			e.spec = nil
+			if e.md == nil {
+				c.forget(id, e)
+			}
+		}
+		w.err = err
+		close(w.done)
 		e.notifyChanged()
 		e.mu.Unlock()
 		if err != nil {
@@ -330,9 +419,15 @@ func (c *Coordinator) forget(id string, e *entry) {
 	c.mu.Unlock()
 }
 
-// wait blocks until d's write ended.
+// wait blocks until d's write (or the write it depends on) ended.
 func (d *decision) wait() Outcome {
 	<-d.done
+	if d.after != nil {
+		<-d.after.done
+		if d.after.err != nil && d.Err == 0 {
+			return fail(errStore)
+		}
+	}
 	return d.Outcome
 }
 
@@ -358,9 +453,31 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 		return
 	}
 	now := c.nowMs()
+	wasPending := false
 	d := c.step(txn.TransactionalID, false, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
+		wasPending = pending
 		return Complete(cur, pending, txn, now)
 	})
+	if d.Persist == nil && wasPending && d.changed != nil {
+		// Another write of the id is still finishing: try again when it
+		// has, rather than leave the transaction in Prepare*.
+		c.mu.Lock()
+		if c.closing {
+			c.mu.Unlock()
+			return
+		}
+		c.wg.Add(1)
+		c.mu.Unlock()
+		go func() {
+			defer c.wg.Done()
+			select {
+			case <-d.changed:
+				c.MarkersWritten(txn)
+			case <-c.stop:
+			}
+		}()
+		return
+	}
 	if d.Persist == nil {
 		c.log.Warn().Str("txn_id", txn.TransactionalID).Int64("pid", txn.ProducerID).Int16("epoch", txn.ProducerEpoch).Msg("markers written for a transaction not in that Prepare state: ignored")
 		return
@@ -422,14 +539,30 @@ func (c *Coordinator) scanLoop() {
 // scan runs one timeout/expiry pass. It waits for nothing: writes complete
 // in the background.
 func (c *Coordinator) scan() {
-	c.mu.Lock()
-	ids := make([]string, 0, len(c.txns))
-	for id := range c.txns {
-		ids = append(ids, id)
-	}
-	c.mu.Unlock()
 	now := c.nowMs()
 	idle := c.cfg.IDExpiration.Milliseconds()
+	// A cheap look under each entry's lock first: with a million idle
+	// ids, a full step (closures, channels) per id every 10 s would cost
+	// seconds of CPU. step decides again under the lock for candidates.
+	type idEntry struct {
+		id string
+		e  *entry
+	}
+	c.mu.Lock()
+	entries := make([]idEntry, 0, len(c.txns))
+	for id, e := range c.txns {
+		entries = append(entries, idEntry{id, e})
+	}
+	c.mu.Unlock()
+	var ids []string
+	for _, ie := range entries {
+		id, e := ie.id, ie.e
+		e.mu.Lock()
+		if e.md != nil && !e.pending && (TimedOut(e.md, now) || Expired(e.md, false, now, idle)) {
+			ids = append(ids, id)
+		}
+		e.mu.Unlock()
+	}
 	for _, id := range ids {
 		var what string
 		c.step(id, false, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
