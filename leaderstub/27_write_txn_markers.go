@@ -26,6 +26,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -99,9 +100,14 @@ func (l *Leader) handleWriteTxnMarkers(_ context.Context, r *wire.Request) wire.
 
 // writeMarker validates and appends one partition's marker.
 func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarker, tv int8, topic string, idx int32) (int16, *writeOp) {
-	log := r.Log.With().Int64("pid", m.ProducerID).Int16("epoch", m.ProducerEpoch).Int8("tv", tv).
-		Int16("wtm_version", r.Version).Str("topic", topic).Int32("partition", idx).
-		Int32("coordinator_epoch", m.CoordinatorEpoch).Bool("commit", m.Committed).Logger()
+	// The marker's logger is built only when a line is written: With()
+	// formats every field at once, and most markers log nothing.
+	logger := func() *zerolog.Logger {
+		lg := r.Log.With().Int64("pid", m.ProducerID).Int16("epoch", m.ProducerEpoch).Int8("tv", tv).
+			Int16("wtm_version", r.Version).Str("topic", topic).Int32("partition", idx).
+			Int32("coordinator_epoch", m.CoordinatorEpoch).Bool("commit", m.Committed).Logger()
+		return &lg
+	}
 	p, kerrE := l.partitionFor(topic, idx)
 	if kerrE != nil {
 		return kerrE.Code, nil
@@ -114,15 +120,15 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	e := p.entry(m.ProducerID)
 	if err := checkMarker(e, m.ProducerEpoch, m.CoordinatorEpoch, tv); err != nil {
 		if errors.Is(err, errNegativeTV) {
-			log.Warn().Msg("marker refused: negative TransactionVersion")
+			logger().Warn().Msg("marker refused: negative TransactionVersion")
 			return kerr.InvalidRequest.Code, nil
 		}
-		log.Info().Err(err).Int16("current_epoch", e.Epoch).Int32("current_coordinator_epoch", e.CoordinatorEpoch).
+		logger().Info().Err(err).Int16("current_epoch", e.Epoch).Int32("current_coordinator_epoch", e.CoordinatorEpoch).
 			Bool("txn_open", e.txnOpen()).Msg("marker rejected")
 		return errCode(err), nil
 	}
 	if tv >= 2 && m.ProducerEpoch == e.Epoch {
-		log.Info().Msg("marker accepted as an idempotent retry (KAFKA-19999): duplicate control batch written")
+		logger().Info().Msg("marker accepted as an idempotent retry (KAFKA-19999): duplicate control batch written")
 	}
 	now := l.nowMillis()
 	offset := p.nextOffset
@@ -153,6 +159,8 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	end := p.nextOffset
 	w := &writeOp{apply: op.apply, durable: func() { p.advanceHW(end); l.notify() }}
 	l.commit.enqueue(w)
-	log.Debug().Int64("offset", offset).Msg("marker appended")
+	if r.Log.GetLevel() <= zerolog.DebugLevel {
+		logger().Debug().Int64("offset", offset).Msg("marker appended")
+	}
 	return 0, w
 }

@@ -36,15 +36,27 @@ func DialCoordinatorWith(addr string, dc wire.DialConfig, log zerolog.Logger) Co
 	return &dialedCoordinator{addr: addr, dial: dc, log: log.With().Str("coordinator", addr).Logger()}
 }
 
+// dialedCoordinator keeps a small pool of connections: wire.Client runs one
+// request at a time, and the registrar keeps several AddPartitionsToTxn in
+// flight (one batch waiting for a previous transaction's markers must not
+// hold up the registrations queued behind it).
 type dialedCoordinator struct {
 	addr string
 	dial wire.DialConfig
 	log  zerolog.Logger
 
-	mu       sync.Mutex // one request at a time, as wire.Client requires
+	mu   sync.Mutex
+	idle []*coordConn
+}
+
+// coordConn is one connection and the versions its ApiVersions advertised.
+type coordConn struct {
 	cl       *wire.Client
 	versions map[int16][2]int16
 }
+
+// maxIdleCoordConns bounds the idle pool; connections beyond it are closed.
+const maxIdleCoordConns = DefaultRegistrationsInFlight
 
 func (d *dialedCoordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
 	// v4 is the first broker-to-coordinator (batched) version.
@@ -64,39 +76,65 @@ func (d *dialedCoordinator) InitProducerID(ctx context.Context, req *kmsg.InitPr
 }
 
 func (d *dialedCoordinator) do(ctx context.Context, req kmsg.Request, minVersion int16) (kmsg.Response, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.cl == nil {
-		cl, err := wire.DialWith(ctx, d.addr, "txncoord-leader", d.dial)
-		if err != nil {
-			return nil, fmt.Errorf("leaderstub: dial coordinator %s: %w", d.addr, err)
-		}
-		av, err := cl.ApiVersions(ctx)
-		if err != nil {
-			cl.Close()
-			return nil, fmt.Errorf("leaderstub: coordinator ApiVersions: %w", err)
-		}
-		d.versions = map[int16][2]int16{}
-		for _, k := range av.ApiKeys {
-			d.versions[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
-		}
-		d.cl = cl
-		d.log.Debug().Msg("connected to coordinator")
+	cc, err := d.get(ctx)
+	if err != nil {
+		return nil, err
 	}
-	rng, ok := d.versions[req.Key()]
+	rng, ok := cc.versions[req.Key()]
 	version := min(req.MaxVersion(), rng[1])
 	if !ok || version < max(rng[0], minVersion) {
+		d.put(cc)
 		return nil, fmt.Errorf("leaderstub: coordinator does not support %s v%d+: %w", kmsg.NameForKey(req.Key()), minVersion, kerr.UnsupportedVersion)
 	}
 	req.SetVersion(version)
-	resp, err := d.cl.Do(ctx, req)
+	resp, err := cc.cl.Do(ctx, req)
 	if err != nil {
-		// The next request reconnects and renegotiates.
-		d.cl.Close()
-		d.cl = nil
+		// This connection is dropped; the next request dials again and
+		// renegotiates.
+		cc.cl.Close()
 		return nil, err
 	}
+	d.put(cc)
 	return resp, nil
+}
+
+// get takes an idle connection or dials a new one (ApiVersions first).
+func (d *dialedCoordinator) get(ctx context.Context) (*coordConn, error) {
+	d.mu.Lock()
+	if n := len(d.idle); n > 0 {
+		cc := d.idle[n-1]
+		d.idle = d.idle[:n-1]
+		d.mu.Unlock()
+		return cc, nil
+	}
+	d.mu.Unlock()
+	cl, err := wire.DialWith(ctx, d.addr, "txncoord-leader", d.dial)
+	if err != nil {
+		return nil, fmt.Errorf("leaderstub: dial coordinator %s: %w", d.addr, err)
+	}
+	av, err := cl.ApiVersions(ctx)
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("leaderstub: coordinator ApiVersions: %w", err)
+	}
+	cc := &coordConn{cl: cl, versions: map[int16][2]int16{}}
+	for _, k := range av.ApiKeys {
+		cc.versions[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+	}
+	d.log.Debug().Msg("connected to coordinator")
+	return cc, nil
+}
+
+func (d *dialedCoordinator) put(cc *coordConn) {
+	d.mu.Lock()
+	if len(d.idle) < maxIdleCoordConns {
+		d.idle = append(d.idle, cc)
+		cc = nil
+	}
+	d.mu.Unlock()
+	if cc != nil {
+		cc.cl.Close()
+	}
 }
 
 // registration is one partition a Produce needs registered (VerifyOnly
@@ -123,20 +161,35 @@ type txnKey struct {
 // one request is in flight at a time, and everything queued meanwhile goes
 // into the next one (as Kafka's AddPartitionsToTxnManager does per
 // coordinator node).
+//
+// Up to maxInFlight requests are in flight at once. The coordinator answers
+// a batch only when every transaction in it is registered, and one of them
+// may wait for its previous transaction's markers: with a single request
+// in flight, every registration queued behind it would wait too (a convoy
+// that cost 64 producers 40 ms per transaction).
 type registrar struct {
-	coord   CoordinatorClient
-	log     zerolog.Logger
-	mu      sync.Mutex
-	queue   []*registration
-	wake    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
+	coord       CoordinatorClient
+	log         zerolog.Logger
+	maxInFlight int
+	mu          sync.Mutex
+	queue       []*registration
+	inFlight    int
+	wake        chan struct{}
+	stop        chan struct{}
+	stopped     chan struct{}
+	senders     sync.WaitGroup
 	// requests counts AddPartitionsToTxn requests sent (tests).
 	requests int
 }
 
-func newRegistrar(coord CoordinatorClient, log zerolog.Logger) *registrar {
-	r := &registrar{coord: coord, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+// DefaultRegistrationsInFlight is the default of Config.RegistrationsInFlight.
+const DefaultRegistrationsInFlight = 16
+
+func newRegistrar(coord CoordinatorClient, maxInFlight int, log zerolog.Logger) *registrar {
+	if maxInFlight <= 0 {
+		maxInFlight = DefaultRegistrationsInFlight
+	}
+	r := &registrar{coord: coord, log: log, maxInFlight: maxInFlight, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go r.loop()
 	return r
 }
@@ -172,11 +225,14 @@ func (r *registrar) register(ctx context.Context, regs []*registration) {
 	}
 }
 
+// loop starts a sender for the queue whenever one is free; senders wake it
+// when they finish, so what queued meanwhile goes out as the next batch.
 func (r *registrar) loop() {
 	defer close(r.stopped)
 	for {
 		select {
 		case <-r.stop:
+			r.senders.Wait()
 			r.mu.Lock()
 			for _, reg := range r.queue {
 				reg.result <- kerr.NotEnoughReplicas.Code
@@ -186,20 +242,43 @@ func (r *registrar) loop() {
 			return
 		case <-r.wake:
 		}
-		for r.sendOne() {
+		for {
+			batch := r.take()
+			if batch == nil {
+				break
+			}
+			r.senders.Add(1)
+			go func() {
+				defer r.senders.Done()
+				r.send(batch)
+				r.mu.Lock()
+				r.inFlight--
+				r.mu.Unlock()
+				select {
+				case r.wake <- struct{}{}:
+				default:
+				}
+			}()
 		}
 	}
 }
 
-// sendOne sends one batched request; it returns false when nothing was
-// queued. A transactional id already in the request with another
-// (pid, epoch, VerifyOnly) waits for the next request, since the
-// coordinator answers per transactional id.
-func (r *registrar) sendOne() bool {
+// pendingBatch is one request's registrations, grouped per transaction.
+type pendingBatch struct {
+	byKey map[txnKey][]*registration
+	keyOf map[string]txnKey
+	order []txnKey
+}
+
+// take removes the next batch from the queue, or returns nil when the
+// queue is empty or every sender is busy. A transactional id already in
+// the batch with another (pid, epoch, VerifyOnly) waits for the next
+// request, since the coordinator answers per transactional id.
+func (r *registrar) take() *pendingBatch {
 	r.mu.Lock()
-	if len(r.queue) == 0 {
-		r.mu.Unlock()
-		return false
+	defer r.mu.Unlock()
+	if len(r.queue) == 0 || r.inFlight >= r.maxInFlight {
+		return nil
 	}
 	byKey := map[txnKey][]*registration{}
 	keyOf := map[string]txnKey{}
@@ -219,8 +298,13 @@ func (r *registrar) sendOne() bool {
 	}
 	r.queue = later
 	r.requests++
-	r.mu.Unlock()
+	r.inFlight++
+	return &pendingBatch{byKey: byKey, keyOf: keyOf, order: order}
+}
 
+// send sends one batch and answers each registration.
+func (r *registrar) send(b *pendingBatch) {
+	byKey, keyOf, order := b.byKey, b.keyOf, b.order
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	for _, k := range order {
 		t := kmsg.NewAddPartitionsToTxnRequestTransaction()
@@ -287,7 +371,6 @@ func (r *registrar) sendOne() bool {
 			reg.result <- code
 		}
 	}
-	return true
 }
 
 func (r *registrar) close() {

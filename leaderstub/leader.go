@@ -38,6 +38,9 @@ type Config struct {
 	// SyncPerRequest turns group commit off: one bbolt Update (fsync) per
 	// write. Only the benchmark's baseline uses it.
 	SyncPerRequest bool
+	// RegistrationsInFlight bounds the AddPartitionsToTxn requests this
+	// leader has in flight to the coordinator at once (default 8).
+	RegistrationsInFlight int
 }
 
 // Leader is one partition leader: it owns the partitions the cluster view
@@ -98,7 +101,12 @@ func Open(cfg Config) (*Leader, error) {
 		return nil, fmt.Errorf("leaderstub: data dir: %w", err)
 	}
 	path := filepath.Join(cfg.DataDir, "leader-"+strconv.Itoa(int(cfg.NodeID))+".db")
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 5 * time.Second, NoSync: cfg.NoSync})
+	// NoFreelistSync and the hashmap freelist: one page less written per
+	// group commit, allocation cheap in a growing log; data and meta pages
+	// are still fdatasync'd in order, so durability is unchanged (the
+	// freelist is rebuilt by a scan at open).
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 5 * time.Second, NoSync: cfg.NoSync,
+		NoFreelistSync: true, FreelistType: bbolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("leaderstub: open %s: %w", path, err)
 	}
@@ -119,7 +127,7 @@ func Open(cfg Config) (*Leader, error) {
 	}
 	l.metrics = newMetrics(cfg.Metrics, cfg.NodeID)
 	l.commit = newCommitter(db, cfg.SyncPerRequest, l.metrics.observeCommit)
-	l.registrar = newRegistrar(cfg.Coordinator, l.log)
+	l.registrar = newRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.log)
 	return l, nil
 }
 
@@ -185,14 +193,17 @@ func (l *Leader) Close() error {
 func (l *Leader) ReceivedMarkers() []ReceivedMarker {
 	l.markersMu.Lock()
 	defer l.markersMu.Unlock()
-	return append([]ReceivedMarker(nil), l.markers...)
+	return append([]ReceivedMarker(nil), l.markers[max(0, len(l.markers)-receivedMarkersCap):]...)
 }
 
 func (l *Leader) recordMarkers(ms []ReceivedMarker) {
 	l.markersMu.Lock()
 	l.markers = append(l.markers, ms...)
-	if over := len(l.markers) - receivedMarkersCap; over > 0 {
-		l.markers = append(l.markers[:0:0], l.markers[over:]...)
+	// Trim only at twice the cap, so the copy is amortized: trimming at
+	// the cap copied 10,000 entries on every request once full (7% of
+	// the server's CPU at 64 producers).
+	if len(l.markers) >= 2*receivedMarkersCap {
+		l.markers = append(l.markers[:0:0], l.markers[len(l.markers)-receivedMarkersCap:]...)
 	}
 	l.markersMu.Unlock()
 }

@@ -18,11 +18,11 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-// TestRegistrationsBatched: while one AddPartitionsToTxn is in flight,
+// TestRegistrationsBatched: while every sender is busy (one here),
 // registrations from other producers queue up and go out together in the
 // next request.
 func TestRegistrationsBatched(t *testing.T) {
-	f := newFixture(t)
+	f := newFixtureWith(t, func(c *Config) { c.RegistrationsInFlight = 1 })
 	block := make(chan struct{})
 	f.coord.mu.Lock()
 	f.coord.block, f.coord.inFlight = block, make(chan struct{}, 10)
@@ -337,5 +337,46 @@ func TestFetchVersionsAbortedTransactions(t *testing.T) {
 				t.Errorf("v%d: aborted %+v", v, p.AbortedTransactions[0])
 			}
 		}
+	}
+}
+
+// TestRegistrationsNotConvoyed: with senders free, a registration does not
+// wait behind a request that the coordinator holds (one waiting for its
+// previous transaction's markers): it goes out in a request of its own.
+func TestRegistrationsNotConvoyed(t *testing.T) {
+	f := newFixtureWith(t, func(c *Config) { c.RegistrationsInFlight = 2 })
+	block := make(chan struct{})
+	f.coord.mu.Lock()
+	f.coord.block, f.coord.inFlight = block, make(chan struct{}, 10)
+	f.coord.mu.Unlock()
+	defer func() {
+		select {
+		case <-block:
+		default:
+			close(block)
+		}
+	}()
+	var wg sync.WaitGroup
+	codes := make([]int16, 2)
+	produce := func(i int) {
+		defer wg.Done()
+		id := []string{"a", "b"}[i]
+		resp := f.call(f.l.handleProduce, produceReq("t", 0, &id, -1,
+			testBatch{pid: int64(i + 1), epoch: 0, seq: 0, txn: true}.bytes()), 12).(*kmsg.ProduceResponse)
+		codes[i] = resp.Topics[0].Partitions[0].ErrorCode
+	}
+	wg.Add(2)
+	go produce(0)
+	<-f.coord.inFlight // the first request is held at the coordinator
+	go produce(1)
+	select {
+	case <-f.coord.inFlight: // the second went out meanwhile
+	case <-time.After(10 * time.Second): // a failure bound, not a synchronization
+		t.Fatal("the second registration waited behind the held request")
+	}
+	close(block)
+	wg.Wait()
+	if codes[0] != 0 || codes[1] != 0 {
+		t.Fatalf("produce codes %v", codes)
 	}
 }
