@@ -25,6 +25,9 @@ func Main(ctx context.Context, args []string, self Command, stdout, stderr io.Wr
 	if len(args) > 0 && args[0] == "serve-kfake" {
 		return serveKfakeMain(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "drive" {
+		return driveMain(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("txncoord-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	def := DefaultWorkload()
@@ -176,6 +179,35 @@ func serveKfakeMain(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if err := ServeKfake(ctx, o, stdout); err != nil {
 		fmt.Fprintln(stderr, "serve-kfake:", err)
+		return 1
+	}
+	return 0
+}
+
+// driveMain runs the workload against an already running cluster (for
+// profiling a server started by hand): `txncoord-bench drive --bootstrap
+// 127.0.0.1:9092 --producers 64 --duration 20s`. It prints one line of
+// figures; the server's CPU and metrics are the caller's to read.
+func driveMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("drive", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	w := DefaultWorkload()
+	bootstrap := fs.String("bootstrap", "127.0.0.1:9092", "seed brokers, comma-separated")
+	fs.IntVar(&w.Producers, "producers", 1, "producers")
+	fs.DurationVar(&w.Duration, "duration", w.Duration, "measured window")
+	fs.StringVar(&w.TxnIDPrefix, "txn-prefix", "drive", "transactional id prefix")
+	fs.IntVar(&w.Partitions, "partitions", w.Partitions, "P: partitions per transaction")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	res, err := Run(ctx, strings.Split(*bootstrap, ","), w, Hooks{})
+	if res != nil {
+		fmt.Fprintf(stdout, "producers=%d %.0f txn/s, commit p50 %.3f ms p99 %.3f ms, EndTxn p50 %.3f ms, failed %d\n",
+			w.Producers, res.TxnPerSec(), float64(res.Commit.ValueAtQuantile(50))/1000,
+			float64(res.Commit.ValueAtQuantile(99))/1000, float64(res.EndTxn.ValueAtQuantile(50))/1000, res.Failed)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, err)
 		return 1
 	}
 	return 0
