@@ -16,6 +16,7 @@ package coordinator
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,6 +38,7 @@ func (c *Coordinator) handleEndTxn(_ context.Context, r *wire.Request) wire.Repl
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 		return wire.Now(resp)
 	}
+	start := time.Now()
 	now := c.nowMs()
 	// Pipelined: an EndTxn that meets its transaction's last registration
 	// still in flight queues its Prepare right behind it.
@@ -52,6 +54,14 @@ func (c *Coordinator) handleEndTxn(_ context.Context, r *wire.Request) wire.Repl
 		if o.Err == 0 && req.Version >= 5 {
 			resp.ProducerID, resp.ProducerEpoch = o.ProducerID, o.ProducerEpoch
 		}
+		result := "abort"
+		switch {
+		case o.Err != 0:
+			result = "error"
+		case req.Commit:
+			result = "commit"
+		}
+		c.endTxnLatency.WithLabelValues(result).Observe(time.Since(start).Seconds())
 		return resp, nil
 	}
 }

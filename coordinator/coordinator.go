@@ -53,6 +53,9 @@ type Coordinator struct {
 	epoch int32
 	log   zerolog.Logger
 	pids  *pidAllocator
+	// endTxnLatency is observed even without a registry (cheap), so
+	// handlers need no nil checks.
+	endTxnLatency *prometheus.HistogramVec
 
 	mu      sync.Mutex
 	txns    map[string]*entry
@@ -140,7 +143,7 @@ func Open(cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	c := &Coordinator{cfg: cfg, log: cfg.Log, txns: make(map[string]*entry, len(loaded.Txns)), stop: make(chan struct{})}
+	c := &Coordinator{cfg: cfg, log: cfg.Log, txns: make(map[string]*entry, len(loaded.Txns)), stop: make(chan struct{}), endTxnLatency: newEndTxnLatency()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	// The new epoch and the first pid block are durable before any marker
 	// or producer id uses them (invariant 3: the epoch strictly increases).

@@ -295,6 +295,8 @@ func TestUpEndToEnd(t *testing.T) {
 		`txncoord_coordinator_transactions{state="CompleteAbort"} 1`,
 		"go_goroutines",
 		"txncoord_txnlog_fsyncs_total",
+		`txncoord_coordinator_end_txn_seconds_count{result="commit"} 1`,
+		`txncoord_coordinator_end_txn_seconds_count{result="abort"} 1`,
 		"txncoord_txnlog_transitions_total",
 	} {
 		if !strings.Contains(metrics, want) {
