@@ -38,128 +38,22 @@ func RegisterNotServed(reg *wire.Registry, apis map[int16][2]int16) {
 	}
 }
 
-var (
-	notLeader      = kerr.NotLeaderForPartition.Code // NOT_LEADER_OR_FOLLOWER
-	notCoordinator = kerr.NotCoordinator.Code
-)
+// leaderKeys are the partition requests; the rest are coordinator requests.
+var leaderKeys = map[int16]bool{0: true, 1: true, 2: true, 27: true, 61: true}
 
 func notServed(body kmsg.Request) (kmsg.Response, error) {
-	switch req := body.(type) {
-	case *kmsg.ProduceRequest:
-		if req.Acks == 0 {
-			return nil, nil // acks=0 gets no response
-		}
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID
-			for _, p := range t.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, notLeader
-				rp.BaseOffset, rp.LogStartOffset = -1, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
+	switch {
+	case body.Key() == 66: // ListTransactions: none coordinated here
+		return body.ResponseKind(), nil
+	case body.Key() == 0 && body.(*kmsg.ProduceRequest).Acks == 0:
+		return nil, nil // acks=0 gets no response
+	}
+	code := kerr.NotCoordinator.Code
+	if leaderKeys[body.Key()] {
+		code = kerr.NotLeaderForPartition.Code // NOT_LEADER_OR_FOLLOWER
+	}
+	if resp := wire.ErrorResponse(body, code); resp != nil {
 		return resp, nil
-	case *kmsg.FetchRequest:
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewFetchResponseTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID
-			for _, p := range t.Partitions {
-				rp := kmsg.NewFetchResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, notLeader
-				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil
-	case *kmsg.ListOffsetsRequest:
-		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewListOffsetsResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewListOffsetsResponseTopicPartition()
-				rp.Partition, rp.ErrorCode, rp.Offset, rp.Timestamp = p.Partition, notLeader, -1, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil
-	case *kmsg.WriteTxnMarkersRequest:
-		resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-		for _, m := range req.Markers {
-			rm := kmsg.NewWriteTxnMarkersResponseMarker()
-			rm.ProducerID = m.ProducerID
-			for _, t := range m.Topics {
-				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
-					rp.Partition, rp.ErrorCode = p, notLeader
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				rm.Topics = append(rm.Topics, rt)
-			}
-			resp.Markers = append(resp.Markers, rm)
-		}
-		return resp, nil
-	case *kmsg.DescribeProducersRequest:
-		resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewDescribeProducersResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewDescribeProducersResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p, notLeader
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil
-	case *kmsg.InitProducerIDRequest:
-		resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
-		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = notCoordinator, -1, -1
-		return resp, nil
-	case *kmsg.AddPartitionsToTxnRequest:
-		resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-		if req.Version >= 4 {
-			resp.ErrorCode = notCoordinator
-			return resp, nil
-		}
-		for _, t := range req.Topics {
-			rt := kmsg.NewAddPartitionsToTxnResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p, notCoordinator
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil
-	case *kmsg.AddOffsetsToTxnRequest:
-		resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
-		resp.ErrorCode = notCoordinator
-		return resp, nil
-	case *kmsg.EndTxnRequest:
-		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
-		resp.ErrorCode, resp.ProducerID, resp.ProducerEpoch = notCoordinator, -1, -1
-		return resp, nil
-	case *kmsg.DescribeTransactionsRequest:
-		resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
-		for _, id := range req.TransactionalIDs {
-			st := kmsg.NewDescribeTransactionsResponseTransactionState()
-			st.TransactionalID, st.ErrorCode = id, notCoordinator
-			st.ProducerID, st.ProducerEpoch, st.StartTimestamp = -1, -1, -1
-			resp.TransactionStates = append(resp.TransactionStates, st)
-		}
-		return resp, nil
-	case *kmsg.ListTransactionsRequest:
-		return req.ResponseKind(), nil
 	}
 	return nil, fmt.Errorf("cluster: no not-served answer for %s", kmsg.NameForKey(body.Key()))
 }

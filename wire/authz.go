@@ -90,56 +90,11 @@ func RequireClusterAction(h Handler) Handler {
 			return h(ctx, req)
 		}
 		req.Log.Warn().Str("principal", req.Principal).Str("reason", "cluster authorization failed").Msg("broker-only request denied")
-		if resp := clusterAuthorizationFailed(req.Body); resp != nil {
-			return Now(resp)
+		if req.Key == 27 || req.Key == 24 {
+			return Now(ErrorResponse(req.Body, errClusterAuthorizationFailed))
 		}
 		return Fail(fmt.Errorf("principal %s may not send %s", req.Principal, kmsg.NameForKey(req.Key)))
 	}
 }
 
 const errClusterAuthorizationFailed = 31
-
-// clusterAuthorizationFailed builds the error response of a broker-only
-// request, or nil for a key it does not know.
-func clusterAuthorizationFailed(body kmsg.Request) kmsg.Response {
-	switch r := body.(type) {
-	case *kmsg.WriteTxnMarkersRequest:
-		resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-		for _, m := range r.Markers {
-			rm := kmsg.NewWriteTxnMarkersResponseMarker()
-			rm.ProducerID = m.ProducerID
-			for _, t := range m.Topics {
-				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
-					rp.Partition, rp.ErrorCode = p, errClusterAuthorizationFailed
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				rm.Topics = append(rm.Topics, rt)
-			}
-			resp.Markers = append(resp.Markers, rm)
-		}
-		return resp
-	case *kmsg.AddPartitionsToTxnRequest:
-		resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-		resp.ErrorCode = errClusterAuthorizationFailed
-		for _, txn := range r.Transactions {
-			rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
-			rt.TransactionalID = txn.TransactionalID
-			for _, t := range txn.Topics {
-				rtt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
-				rtt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-					rp.Partition, rp.ErrorCode = p, errClusterAuthorizationFailed
-					rtt.Partitions = append(rtt.Partitions, rp)
-				}
-				rt.Topics = append(rt.Topics, rtt)
-			}
-			resp.Transactions = append(resp.Transactions, rt)
-		}
-		return resp
-	}
-	return nil
-}

@@ -190,22 +190,7 @@ func (l *FakeLeader) handleWriteTxnMarkers(_ context.Context, r *wire.Request) w
 			return nil, fmt.Errorf("fake leader: stopped while hanging")
 		}
 	}
-	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	for _, m := range req.Markers {
-		rm := kmsg.NewWriteTxnMarkersResponseMarker()
-		rm.ProducerID = m.ProducerID
-		for _, t := range m.Topics {
-			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
-				rp.Partition, rp.ErrorCode = p, act.Code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			rm.Topics = append(rm.Topics, rt)
-		}
-		resp.Markers = append(resp.Markers, rm)
-	}
+	resp := wire.ErrorResponse(req, act.Code)
 	return wire.Now(resp)
 }
 
