@@ -103,23 +103,13 @@ func txnCommand() *cli.Command {
 				Usage:       "describe one transaction",
 				Description: "Example:\n   txncoord txn describe --transactional-id orders-app-1",
 				Flags:       adminFlags(txnIDFlag()),
-				Action: adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
-					id, err := requireTxnID(c)
-					if err != nil {
-						return err
-					}
-					t, err := cl.Transaction(ctx, id)
-					if err != nil {
-						return err
-					}
-					if out == "json" {
-						return printJSON(c.App.Writer, t)
-					}
-					printTable(c.App.Writer,
+				Action: txnIDAction(func(_ *cli.Context, ctx context.Context, cl *admin.Client, id string) (admin.Txn, error) {
+					return cl.Transaction(ctx, id)
+				}, func(w io.Writer, t admin.Txn) {
+					printTable(w,
 						[]string{"TransactionalId", "ProducerId", "ProducerEpoch", "State", "TimeoutMs", "TV", "StartTime", "Duration", "Partitions", "StuckReason"},
 						[][]string{{t.TransactionalID, fmt.Sprint(t.ProducerID), fmt.Sprint(t.ProducerEpoch), t.State, fmt.Sprint(t.TimeoutMs),
 							fmt.Sprint(t.TransactionVersion), msTime(t.StartTimeMs), (time.Duration(t.DurationMs) * time.Millisecond).String(), partitionsString(t), t.StuckReason}})
-					return nil
 				}),
 			},
 			{
@@ -133,36 +123,26 @@ Asks before it acts unless --yes is given; without a terminal, --yes is required
 					txnIDFlag(),
 					&cli.BoolFlag{Name: "yes", Usage: "do not ask for confirmation"},
 				),
-				Action: adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
-					id, err := requireTxnID(c)
-					if err != nil {
-						return err
-					}
+				Action: txnIDAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, id string) (admin.Txn, error) {
 					t, err := cl.Transaction(ctx, id)
 					if err != nil {
-						return err
+						return t, err
 					}
 					fmt.Fprintf(c.App.ErrWriter, "This will ABORT transaction %q (producer id %d, epoch %d, state %s, %d partitions): its records will never be visible to read_committed consumers, and the producer will be fenced.\n",
 						id, t.ProducerID, t.ProducerEpoch, t.State, len(t.Partitions))
 					if !c.Bool("yes") {
 						if !isatty.IsTerminal(os.Stdin.Fd()) {
-							return usagef("refusing to abort without --yes when standard input is not a terminal")
+							return t, usagef("refusing to abort without --yes when standard input is not a terminal")
 						}
 						fmt.Fprint(c.App.ErrWriter, "Abort it? [y/N] ")
 						line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
 						if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-							return fmt.Errorf("not aborted")
+							return t, fmt.Errorf("not aborted")
 						}
 					}
-					t, err = cl.Abort(ctx, id)
-					if err != nil {
-						return err
-					}
-					if out == "json" {
-						return printJSON(c.App.Writer, t)
-					}
-					fmt.Fprintf(c.App.Writer, "aborting %s: state %s, producer id %d, epoch %d\n", id, t.State, t.ProducerID, t.ProducerEpoch)
-					return nil
+					return cl.Abort(ctx, id)
+				}, func(w io.Writer, t admin.Txn) {
+					fmt.Fprintf(w, "aborting %s: state %s, producer id %d, epoch %d\n", t.TransactionalID, t.State, t.ProducerID, t.ProducerEpoch)
 				}),
 			},
 			{
@@ -170,20 +150,10 @@ Asks before it acts unless --yes is given; without a terminal, --yes is required
 				Usage:       "resend the markers of a transaction reported stuck (see txncoord markers)",
 				Description: "Example:\n   txncoord txn retry-markers --transactional-id orders-app-1",
 				Flags:       adminFlags(txnIDFlag()),
-				Action: adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
-					id, err := requireTxnID(c)
-					if err != nil {
-						return err
-					}
-					t, err := cl.RetryMarkers(ctx, id)
-					if err != nil {
-						return err
-					}
-					if out == "json" {
-						return printJSON(c.App.Writer, t)
-					}
-					fmt.Fprintf(c.App.Writer, "resending the markers of %s (state %s)\n", id, t.State)
-					return nil
+				Action: txnIDAction(func(_ *cli.Context, ctx context.Context, cl *admin.Client, id string) (admin.Txn, error) {
+					return cl.RetryMarkers(ctx, id)
+				}, func(w io.Writer, t admin.Txn) {
+					fmt.Fprintf(w, "resending the markers of %s (state %s)\n", t.TransactionalID, t.State)
 				}),
 			},
 			findHangingCommand(),
@@ -195,12 +165,24 @@ func txnIDFlag() cli.Flag {
 	return &cli.StringFlag{Name: "transactional-id", EnvVars: env("transactional-id"), Usage: "the transactional id"}
 }
 
-func requireTxnID(c *cli.Context) (string, error) {
-	id := c.String("transactional-id")
-	if id == "" {
-		return "", usagef("--transactional-id is required")
-	}
-	return id, nil
+// txnIDAction runs one admin call on --transactional-id and prints the
+// transaction it returns as JSON or with text.
+func txnIDAction(call func(c *cli.Context, ctx context.Context, cl *admin.Client, id string) (admin.Txn, error), text func(io.Writer, admin.Txn)) cli.ActionFunc {
+	return adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
+		id := c.String("transactional-id")
+		if id == "" {
+			return usagef("--transactional-id is required")
+		}
+		t, err := call(c, ctx, cl, id)
+		if err != nil {
+			return err
+		}
+		if out == "json" {
+			return printJSON(c.App.Writer, t)
+		}
+		text(c.App.Writer, t)
+		return nil
+	})
 }
 
 func msTime(ms int64) string {

@@ -243,7 +243,7 @@ func TestUpEndToEnd(t *testing.T) {
 	}
 	var listed []admin.Txn
 	cliJSON(t, &listed, append([]string{"txn", "list"}, adminFlag...)...)
-	if len(listed) != 1 || listed[0].TransactionalID != "e2e-app" {
+	if len(listed) != 1 || listed[0].TransactionalID != "e2e-app" { // before abort-me exists
 		t.Fatalf("list: %+v", listed)
 	}
 	cliJSON(t, &listed, append([]string{"txn", "list", "--state", "Ongoing"}, adminFlag...)...)
@@ -302,6 +302,31 @@ func TestUpEndToEnd(t *testing.T) {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+
+	// An operator aborts an open transaction: refused without --yes when
+	// no terminal can confirm, done with it; the producer's commit fails.
+	victim, err := kgo.NewClient(kgo.SeedBrokers(up.bootstrap), kgo.TransactionalID("abort-me"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Close()
+	if err := victim.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := victim.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 0, Value: []byte("doomed")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runCLI(t, "txn", "abort", "--transactional-id", "abort-me", "--admin", up.adminURL); code != 2 || !strings.Contains(stderr, "--yes") {
+		t.Fatalf("abort without --yes: exit %d: %s", code, stderr)
+	}
+	var aborted admin.Txn
+	cliJSON(t, &aborted, append([]string{"txn", "abort", "--transactional-id", "abort-me", "--yes"}, adminFlag...)...)
+	if aborted.State != "PrepareAbort" && aborted.State != "CompleteAbort" {
+		t.Fatalf("after txn abort: %+v", aborted)
+	}
+	if err := victim.EndTransaction(ctx, kgo.TryCommit); err == nil {
+		t.Fatal("the aborted transaction committed")
 	}
 
 	// Table output is aligned and names the columns.
