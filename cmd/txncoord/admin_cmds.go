@@ -73,6 +73,10 @@ func txnCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "txn",
 		Usage: "list, describe, abort and find hanging transactions (as kafka-transactions.sh)",
+		Description: `Examples:
+   txncoord txn list --state Ongoing
+   txncoord txn describe --transactional-id orders-app-1 -o json
+   txncoord txn find-hanging --topic orders`,
 		Subcommands: []*cli.Command{
 			{
 				Name:        "list",
