@@ -109,7 +109,7 @@ func TestMatrix(t *testing.T) {
 		for _, set := range matrixLeaderSets {
 			t.Run(fmt.Sprintf("coord=%s/leaders=%s", coord, set.name), func(t *testing.T) {
 				t.Parallel()
-				runMatrixCluster(t, coord, set.versions, seen)
+				runMatrixCluster(t, Options{CoordinatorVersion: coord, LeaderVersions: set.versions}, seen)
 			})
 		}
 	}
@@ -119,13 +119,18 @@ func matrixCell(coord string, leaders []string, client string) string {
 	return fmt.Sprintf("coord=%s leaders=%s client=%s", coord, strings.Join(leaders, ","), client)
 }
 
-func runMatrixCluster(t *testing.T, coord string, leaders []string, seen *matrixSeen) {
+// runMatrixCluster starts the cluster o describes (coordinator and leader
+// versions; Secure for TestMatrixSecure), runs every client's cell on it and
+// judges each in a client=C subtest. seen may be nil.
+func runMatrixCluster(t *testing.T, o Options, seen *matrixSeen) {
+	coord, leaders := o.CoordinatorVersion, o.LeaderVersions
 	topics := map[string]int32{}
 	parts := int32(2 * len(leaders)) // consecutive partitions cover every leader
 	for _, client := range matrixClients {
 		topics["m-"+client] = parts
 	}
-	c := StartCluster(t, Options{CoordinatorVersion: coord, LeaderVersions: leaders, Topics: topics})
+	o.Topics = topics
+	c := StartCluster(t, o)
 	ctx := testCtx(t, 2*time.Minute)
 
 	results := make(map[string]cellResult)
@@ -157,13 +162,17 @@ func runMatrixCluster(t *testing.T, coord string, leaders []string, seen *matrix
 			if r.TxnsCommitted == 0 || r.TxnsAborted == 0 {
 				t.Fatalf("the cell needs commits and aborts:\n%s", r.Table())
 			}
-			seen.record(matrixCell(coord, leaders, client), checkCellMarkers(t, c, coord, leaders, client))
+			markers := checkCellMarkers(t, c, coord, leaders, client)
+			if seen != nil {
+				seen.record(matrixCell(coord, leaders, client), markers)
+			}
 		})
 	}
 }
 
 // runCell runs one client's workload on its own topic and checks the
-// history against a read_committed read.
+// history against a read_committed read; on a Secure cluster both go
+// through TLS + SASL as the client user.
 func runCell(ctx context.Context, c *Cluster, client string, parts int32, seed int64) (*checker.Report, error) {
 	topic := "m-" + client
 	var ps []checker.Partition
@@ -179,12 +188,13 @@ func runCell(ctx context.Context, c *Cluster, client string, parts int32, seed i
 		AbortP:          0.34,
 		Seed:            seed,
 		OpTimeout:       30 * time.Second,
+		Security:        c.workloadSecurity(),
 		Log:             zerolog.New(zerolog.NewTestWriter(c.t)).Level(zerolog.WarnLevel),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("workload %s: %w", client, err)
 	}
-	reads, err := workload.ReadCommitted(ctx, c.Bootstrap(), ps)
+	reads, err := workload.ReadCommittedSecure(ctx, c.Bootstrap(), c.workloadSecurity(), ps)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", client, err)
 	}

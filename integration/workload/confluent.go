@@ -24,7 +24,7 @@ type confluentClient struct {
 }
 
 func newConfluent(ctx context.Context, cfg Config) (txnClient, error) {
-	p, err := kafka.NewProducer(&kafka.ConfigMap{
+	conf := kafka.ConfigMap{
 		"bootstrap.servers":      strings.Join(cfg.Bootstrap, ","),
 		"client.id":              "txncoord-workload-confluent",
 		"transactional.id":       cfg.TransactionalID,
@@ -37,7 +37,11 @@ func newConfluent(ctx context.Context, cfg Config) (txnClient, error) {
 		// is drained below, instead of stderr.
 		"go.logs.channel.enable": true,
 		"log_level":              4,
-	})
+	}
+	if err := cfg.Security.applyConfluent(conf); err != nil {
+		return nil, err
+	}
+	p, err := kafka.NewProducer(&conf)
 	if err != nil {
 		return nil, err
 	}

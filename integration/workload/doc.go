@@ -8,6 +8,9 @@
 // kgo at TV2 (default versions), kgo held at TV1 (MaxVersions 3.9), sarama
 // (legacy TV0 transactions), and confluent-kafka-go (librdkafka, cgo). All
 // four share one loop (loop.go) over a small per-client interface.
+// Config.Security (nil: plaintext) makes every driver and
+// ReadCommittedSecure connect with TLS, verifying the server against a CA
+// file, and SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (security.go).
 //
 // Outcomes are recorded as the client saw them: a commit that returned nil
 // is Committed; an abort, or any transaction that failed before its commit

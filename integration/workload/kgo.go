@@ -29,6 +29,10 @@ func KgoTV1(ctx context.Context, cfg Config) (checker.History, error) {
 type kgoClient struct{ cl *kgo.Client }
 
 func newKgo(ctx context.Context, cfg Config, extra ...kgo.Opt) (*kgoClient, error) {
+	secOpts, err := cfg.Security.kgoOpts()
+	if err != nil {
+		return nil, err
+	}
 	opts := append([]kgo.Opt{
 		kgo.SeedBrokers(cfg.Bootstrap...),
 		kgo.TransactionalID(cfg.TransactionalID),
@@ -39,7 +43,8 @@ func newKgo(ctx context.Context, cfg Config, extra ...kgo.Opt) (*kgoClient, erro
 		// start over, rather than retrying inside one operation
 		// for the whole OpTimeout.
 		kgo.RecordDeliveryTimeout(cfg.OpTimeout),
-	}, extra...)
+	}, secOpts...)
+	opts = append(opts, extra...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,18 @@ const stablePoll = 50 * time.Millisecond
 // never ends (a hanging one) makes ReadCommitted fail when ctx is done,
 // naming the partitions whose last stable offset lags.
 func ReadCommitted(ctx context.Context, bootstrap []string, partitions []checker.Partition) (checker.Reads, error) {
-	admin, err := kgo.NewClient(kgo.SeedBrokers(bootstrap...), kgo.ClientID("txncoord-workload-reader"))
+	return ReadCommittedSecure(ctx, bootstrap, nil, partitions)
+}
+
+// ReadCommittedSecure is ReadCommitted through a secured listener (sec nil:
+// plaintext).
+func ReadCommittedSecure(ctx context.Context, bootstrap []string, sec *Security, partitions []checker.Partition) (checker.Reads, error) {
+	base, err := sec.kgoOpts()
+	if err != nil {
+		return nil, err
+	}
+	base = append(base, kgo.SeedBrokers(bootstrap...), kgo.ClientID("txncoord-workload-reader"))
+	admin, err := kgo.NewClient(base...)
 	if err != nil {
 		return nil, err
 	}
@@ -56,13 +67,11 @@ func ReadCommitted(ctx context.Context, bootstrap []string, partitions []checker
 	if remaining == 0 {
 		return reads, nil
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(bootstrap...),
-		kgo.ClientID("txncoord-workload-reader"),
+	cl, err := kgo.NewClient(append(base[:len(base):len(base)],
 		kgo.ConsumePartitions(consume),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
-	)
+	)...)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,9 @@ func newSarama(_ context.Context, cfg Config) (txnClient, error) {
 	c.Net.ReadTimeout = cfg.OpTimeout
 	c.Net.WriteTimeout = cfg.OpTimeout
 	c.Metadata.AllowAutoTopicCreation = false
+	if err := cfg.Security.applySarama(c); err != nil {
+		return nil, err
+	}
 	p, err := sarama.NewSyncProducer(cfg.Bootstrap, c)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,9 @@ type Config struct {
 	// MaxFailures is the number of consecutive failed transactions after
 	// which the driver gives up (default 10).
 	MaxFailures int
-	Log         zerolog.Logger
+	// Security, when set, connects with TLS and SASL; nil is plaintext.
+	Security *Security
+	Log      zerolog.Logger
 }
 
 // Driver runs a workload and returns its history. The history is valid
@@ -79,6 +81,11 @@ func (c *Config) defaults() error {
 	}
 	if c.MaxFailures <= 0 {
 		c.MaxFailures = 10
+	}
+	if c.Security != nil {
+		if _, err := c.Security.mechanism(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -253,6 +253,12 @@ func TestConfigErrors(t *testing.T) {
 		{Bootstrap: []string{"127.0.0.1:1"}, Partitions: partitions},
 		{TransactionalID: "x", Partitions: partitions},
 		{TransactionalID: "x", Bootstrap: []string{"127.0.0.1:1"}},
+		{TransactionalID: "x", Bootstrap: []string{"127.0.0.1:1"}, Partitions: partitions,
+			Security: &workload.Security{CAFile: "ca.crt", User: "u", Mechanism: "GSSAPI"}},
+		{TransactionalID: "x", Bootstrap: []string{"127.0.0.1:1"}, Partitions: partitions,
+			Security: &workload.Security{User: "u"}},
+		{TransactionalID: "x", Bootstrap: []string{"127.0.0.1:1"}, Partitions: partitions,
+			Security: &workload.Security{CAFile: "ca.crt"}},
 	} {
 		if _, err := workload.KgoTV2(context.Background(), cfg); err == nil {
 			t.Errorf("config %+v accepted", cfg)
