@@ -15,9 +15,12 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/urfave/cli/v2"
 
 	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/security"
 )
 
 func adminFlags(extra ...cli.Flag) []cli.Flag {
@@ -196,9 +199,55 @@ func msTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
 }
 
+func kafkaFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "tls-ca", EnvVars: env("tls-ca"), Usage: "CA file for TLS to the leaders (up --secure: DATA_DIR/security/ca.crt)"},
+		&cli.StringFlag{Name: "sasl-user", EnvVars: env("sasl-user"), Usage: "SASL user for the leaders"},
+		&cli.StringFlag{Name: "sasl-password-file", EnvVars: env("sasl-password-file"), Usage: "file holding the SASL password"},
+		&cli.StringFlag{Name: "sasl-mechanism", Value: "SCRAM-SHA-512", EnvVars: env("sasl-mechanism"), Usage: "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"},
+	}
+}
+
+// kafkaSecurity turns the --tls-ca and --sasl-* flags into kgo options.
+func kafkaSecurity(c *cli.Context) ([]kgo.Opt, error) {
+	var opts []kgo.Opt
+	if ca := c.String("tls-ca"); ca != "" {
+		tlsCfg, err := security.ClientTLS(ca, "", "")
+		if err != nil {
+			return nil, usagef("--tls-ca: %v", err)
+		}
+		opts = append(opts, kgo.DialTLSConfig(tlsCfg))
+	}
+	user := c.String("sasl-user")
+	if user == "" {
+		return opts, nil
+	}
+	raw, err := os.ReadFile(c.String("sasl-password-file"))
+	if err != nil {
+		return nil, usagef("--sasl-password-file: %v", err)
+	}
+	pass := strings.TrimSpace(string(raw))
+	switch c.String("sasl-mechanism") {
+	case "PLAIN":
+		opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+	case "SCRAM-SHA-256":
+		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
+	case "SCRAM-SHA-512":
+		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+	default:
+		return nil, usagef("--sasl-mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", c.String("sasl-mechanism"))
+	}
+	return opts, nil
+}
+
 // kafkaAdmin connects a franz-go admin client to the leaders the admin API
-// lists, for the commands that read the leaders directly.
-func kafkaAdmin(ctx context.Context, cl *admin.Client) (*kadm.Client, func(), error) {
+// lists (over TLS and SASL as the flags say), for the commands that read
+// the leaders directly.
+func kafkaAdmin(ctx context.Context, c *cli.Context, cl *admin.Client) (*kadm.Client, func(), error) {
+	secOpts, err := kafkaSecurity(c)
+	if err != nil {
+		return nil, nil, err
+	}
 	leaders, err := cl.Leaders(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -210,7 +259,7 @@ func kafkaAdmin(ctx context.Context, cl *admin.Client) (*kadm.Client, func(), er
 	if len(seeds) == 0 {
 		return nil, nil, fmt.Errorf("the admin API lists no leaders")
 	}
-	kc, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	kc, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, secOpts...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -222,16 +271,16 @@ func producersCommand() *cli.Command {
 		Name:        "producers",
 		Usage:       "describe the producers a partition's leader has state for (DescribeProducers)",
 		Description: "Example:\n   txncoord producers --topic orders --partition 0",
-		Flags: adminFlags(
+		Flags: append(adminFlags(
 			&cli.StringFlag{Name: "topic", EnvVars: env("topic"), Usage: "topic"},
 			&cli.IntFlag{Name: "partition", Value: -1, EnvVars: env("partition"), Usage: "partition"},
-		),
+		), kafkaFlags()...),
 		Action: adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
 			topic, partition := c.String("topic"), int32(c.Int("partition"))
 			if topic == "" || partition < 0 {
 				return usagef("--topic and --partition are required")
 			}
-			adm, closeFn, err := kafkaAdmin(ctx, cl)
+			adm, closeFn, err := kafkaAdmin(ctx, c, cl)
 			if err != nil {
 				return err
 			}
@@ -283,12 +332,12 @@ func findHangingCommand() *cli.Command {
 		Description: `Example:
    txncoord txn find-hanging --topic orders --max-transaction-timeout 15m
    txncoord txn find-hanging --broker-id 2`,
-		Flags: adminFlags(
+		Flags: append(adminFlags(
 			&cli.IntFlag{Name: "broker-id", Value: -1, EnvVars: env("broker-id"), Usage: "only partitions led by this leader"},
 			&cli.StringFlag{Name: "topic", EnvVars: env("topic"), Usage: "only this topic"},
 			&cli.IntFlag{Name: "partition", Value: -1, EnvVars: env("partition"), Usage: "only this partition (with --topic)"},
 			&cli.DurationFlag{Name: "max-transaction-timeout", Value: 15 * time.Minute, EnvVars: env("max-transaction-timeout"), Usage: "a transaction open longer than this at a leader is a candidate"},
-		),
+		), kafkaFlags()...),
 		Action: adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
 			brokerID, topic, partition := int32(c.Int("broker-id")), c.String("topic"), int32(c.Int("partition"))
 			if (brokerID >= 0) == (topic != "") {
@@ -297,7 +346,7 @@ func findHangingCommand() *cli.Command {
 			if partition >= 0 && topic == "" {
 				return usagef("--partition needs --topic")
 			}
-			hanging, err := findHanging(ctx, cl, brokerID, topic, partition, c.Duration("max-transaction-timeout"))
+			hanging, err := findHanging(ctx, c, cl, brokerID, topic, partition, c.Duration("max-transaction-timeout"))
 			if err != nil {
 				return err
 			}
@@ -318,8 +367,8 @@ func findHangingCommand() *cli.Command {
 	}
 }
 
-func findHanging(ctx context.Context, cl *admin.Client, brokerID int32, topic string, partition int32, maxTimeout time.Duration) ([]hangingTxn, error) {
-	adm, closeFn, err := kafkaAdmin(ctx, cl)
+func findHanging(ctx context.Context, c *cli.Context, cl *admin.Client, brokerID int32, topic string, partition int32, maxTimeout time.Duration) ([]hangingTxn, error) {
+	adm, closeFn, err := kafkaAdmin(ctx, c, cl)
 	if err != nil {
 		return nil, err
 	}

@@ -195,6 +195,24 @@ func TestSecureUp(t *testing.T) {
 	if stdout, stderr, code := runCLI(t, "txn", "list", "--admin", up.adminURL, "--token", token); code != 0 || !strings.Contains(stdout, "secure-app-0") {
 		t.Fatalf("txn list with token: exit %d: %s %s", code, stdout, stderr)
 	}
+
+	// The commands that read the leaders directly connect over TLS + SASL.
+	kafkaFlags := []string{"--admin", up.adminURL, "--token", token, "-o", "json",
+		"--tls-ca", filepath.Join(secDir, "ca.crt"), "--sasl-user", "client", "--sasl-password-file", filepath.Join(secDir, "client.password")}
+	var producers []map[string]any
+	cliJSON(t, &producers, append([]string{"producers", "--topic", "orders", "--partition", "0"}, kafkaFlags...)...)
+	found = false
+	for _, p := range producers {
+		found = found || int64(p["ProducerID"].(float64)) == pid
+	}
+	if !found {
+		t.Fatalf("producers over TLS + SASL: %+v lacks pid %d", producers, pid)
+	}
+	var hanging []map[string]any
+	cliJSON(t, &hanging, append([]string{"txn", "find-hanging", "--topic", "orders", "--max-transaction-timeout", "0s"}, kafkaFlags...)...)
+	if len(hanging) != 0 {
+		t.Fatalf("find-hanging over TLS + SASL: %+v", hanging)
+	}
 	up.stop(t)
 }
 
