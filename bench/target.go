@@ -3,15 +3,15 @@ package bench
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/txncoord/txncoord/internal/freeport"
 )
 
 // Command is how to start a program: the bench binary re-executing itself
@@ -53,11 +53,11 @@ func TxncoordTarget(bin string, noSync bool, topic string, partitions int) Targe
 	return Target{Name: name, argv: func(dataDir string) (Command, error) {
 		// The coordinator listens on a port and leader i on port+i, so four
 		// consecutive free ports are needed, plus one for the admin API.
-		base, err := freeConsecutivePorts(4)
+		base, err := freeport.Run(4)
 		if err != nil {
 			return Command{}, err
 		}
-		admin, err := freeConsecutivePorts(1)
+		admin, err := freeport.Run(1)
 		if err != nil {
 			return Command{}, err
 		}
@@ -89,36 +89,6 @@ func KfakeTarget(self Command, sync bool, brokers int, topic string, partitions 
 		}
 		return c, nil
 	}}
-}
-
-// freeConsecutivePorts finds n consecutive free TCP ports on 127.0.0.1 and
-// returns the first. The ports are released before returning, so another
-// process may take one before the child binds: Start retries for that.
-func freeConsecutivePorts(n int) (int, error) {
-	for range 50 {
-		first, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		base := first.Addr().(*net.TCPAddr).Port
-		held := []net.Listener{first}
-		ok := true
-		for i := 1; i < n; i++ {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			held = append(held, l)
-		}
-		for _, l := range held {
-			l.Close()
-		}
-		if ok {
-			return base, nil
-		}
-	}
-	return 0, errors.New("no run of free consecutive ports found")
 }
 
 // Instance is one running child.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/internal/freeport"
 	"github.com/txncoord/txncoord/markersender"
 )
 
@@ -55,27 +55,11 @@ func txncoordBinary(t *testing.T) string {
 // coordinator's port followed by one per leader).
 func freePortRun(t *testing.T, n int) int {
 	t.Helper()
-	for attempt := 0; attempt < 200; attempt++ {
-		base := 20000 + rand.IntN(40000)
-		var lns []net.Listener
-		ok := true
-		for i := 0; i < n; i++ {
-			ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			lns = append(lns, ln)
-		}
-		for _, ln := range lns {
-			ln.Close()
-		}
-		if ok {
-			return base
-		}
+	base, err := freeport.Run(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no run of free ports")
-	return 0
+	return base
 }
 
 // upProcess is a running `txncoord up`.

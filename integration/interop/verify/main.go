@@ -17,7 +17,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"strings"
 	"time"
@@ -25,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txncoord/txncoord/integration/checker"
+	"github.com/txncoord/txncoord/internal/freeport"
 	"github.com/txncoord/txncoord/integration/workload"
 )
 
@@ -58,7 +58,7 @@ func main() {
 		err = waitWritten(ctx, *bootstrap, *topic, split(*values))
 	case "freeport":
 		var port int
-		if port, err = freePorts(*n); err == nil {
+		if port, err = freeport.Run(*n); err == nil {
 			fmt.Println(port)
 		}
 	default:
@@ -134,33 +134,4 @@ func waitWritten(ctx context.Context, bootstrap, topic string, values []string) 
 		fetches.EachRecord(func(r *kgo.Record) { delete(missing, string(r.Value)) })
 	}
 	return nil
-}
-
-// freePorts asks the kernel for a port and checks that the next n-1 ports
-// can be bound too (txncoord up puts leader i on port+i).
-func freePorts(n int) (int, error) {
-	for try := 0; try < 50; try++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		ok := true
-		held := []net.Listener{ln}
-		for i := 1; i < n && ok; i++ {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			held = append(held, l)
-		}
-		for _, l := range held {
-			l.Close()
-		}
-		if ok {
-			return base, nil
-		}
-	}
-	return 0, errors.New("no run of free ports found")
 }

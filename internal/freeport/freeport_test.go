@@ -1,0 +1,21 @@
+package freeport
+
+import (
+	"net"
+	"strconv"
+	"testing"
+)
+
+func TestRunIsBindable(t *testing.T) {
+	base, err := Run(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 4; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
+		if err != nil {
+			t.Fatalf("port %d of the run: %v", base+i, err)
+		}
+		defer l.Close()
+	}
+}
