@@ -24,8 +24,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txncoord/txncoord/integration/checker"
-	"github.com/txncoord/txncoord/internal/freeport"
 	"github.com/txncoord/txncoord/integration/workload"
+	"github.com/txncoord/txncoord/internal/freeport"
 )
 
 func main() {
