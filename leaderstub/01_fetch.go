@@ -67,14 +67,7 @@ func (l *Leader) handleFetch(ctx context.Context, r *wire.Request) wire.Reply {
 	}
 }
 
-func (l *Leader) stopped() bool {
-	select {
-	case <-l.stop:
-		return true
-	default:
-		return false
-	}
-}
+func (l *Leader) stopped() bool { return isClosed(l.stop) }
 
 // fetchOnce builds a response from the current state; it returns the
 // number of record bytes and whether a partition had an error.
