@@ -185,6 +185,8 @@ func TestOperatorAbort(t *testing.T) {
 	if err := c.Abort(ctx, "t"); !errors.Is(err, kerr.ConcurrentTransactions) {
 		t.Fatalf("PrepareAbort: %v", err)
 	}
+	// The markers are queued once the Prepare is durable, after Abort returns.
+	waitFor(t, "abort markers queued", func() bool { return len(fm.snapshot()) == 1 })
 	m := fm.snapshot()
 	c.MarkersStuck(m[0], m[0].Partitions[0], "INVALID_PRODUCER_EPOCH at leader 1")
 	if d, _ := c.Describe("t"); d.StuckReason == "" {
