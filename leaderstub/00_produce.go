@@ -121,7 +121,7 @@ func (l *Leader) prepareProducePart(pp *producePart, records []byte, txnID *stri
 		pp.code = kerr.TransactionalIDAuthorizationFailed.Code
 		return
 	}
-	if err := l.commit.err(); err != nil {
+	if err := l.space.Err(); err != nil {
 		pp.code = kerr.KafkaStorageError.Code
 		return
 	}
@@ -233,8 +233,7 @@ func (l *Leader) appendProduce(pp *producePart) {
 	op.logStart = p.logStart
 	end := p.nextOffset
 	l.metrics.batches.Add(float64(len(pp.batches)))
-	pp.op = &writeOp{apply: op.apply, durable: func() { p.advanceHW(end); l.notify() }}
-	l.commit.enqueue(pp.op)
+	pp.op = l.enqueue(op.apply, func() { p.advanceHW(end); l.notify() })
 }
 
 func (l *Leader) produceResponse(req *kmsg.ProduceRequest, parts []*producePart, version int16) *kmsg.ProduceResponse {

@@ -24,8 +24,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"go.etcd.io/bbolt"
 
+	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -150,8 +150,8 @@ func (l *Leader) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartition
 		return 0
 	}
 	var out []byte
-	err := l.db.View(func(tx *bbolt.Tx) error {
-		root := tx.Bucket(bucketPartitions)
+	err := l.space.View(func(r groupcommit.Root) error {
+		root := r.Bucket(bucketPartitions)
 		if root == nil {
 			return nil
 		}

@@ -112,7 +112,7 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	if kerrE != nil {
 		return kerrE.Code, nil
 	}
-	if l.commit.err() != nil {
+	if l.space.Err() != nil {
 		return kerr.KafkaStorageError.Code, nil
 	}
 	p.mu.Lock()
@@ -157,8 +157,7 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	op.dropped, op.droppedAborted = p.retain(l.cfg.RetentionBytes)
 	op.logStart = p.logStart
 	end := p.nextOffset
-	w := &writeOp{apply: op.apply, durable: func() { p.advanceHW(end); l.notify() }}
-	l.commit.enqueue(w)
+	w := l.enqueue(op.apply, func() { p.advanceHW(end); l.notify() })
 	if r.Log.GetLevel() <= zerolog.DebugLevel {
 		logger().Debug().Int64("offset", offset).Msg("marker appended")
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"go.etcd.io/bbolt"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -24,10 +24,15 @@ const DefaultRetentionBytes = 1 << 30
 
 // Config configures a Leader.
 type Config struct {
-	NodeID         int32
-	KafkaVersion   string // this leader's profile ("4.2"); may differ from the cluster file (upgrade tests)
-	View           *cluster.View
-	DataDir        string // the bbolt file is DataDir/leader-<NodeID>.db
+	NodeID       int32
+	KafkaVersion string // this leader's profile ("4.2"); may differ from the cluster file (upgrade tests)
+	View         *cluster.View
+	DataDir      string // the bbolt file is DataDir/leader-<NodeID>.db, unless Shared is set
+	// Shared, when set, is a file shared with other nodes of this process
+	// (`txncoord up`): the leader writes in its bucket "leader-<NodeID>"
+	// and its commits share fsyncs with theirs. The caller closes it after
+	// the leader. DataDir and NoSync are then unused.
+	Shared         *groupcommit.Log
 	Coordinator    CoordinatorClient
 	RetentionBytes int64 // per partition, default 1 GiB
 	NoSync         bool  // only for an explicit unsafe opt-in; never the default
@@ -48,8 +53,7 @@ type Config struct {
 type Leader struct {
 	cfg       Config
 	log       zerolog.Logger
-	db        *bbolt.DB
-	commit    *committer
+	space     *groupcommit.Space
 	registrar *registrar
 	metrics   *metrics
 
@@ -97,43 +101,46 @@ func Open(cfg Config) (*Leader, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("leaderstub: data dir: %w", err)
-	}
-	path := filepath.Join(cfg.DataDir, "leader-"+strconv.Itoa(int(cfg.NodeID))+".db")
-	// NoFreelistSync and the hashmap freelist: one page less written per
-	// group commit, allocation cheap in a growing log; data and meta pages
-	// are still fdatasync'd in order, so durability is unchanged (the
-	// freelist is rebuilt by a scan at open).
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: 5 * time.Second, NoSync: cfg.NoSync,
-		NoFreelistSync: true, FreelistType: bbolt.FreelistMapType})
-	if err != nil {
-		return nil, fmt.Errorf("leaderstub: open %s: %w", path, err)
-	}
 	l := &Leader{
 		cfg:        cfg,
 		log:        cfg.Log.With().Int32("leader", cfg.NodeID).Logger(),
-		db:         db,
 		partitions: map[string]*partition{},
 		changed:    make(chan struct{}),
 		stop:       make(chan struct{}),
 	}
-	if cfg.NoSync {
-		l.log.Warn().Msg("NoSync is on: acknowledged writes can be lost on a crash")
+	l.metrics = newMetrics(cfg.Metrics, cfg.NodeID)
+	sopts := groupcommit.SpaceOptions{FailStop: true, OnCommit: l.metrics.observeCommit, Closed: errStoreClosed}
+	name := "leader-" + strconv.Itoa(int(cfg.NodeID))
+	var err error
+	if cfg.Shared != nil {
+		l.space, err = cfg.Shared.Space(name, sopts)
+	} else {
+		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+			l.metrics.unregister()
+			return nil, fmt.Errorf("leaderstub: data dir: %w", err)
+		}
+		l.space, err = groupcommit.OpenSpace(filepath.Join(cfg.DataDir, name+".db"),
+			groupcommit.Options{NoSync: cfg.NoSync, PerOp: cfg.SyncPerRequest}, sopts)
+		if err == nil && cfg.NoSync {
+			l.log.Warn().Msg("NoSync is on: acknowledged writes can be lost on a crash")
+		}
+	}
+	if err != nil {
+		l.metrics.unregister()
+		return nil, fmt.Errorf("leaderstub: %w", err)
 	}
 	if err := l.recover(); err != nil {
-		db.Close()
+		l.space.Close()
+		l.metrics.unregister()
 		return nil, err
 	}
-	l.metrics = newMetrics(cfg.Metrics, cfg.NodeID)
-	l.commit = newCommitter(db, cfg.SyncPerRequest, l.metrics.observeCommit)
 	l.registrar = newRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.log)
 	return l, nil
 }
 
 func (l *Leader) recover() error {
-	return l.db.View(func(tx *bbolt.Tx) error {
-		root := tx.Bucket(bucketPartitions)
+	return l.space.View(func(r groupcommit.Root) error {
+		root := r.Bucket(bucketPartitions)
 		if root == nil {
 			return nil
 		}
@@ -181,9 +188,8 @@ func (l *Leader) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.stop)
 		l.registrar.close()
-		l.commit.close()
+		err = l.space.Close()
 		l.metrics.unregister()
-		err = l.db.Close()
 	})
 	return err
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/txncoord/txncoord/groupcommit"
 )
 
 // batchIndex is the in-memory index entry of one stored batch; the bytes
@@ -185,8 +187,8 @@ type persistOp struct {
 	logStart       int64
 }
 
-func (o *persistOp) apply(tx *bbolt.Tx) error {
-	log, producers, aborted, meta, err := partitionBuckets(tx, o.key)
+func (o *persistOp) apply(r groupcommit.Root) error {
+	log, producers, aborted, meta, err := partitionBuckets(r, o.key)
 	if err != nil {
 		return err
 	}

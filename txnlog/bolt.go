@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	bolt "go.etcd.io/bbolt"
+
+	"github.com/txncoord/txncoord/groupcommit"
 )
 
 var (
@@ -29,78 +30,72 @@ type BoltOptions struct {
 	Log         zerolog.Logger
 }
 
-// BoltStore is the bbolt Store. One writer goroutine owns every write: it
-// takes all pending Apply calls, commits them in one Update (one fsync
-// round), then answers each caller. There is no timer: a lone Apply is
-// committed at once; Applies that arrive during an fsync wait for the next
-// Update and share it (hashicorp raft's group commit).
+// BoltStore is the bbolt Store. Its writes go through a groupcommit
+// space: every Apply or Submit queued while the previous commit is being
+// fsync'd shares the next one (hashicorp raft's group commit, no timer).
+// The space is a file of its own (OpenBolt) or, in `txncoord up`, one
+// bucket of the file the embedded leaders share (OpenBoltIn), so one fsync
+// round carries the coordinator's and the leaders' writes.
 type BoltStore struct {
-	db  *bolt.DB
-	log zerolog.Logger
+	space *groupcommit.Space
+	log   zerolog.Logger
 
-	requests chan *applyReq
-	stop     chan struct{}
-	done     chan struct{}
-
-	mu     sync.Mutex
-	stats  Stats
-	closed bool
-
-	// submitMu orders Submit against Close: every request queued before
-	// Close is answered (committed, or ErrClosed by failQueued).
-	submitMu       sync.RWMutex
-	submitsRefused bool
+	mu    sync.Mutex
+	stats Stats
 }
 
-type applyReq struct {
-	batch Batch
-	done  chan error
-}
-
-// OpenBolt opens (creating if needed) the store at path.
+// OpenBolt opens (creating if needed) the store in a file of its own.
 func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
-	if opts.OpenTimeout <= 0 {
-		opts.OpenTimeout = 5 * time.Second
-	}
-	// NoFreelistSync: the freelist is not written at each commit (one
-	// page less to write per group commit) but rebuilt by a scan at open.
-	// Committed data is as durable as before: the data pages and the meta
-	// page are still fdatasync'd in order. The hashmap freelist keeps
-	// allocation cheap as the file grows.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.OpenTimeout, NoSync: opts.UnsafeNoSync,
-		NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	s := &BoltStore{log: opts.Log}
+	space, err := groupcommit.OpenSpace(path, groupcommit.Options{NoSync: opts.UnsafeNoSync, OpenTimeout: opts.OpenTimeout}, s.spaceOptions())
 	if err != nil {
-		return nil, fmt.Errorf("txnlog: open %s: %w", path, err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		if _, err := tx.CreateBucketIfNotExists(bucketTxns); err != nil {
-			return err
-		}
-		_, err := tx.CreateBucketIfNotExists(bucketMeta)
-		return err
-	}); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("txnlog: init %s: %w", path, err)
+		return nil, fmt.Errorf("txnlog: %w", err)
 	}
 	if opts.UnsafeNoSync {
 		opts.Log.Warn().Str("path", path).Msg("txnlog: fsync disabled (UnsafeNoSync): acknowledged transactions can be lost on a crash")
 	}
-	s := &BoltStore{
-		db:       db,
-		log:      opts.Log,
-		requests: make(chan *applyReq, 1024),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+	return s.init(space)
+}
+
+// OpenBoltIn opens (creating if needed) the store as the space name of a
+// shared log. Closing the store leaves the log open.
+func OpenBoltIn(l *groupcommit.Log, name string, opts BoltOptions) (*BoltStore, error) {
+	s := &BoltStore{log: opts.Log}
+	space, err := l.Space(name, s.spaceOptions())
+	if err != nil {
+		return nil, fmt.Errorf("txnlog: %w", err)
 	}
-	go s.writeLoop()
+	return s.init(space)
+}
+
+func (s *BoltStore) spaceOptions() groupcommit.SpaceOptions {
+	return groupcommit.SpaceOptions{Closed: ErrClosed, OnCommit: func(int) {
+		s.mu.Lock()
+		s.stats.Commits++
+		s.mu.Unlock()
+	}}
+}
+
+func (s *BoltStore) init(space *groupcommit.Space) (*BoltStore, error) {
+	s.space = space
+	if err := <-space.Submit(func(r groupcommit.Root) error {
+		if _, err := r.CreateBucketIfNotExists(bucketTxns); err != nil {
+			return err
+		}
+		_, err := r.CreateBucketIfNotExists(bucketMeta)
+		return err
+	}, nil); err != nil {
+		space.Close()
+		return nil, fmt.Errorf("txnlog: init: %w", err)
+	}
 	return s, nil
 }
 
 // Load reads the whole store.
 func (s *BoltStore) Load() (LoadedState, error) {
 	out := LoadedState{Txns: map[string]TxnMetadata{}}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
+	err := s.space.View(func(r groupcommit.Root) error {
+		meta := r.Bucket(bucketMeta)
 		if raw := meta.Get(keyEpoch); raw != nil {
 			v, err := decodeMeta(raw)
 			if err != nil {
@@ -115,7 +110,7 @@ func (s *BoltStore) Load() (LoadedState, error) {
 			}
 			out.ProducerIDHighWater = v
 		}
-		return tx.Bucket(bucketTxns).ForEach(func(k, v []byte) error {
+		return r.Bucket(bucketTxns).ForEach(func(k, v []byte) error {
 			m, err := DecodeTxn(v)
 			if err != nil {
 				return fmt.Errorf("transaction %q: %w", k, err)
@@ -133,25 +128,9 @@ func (s *BoltStore) Load() (LoadedState, error) {
 // Apply queues b for the writer and waits until it is durable. If ctx ends
 // first, Apply returns ctx's error, but the batch may still be committed.
 func (s *BoltStore) Apply(ctx context.Context, b Batch) error {
-	r := &applyReq{batch: b, done: make(chan error, 1)}
 	select {
-	case s.requests <- r:
-	case <-s.stop:
-		return ErrClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case err := <-r.done:
+	case err := <-s.Submit(b):
 		return err
-	case <-s.done:
-		// The writer stopped; it may have answered r just before.
-		select {
-		case err := <-r.done:
-			return err
-		default:
-			return ErrClosed
-		}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -162,84 +141,18 @@ func (s *BoltStore) Apply(ctx context.Context, b Batch) error {
 // their writes committed in order (one transactional id's pipelined
 // transitions) call it in that order, without waiting for the first write
 // to be durable before queueing the next: both usually share one Update.
+// A batch that fails fails alone (groupcommit retries the others).
 func (s *BoltStore) Submit(b Batch) <-chan error {
-	r := &applyReq{batch: b, done: make(chan error, 1)}
-	s.submitMu.RLock()
-	defer s.submitMu.RUnlock()
-	if s.submitsRefused {
-		r.done <- ErrClosed
-		return r.done
-	}
-	s.requests <- r
-	return r.done
-}
-
-func (s *BoltStore) writeLoop() {
-	defer close(s.done)
-	var pending []*applyReq
-	for {
-		select {
-		case r := <-s.requests:
-			pending = append(pending[:0], r)
-		case <-s.stop:
-			s.failQueued()
-			return
-		}
-		// Drain whatever else is waiting: these arrived while the last
-		// Update was being fsync'd and share the next one.
-	drain:
-		for {
-			select {
-			case r := <-s.requests:
-				pending = append(pending, r)
-			default:
-				break drain
-			}
-		}
-		s.commit(pending)
-	}
-}
-
-// commit writes every batch of pending in one Update. If the Update fails
-// as a whole, each batch is retried alone, so one bad batch cannot fail the
-// others that happened to share its Update.
-func (s *BoltStore) commit(pending []*applyReq) {
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		for _, r := range pending {
-			if err := writeBatch(tx, r.batch); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err == nil || len(pending) == 1 {
-		s.count(pending, err)
-		for _, r := range pending {
-			r.done <- err
-		}
-		return
-	}
-	s.log.Warn().Err(err).Int("batches", len(pending)).Msg("txnlog: group commit failed, retrying batches one by one")
-	for _, r := range pending {
-		s.commit([]*applyReq{r})
-	}
-}
-
-func (s *BoltStore) count(pending []*applyReq, err error) {
-	if err != nil {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.stats.Commits++
-	for _, r := range pending {
+	return s.space.Submit(func(r groupcommit.Root) error { return writeBatch(r, b) }, func() {
+		s.mu.Lock()
 		s.stats.Batches++
-		s.stats.Transitions += uint64(len(r.batch.Puts) + len(r.batch.Deletes))
-	}
+		s.stats.Transitions += uint64(len(b.Puts) + len(b.Deletes))
+		s.mu.Unlock()
+	})
 }
 
-func writeBatch(tx *bolt.Tx, b Batch) error {
-	txns := tx.Bucket(bucketTxns)
+func writeBatch(r groupcommit.Root, b Batch) error {
+	txns := r.Bucket(bucketTxns)
 	for _, m := range b.Puts {
 		if m.TransactionalID == "" {
 			return errors.New("txnlog: transaction without an id")
@@ -253,7 +166,7 @@ func writeBatch(tx *bolt.Tx, b Batch) error {
 			return err
 		}
 	}
-	meta := tx.Bucket(bucketMeta)
+	meta := r.Bucket(bucketMeta)
 	if b.CoordinatorEpoch > 0 {
 		if err := meta.Put(keyEpoch, encodeMeta(int64(b.CoordinatorEpoch))); err != nil {
 			return err
@@ -277,18 +190,6 @@ func writeBatch(tx *bolt.Tx, b Batch) error {
 	return nil
 }
 
-// failQueued answers every queued request with ErrClosed.
-func (s *BoltStore) failQueued() {
-	for {
-		select {
-		case r := <-s.requests:
-			r.done <- ErrClosed
-		default:
-			return
-		}
-	}
-}
-
 // Stats returns the store's counters.
 func (s *BoltStore) Stats() Stats {
 	s.mu.Lock()
@@ -296,20 +197,6 @@ func (s *BoltStore) Stats() Stats {
 	return s.stats
 }
 
-// Close stops the writer (after its current Update) and closes the file.
-// Applies still queued fail with ErrClosed.
-func (s *BoltStore) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	s.mu.Unlock()
-	s.submitMu.Lock()
-	s.submitsRefused = true
-	s.submitMu.Unlock()
-	close(s.stop)
-	<-s.done
-	return s.db.Close()
-}
+// Close commits the batches already queued, then refuses more with
+// ErrClosed; a store of its own closes its file.
+func (s *BoltStore) Close() error { return s.space.Close() }
