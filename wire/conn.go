@@ -269,7 +269,7 @@ func (c *conn) handleFrame(frame []byte) (pending, bool) {
 		ClientID: h.clientID, Remote: c.nc.RemoteAddr(), ConnID: c.id, Principal: c.principal, Stopping: c.s.draining, Log: rlog,
 		sec: c.s.sec,
 	}
-	reply, err := c.callHandler(req)
+	reply, err := c.s.callHandler(req)
 	if err != nil {
 		rlog.Error().Err(err).Str("reason", "handler failed").Msg("connection closed: handler failed")
 		return pending{}, false
@@ -277,45 +277,64 @@ func (c *conn) handleFrame(frame []byte) (pending, bool) {
 	return pending{h: h, reply: reply}, true
 }
 
-// callHandler runs a handler, turning a panic into an error so that one bad
-// request closes one connection and never the process.
-func (c *conn) callHandler(req *Request) (reply Reply, err error) {
+// callHandler runs req's handler, turning a panic into an error so that one
+// bad request closes one connection (or fails one in-process call) and never
+// the process. Connections and LocalClient both call it.
+func (s *Server) callHandler(req *Request) (reply Reply, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handler panic: %v\n%s", r, debug.Stack())
 		}
 	}()
-	reg := c.s.cfg.Registry.handlers[req.Key]
-	reply = reg.handle(c.s.ctx, req)
+	reg := s.cfg.Registry.handlers[req.Key]
+	reply = reg.handle(s.ctx, req)
 	if reply == nil {
 		return nil, errors.New("handler returned a nil Reply")
 	}
 	return reply, nil
 }
 
+// resolveReply runs a handler's Reply for a request of key at version and
+// checks its response: the key must match, and the response is set to the
+// request's version. A panic in the Reply becomes an error. A nil response
+// with a nil error means no response (Produce acks=0). Connections and
+// LocalClient both call it.
+func resolveReply(key, version int16, reply Reply) (resp kmsg.Response, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = nil, fmt.Errorf("reply panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	resp, err = reply()
+	if err != nil || resp == nil {
+		return nil, err
+	}
+	if resp.Key() != key {
+		return nil, fmt.Errorf("handler answered key %d with a response of key %d", key, resp.Key())
+	}
+	resp.SetVersion(version)
+	return resp, nil
+}
+
 // encodeReply resolves a reply and appends its response frame to dst. It
-// recovers panics from the Reply and from encoding (a response of the wrong
-// type, or a field the version cannot carry) so that a handler bug closes
-// one connection, not the process. A nil frame with a nil error means no
-// response (Produce acks=0).
+// recovers panics from the Reply (resolveReply) and from encoding (a field
+// the version cannot carry) so that a handler bug closes one connection,
+// not the process. A nil frame with a nil error means no response (Produce
+// acks=0).
 func encodeReply(dst []byte, p pending) (frame []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			frame, err = nil, fmt.Errorf("reply panic: %v\n%s", r, debug.Stack())
+			frame, err = nil, fmt.Errorf("encode panic: %v\n%s", r, debug.Stack())
 		}
 	}()
 	if p.isRaw {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(p.raw)))
 		return append(dst, p.raw...), nil
 	}
-	resp, err := p.reply()
+	resp, err := resolveReply(p.h.key, p.h.version, p.reply)
 	if err != nil || resp == nil {
 		return nil, err
 	}
-	if resp.Key() != p.h.key {
-		return nil, fmt.Errorf("handler answered key %d with a response of key %d", p.h.key, resp.Key())
-	}
-	resp.SetVersion(p.h.version)
 	return appendResponse(dst, p.h.correlationID, resp), nil
 }
 

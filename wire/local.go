@@ -1,0 +1,160 @@
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// In-process calls: a LocalClient sends kmsg requests to a running Server's
+// registered handlers without a socket, for a node that runs in the same
+// process as the server it talks to (the embedded cluster's leaders and
+// their coordinator). Everything a connection does between decoding a
+// request and encoding its response happens as on a connection: the version
+// is chosen as a client would from what the server advertises (registered
+// range clamped by the profile), the handler runs with the server's context,
+// Stopping channel and listener security, a panic in the handler or its
+// Reply fails only that call, and Shutdown waits for calls in flight as for
+// connections. What is skipped: framing, encoding and decoding, and SASL
+// (the LocalClient is authenticated by construction, as its principal).
+//
+// Not decoded-equivalent: the handler gets the caller's request value and
+// the caller gets the handler's response value. Over TCP both would go
+// through an encode and a decode at the chosen version, which drops fields
+// that version cannot carry and leaves fields the caller did not set at
+// kmsg's defaults for that version; here such fields are passed as set. Both
+// sides must therefore build and read only fields of the version in use
+// (handlers build responses for req.Version already), and neither side may
+// modify or keep using the values after the call (the handler may still
+// hold the request while its Reply runs, and the response may share memory
+// with what built it).
+
+// ErrServerClosed is returned by LocalClient.Do once the server's Shutdown
+// has begun, as a connection attempt to a closed listener is refused.
+var ErrServerClosed = errors.New("wire: server shut down")
+
+// ErrNotAdvertised is returned by LocalClient.Do for a request the server
+// does not advertise (a connection would be closed), or cannot serve
+// in-process (SaslHandshake, SaslAuthenticate).
+var ErrNotAdvertised = errors.New("wire: request not served")
+
+// LocalClient calls a Server's handlers in-process as one principal. It is
+// safe for concurrent use; each Do is handled as a request on its own
+// connection (a fresh Request.ConnID), so concurrent calls are not ordered
+// relative to each other, as requests on separate connections are not.
+type LocalClient struct {
+	s         *Server
+	principal string
+}
+
+// localAddr is Request.Remote for in-process calls.
+type localAddr struct{}
+
+func (localAddr) Network() string { return "in-process" }
+func (localAddr) String() string  { return "in-process" }
+
+// Local returns a client that calls s's handlers in-process as principal:
+// with Config.Security set, Request.Principal is principal and the
+// authorization helpers (Authorize, ClusterAction, RequireClusterAction,
+// TransactionalIDAllowed) answer as for a TCP connection authenticated as
+// principal; without security, Request.Principal is "" as on any
+// connection, and everything is allowed.
+func (s *Server) Local(principal string) *LocalClient {
+	if s.sec == nil {
+		principal = ""
+	}
+	return &LocalClient{s: s, principal: principal}
+}
+
+// Do sends req to the server's handler for its key and returns the
+// response, as Client.Do would over a connection, except that the version
+// is chosen here: min(kmsg's max for the key, the server's advertised max),
+// set on req. A key the server does not advertise is ErrNotAdvertised.
+// ApiVersions is answered as the server answers it on a connection.
+//
+// A nil response with a nil error means the handler sends no response
+// (Produce with acks=0). A handler or Reply that panics, returns a nil
+// Reply, returns an error, or answers with a response of another key fails
+// this call with an error (a connection would be closed) and is logged; the
+// server keeps serving. Do returns ctx.Err() once ctx is done, leaving a
+// Reply that is still waiting to finish in the background (as a connection
+// whose client gave up); it returns ErrServerClosed once Shutdown began.
+// Read the package notes above about values shared between the caller and
+// the handler.
+func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s := c.s
+	key := req.Key()
+	rng, ok := s.advertised[key]
+	if _, registered := s.cfg.Registry.handlers[key]; !ok || (!registered && key != 18) {
+		return nil, fmt.Errorf("%w: %s (key %d) in-process", ErrNotAdvertised, kmsg.NameForKey(key), key)
+	}
+	version := min(req.MaxVersion(), rng[1])
+	if version < rng[0] {
+		return nil, fmt.Errorf("%w: %s v%d-v%d advertised, kmsg speaks up to v%d", ErrNotAdvertised, kmsg.NameForKey(key), rng[0], rng[1], req.MaxVersion())
+	}
+	// Counted as a connection is, so Shutdown waits for the call (and
+	// refuses new ones) as it does for connections.
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil, ErrServerClosed
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+
+	req.SetVersion(version)
+	id := s.nextConn.Add(1)
+	rlog := s.cfg.Log.With().Str("remote", localAddr{}.String()).Uint64("conn", id).
+		Int16("api_key", key).Int16("api_version", version).Logger()
+	var reply Reply
+	if key == 18 {
+		resp := s.apiVersionsResponse(version, 0)
+		// Shared with every ApiVersions answer: the caller gets its own.
+		resp.ApiKeys = slices.Clone(resp.ApiKeys)
+		reply = Now(resp)
+	} else {
+		r := &Request{
+			Body: req, Key: key, Version: version, Remote: localAddr{}, ConnID: id, Principal: c.principal,
+			Stopping: s.draining, Log: rlog, sec: s.sec,
+		}
+		var err error
+		if reply, err = s.callHandler(r); err != nil {
+			s.wg.Done()
+			rlog.Error().Err(err).Str("reason", "handler failed").Msg("in-process request failed")
+			return nil, fmt.Errorf("wire: in-process %s: %w", kmsg.NameForKey(key), err)
+		}
+	}
+	resolve := func() (kmsg.Response, error) {
+		defer s.wg.Done()
+		resp, err := resolveReply(key, version, reply)
+		if err != nil {
+			rlog.Error().Err(err).Str("reason", "request failed").Msg("in-process request failed")
+			return nil, fmt.Errorf("wire: in-process %s: %w", kmsg.NameForKey(key), err)
+		}
+		return resp, nil
+	}
+	if ctx.Done() == nil {
+		return resolve()
+	}
+	type result struct {
+		resp kmsg.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := resolve()
+		done <- result{resp, err}
+	}()
+	select {
+	case r := <-done:
+		return r.resp, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

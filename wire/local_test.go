@@ -1,0 +1,425 @@
+package wire_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/cluster/clustertest"
+	"github.com/txncoord/txncoord/security"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// localCtx bounds one in-process call of a test.
+func localCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// sameEncoding fails unless a and b encode to the same bytes at their
+// versions: what a client would decode from either is the same.
+func sameEncoding(t *testing.T, what string, a, b kmsg.Response) {
+	t.Helper()
+	if a.GetVersion() != b.GetVersion() {
+		t.Fatalf("%s: versions %d and %d", what, a.GetVersion(), b.GetVersion())
+	}
+	if ea, eb := a.AppendTo(nil), b.AppendTo(nil); !bytes.Equal(ea, eb) {
+		t.Fatalf("%s v%d: in-process and TCP responses differ:\n%x\n%x", what, a.GetVersion(), ea, eb)
+	}
+}
+
+// An in-process call gets what the same request gets over TCP, at the
+// version a TCP client negotiates: the built-in ApiVersions, the View's
+// Metadata, and a registered handler.
+func TestLocalMatchesTCP(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{
+		Topics: map[string]int32{"orders": 3},
+		Register: func(_ cluster.Node, reg *wire.Registry) {
+			reg.Register(22, 0, 5, func(_ context.Context, r *wire.Request) wire.Reply {
+				req := r.Body.(*kmsg.InitProducerIDRequest)
+				resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+				resp.ProducerID, resp.ProducerEpoch = 1000+int64(req.TransactionTimeoutMillis), int16(r.Version)
+				return wire.Now(resp)
+			})
+		},
+	})
+	coord := c.Coordinator()
+	ctx := localCtx(t)
+	local := coord.Server.Local("")
+	cl := dialClient(t, coord.Addr)
+
+	tcpAV, err := cl.ApiVersions(ctx) // v5, then v4 after the KIP-511 answer
+	if err != nil {
+		t.Fatal(err)
+	}
+	localAV, err := local.Do(ctx, kmsg.NewPtrApiVersionsRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEncoding(t, "ApiVersions", localAV, tcpAV)
+	if tcpAV.GetVersion() != 4 {
+		t.Fatalf("TCP ApiVersions at v%d, want v4 (Kafka 4.2)", tcpAV.GetVersion())
+	}
+	// The caller owns its answer: changing it leaves the server's intact.
+	localAV.(*kmsg.ApiVersionsResponse).ApiKeys[0].MaxVersion = -7
+	again, err := local.Do(ctx, kmsg.NewPtrApiVersionsRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEncoding(t, "ApiVersions after the caller changed its copy", again, tcpAV)
+
+	maxOf := func(key int16) int16 {
+		_, m, ok := coord.Server.Advertised(key)
+		if !ok {
+			t.Fatalf("key %d not advertised", key)
+		}
+		return m
+	}
+	for _, build := range []func() kmsg.Request{
+		func() kmsg.Request {
+			md := kmsg.NewPtrMetadataRequest()
+			mt := kmsg.NewMetadataRequestTopic()
+			mt.Topic = kmsg.StringPtr("orders")
+			md.Topics = append(md.Topics, mt)
+			return md
+		},
+		func() kmsg.Request {
+			pid := kmsg.NewPtrInitProducerIDRequest()
+			pid.TransactionalID, pid.TransactionTimeoutMillis = kmsg.StringPtr("t"), 42
+			return pid
+		},
+	} {
+		tcpReq, localReq := build(), build()
+		tcpReq.SetVersion(maxOf(tcpReq.Key()))
+		tcpResp, err := cl.Do(ctx, tcpReq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		localResp, err := local.Do(ctx, localReq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if localReq.GetVersion() != tcpReq.GetVersion() {
+			t.Fatalf("%s: in-process v%d, TCP v%d", kmsg.NameForKey(localReq.Key()), localReq.GetVersion(), tcpReq.GetVersion())
+		}
+		sameEncoding(t, kmsg.NameForKey(localReq.Key()), localResp, tcpResp)
+	}
+}
+
+// versionLog records the versions handlers were called with.
+type versionLog struct {
+	mu   sync.Mutex
+	seen map[int16][2]int16 // key → {Request.Version, Body.GetVersion()}
+}
+
+func (v *versionLog) record(r *wire.Request) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.seen[r.Key] = [2]int16{r.Version, r.Body.GetVersion()}
+}
+
+func (v *versionLog) get(key int16) ([2]int16, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	got, ok := v.seen[key]
+	return got, ok
+}
+
+// The version is min(kmsg's max, the advertised max): a handler registered
+// v0–v3 is called with v3, a 3.9 profile caps EndTxn (registered v0–v5) at
+// v4, and ApiVersions (kmsg v5) comes back at the profile's v4.
+func TestLocalVersionClamping(t *testing.T) {
+	vl := &versionLog{seen: map[int16][2]int16{}}
+	record := func(_ context.Context, r *wire.Request) wire.Reply {
+		vl.record(r)
+		return wire.Now(r.Body.ResponseKind())
+	}
+	c := clustertest.Start(t, clustertest.Options{
+		CoordinatorVersion: "3.9",
+		Register: func(_ cluster.Node, reg *wire.Registry) {
+			reg.Register(22, 0, 3, record)
+			reg.Register(26, 0, 5, record)
+		},
+	})
+	local := c.Coordinator().Server.Local("")
+	ctx := localCtx(t)
+	for _, tc := range []struct {
+		req  kmsg.Request
+		want int16
+	}{
+		{kmsg.NewPtrInitProducerIDRequest(), 3}, // registry clamp
+		{kmsg.NewPtrEndTxnRequest(), 4},         // 3.9 profile clamp
+	} {
+		resp, err := local.Do(ctx, tc.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := kmsg.NameForKey(tc.req.Key())
+		if got, ok := vl.get(tc.req.Key()); !ok || got != [2]int16{tc.want, tc.want} {
+			t.Fatalf("%s handler saw (Version, Body version) %v (called %v), want v%d", name, got, ok, tc.want)
+		}
+		if tc.req.GetVersion() != tc.want || resp.GetVersion() != tc.want {
+			t.Fatalf("%s: request v%d response v%d, want v%d", name, tc.req.GetVersion(), resp.GetVersion(), tc.want)
+		}
+	}
+	av, err := local.Do(ctx, kmsg.NewPtrApiVersionsRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if av.GetVersion() != 4 || av.(*kmsg.ApiVersionsResponse).ErrorCode != 0 {
+		t.Fatalf("ApiVersions v%d error %d, want v4 error 0", av.GetVersion(), av.(*kmsg.ApiVersionsResponse).ErrorCode)
+	}
+}
+
+// A request the server does not advertise (no handler, or none in-process:
+// the SASL exchange) is ErrNotAdvertised.
+func TestLocalUnknownKey(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{})
+	ctx := localCtx(t)
+	_, err := c.Coordinator().Server.Local("").Do(ctx, kmsg.NewPtrProduceRequest())
+	if !errors.Is(err, wire.ErrNotAdvertised) {
+		t.Fatalf("Produce to a node without a Produce handler: %v, want ErrNotAdvertised", err)
+	}
+
+	n := startSecure(t, nil)
+	srv := n.cluster.Coordinator().Server
+	if _, _, ok := srv.Advertised(17); !ok {
+		t.Fatal("SASL on but SaslHandshake not advertised")
+	}
+	_, err = srv.Local("User:client").Do(ctx, kmsg.NewPtrSASLHandshakeRequest())
+	if !errors.Is(err, wire.ErrNotAdvertised) {
+		t.Fatalf("SaslHandshake in-process: %v, want ErrNotAdvertised", err)
+	}
+}
+
+// A handler that panics, a Reply that panics or fails, a nil Reply and a
+// response of the wrong key fail that call with an error and a log line;
+// the server keeps serving, in-process and over TCP.
+func TestLocalHandlerBugs(t *testing.T) {
+	var logs logBuffer
+	c := clustertest.Start(t, clustertest.Options{
+		Log: logs.logger(),
+		Register: func(_ cluster.Node, reg *wire.Registry) {
+			reg.Register(22, 0, 5, func(_ context.Context, r *wire.Request) wire.Reply {
+				req := r.Body.(*kmsg.InitProducerIDRequest)
+				switch *req.TransactionalID {
+				case "panic":
+					panic("handler bug")
+				case "reply-panic":
+					return func() (kmsg.Response, error) { panic("reply bug") }
+				case "reply-error":
+					return wire.Fail(errors.New("reply failed"))
+				case "wrong-type":
+					return wire.Now(kmsg.NewPtrEndTxnResponse())
+				case "nil-reply":
+					return nil
+				}
+				resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+				resp.ProducerID = 9
+				return wire.Now(resp)
+			})
+		},
+	})
+	addr := c.Coordinator().Addr
+	local := c.Coordinator().Server.Local("")
+	ctx := localCtx(t)
+	initPID := func(txnID string) *kmsg.InitProducerIDRequest {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = kmsg.StringPtr(txnID)
+		return req
+	}
+	failed := map[string]any{"remote": "in-process", "level": "error", "message": "in-process request failed"}
+	for i, txnID := range []string{"panic", "reply-panic", "reply-error", "wrong-type", "nil-reply"} {
+		t.Run(txnID, func(t *testing.T) {
+			resp, err := local.Do(ctx, initPID(txnID))
+			if err == nil {
+				t.Fatalf("got %v and no error", resp)
+			}
+			lines := logs.lines(failed)
+			if len(lines) != i+1 || lines[i]["api_key"] != float64(22) {
+				t.Fatalf("want log line %d with api_key 22 among %v", i+1, lines)
+			}
+			resp, err = local.Do(ctx, initPID("ok"))
+			if err != nil || resp.(*kmsg.InitProducerIDResponse).ProducerID != 9 {
+				t.Fatalf("in-process call after a %s: %v, %v", txnID, resp, err)
+			}
+			checkAlive(t, addr)
+		})
+	}
+}
+
+// With security on, the handler sees the LocalClient's principal, and the
+// authorization helpers answer for it as for a TCP connection: the client
+// user's WriteTxnMarkers and AddPartitionsToTxn v4+ get 31 without reaching
+// the handler, the cluster principal's pass. Without security the
+// principal is "", as on any connection.
+func TestLocalAuthorization(t *testing.T) {
+	n := startSecure(t, nil)
+	srv := n.cluster.Coordinator().Server
+	ctx := localCtx(t)
+	client := srv.Local("User:" + n.local.ClientUser)
+	clusterCl := srv.Local("User:" + security.LocalClusterUser)
+
+	if _, err := client.Do(ctx, kmsg.NewPtrInitProducerIDRequest()); err != nil {
+		t.Fatal(err)
+	}
+	if _, pid := n.calls.snapshot(); len(pid) != 1 || pid[0] != "User:"+n.local.ClientUser {
+		t.Fatalf("InitProducerId handler saw %v, want [User:%s]", pid, n.local.ClientUser)
+	}
+
+	resp, err := client.Do(ctx, wtmRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := wtmCodes(resp.(*kmsg.WriteTxnMarkersResponse)); len(got) != 2 || got[0] != 31 || got[1] != 31 {
+		t.Fatalf("client user's WriteTxnMarkers: codes %v, want 31 on both partitions", got)
+	}
+	if wtm, _ := n.calls.snapshot(); len(wtm) != 0 {
+		t.Fatalf("denied WriteTxnMarkers reached the handler: %v", wtm)
+	}
+	apt := kmsg.NewPtrAddPartitionsToTxnRequest()
+	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+	tx.TransactionalID = "t"
+	apt.Transactions = append(apt.Transactions, tx)
+	resp, err = client.Do(ctx, apt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if apt.GetVersion() < 4 || resp.(*kmsg.AddPartitionsToTxnResponse).ErrorCode != 31 {
+		t.Fatalf("client user's AddPartitionsToTxn v%d: error %d, want v4+ and 31", apt.GetVersion(), resp.(*kmsg.AddPartitionsToTxnResponse).ErrorCode)
+	}
+
+	resp, err = clusterCl.Do(ctx, wtmRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := wtmCodes(resp.(*kmsg.WriteTxnMarkersResponse)); got[0] != 0 || got[1] != 0 {
+		t.Fatalf("cluster principal's WriteTxnMarkers: codes %v, want 0", got)
+	}
+	if wtm, _ := n.calls.snapshot(); len(wtm) != 1 || wtm[0] != "User:"+security.LocalClusterUser {
+		t.Fatalf("WriteTxnMarkers handler saw %v, want the cluster principal once", wtm)
+	}
+	resp, err = clusterCl.Do(ctx, apt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.AddPartitionsToTxnResponse).ErrorCode; code != 0 {
+		t.Fatalf("cluster principal's AddPartitionsToTxn: error %d", code)
+	}
+
+	// No security: the principal asked for is not a connection's, "" is.
+	var seen []string
+	var mu sync.Mutex
+	plain := clustertest.Start(t, clustertest.Options{Register: func(_ cluster.Node, reg *wire.Registry) {
+		reg.Register(22, 0, 5, func(_ context.Context, r *wire.Request) wire.Reply {
+			mu.Lock()
+			seen = append(seen, r.Principal)
+			mu.Unlock()
+			return wire.Now(r.Body.ResponseKind())
+		})
+	}})
+	if _, err := plain.Coordinator().Server.Local("User:someone").Do(ctx, kmsg.NewPtrInitProducerIDRequest()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0] != "" {
+		t.Fatalf("without security the handler saw principals %q, want [\"\"]", seen)
+	}
+}
+
+// Shutdown waits for an in-process call in flight as for a connection's
+// request, refuses new calls at once with ErrServerClosed, and the call in
+// flight gets its response.
+func TestLocalShutdown(t *testing.T) {
+	slow := newSlowHandler()
+	c := clustertest.Start(t, clustertest.Options{Register: slow.register})
+	srv := c.Coordinator().Server
+	local := srv.Local("")
+	ctx := localCtx(t)
+
+	type result struct {
+		resp kmsg.Response
+		err  error
+	}
+	inFlight := make(chan result, 1)
+	go func() {
+		resp, err := local.Do(ctx, initPIDReq())
+		inFlight <- result{resp, err}
+	}()
+	waitEntered(t, slow)
+	done := make(chan error, 1)
+	go func() { done <- srv.Shutdown(ctx) }()
+	// New calls are refused once Shutdown began.
+	for attempt := 0; ; attempt++ {
+		_, err := local.Do(ctx, kmsg.NewPtrApiVersionsRequest())
+		if errors.Is(err, wire.ErrServerClosed) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("call during shutdown: %v, want ErrServerClosed", err)
+		}
+		if attempt == 1000 {
+			t.Fatal("still serving in-process calls during shutdown")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Shutdown returned (%v) while an in-process call was in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(slow.release)
+	if r := <-inFlight; r.err != nil || r.resp == nil {
+		t.Fatalf("in-flight call: %v, %v", r.resp, r.err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if _, err := srv.Local("").Do(ctx, initPIDReq()); !errors.Is(err, wire.ErrServerClosed) {
+		t.Fatalf("call after Shutdown: %v, want ErrServerClosed", err)
+	}
+}
+
+// Do returns once its context is done, even while the Reply waits; a
+// context already done calls no handler.
+func TestLocalContext(t *testing.T) {
+	slow := newSlowHandler()
+	c := clustertest.Start(t, clustertest.Options{Register: slow.register})
+	local := c.Coordinator().Server.Local("")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := local.Do(ctx, initPIDReq())
+		errc <- err
+	}()
+	waitEntered(t, slow)
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled call: %v, want context.Canceled", err)
+		}
+	case <-time.After(ioTimeout):
+		t.Fatal("Do did not return after its context was cancelled")
+	}
+
+	if _, err := local.Do(ctx, initPIDReq()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("call with a done context: %v", err)
+	}
+	select {
+	case <-slow.entered:
+		t.Fatal("handler called with a done context")
+	default:
+	}
+	close(slow.release) // the abandoned Reply finishes; Shutdown in Cleanup waits for it
+}
