@@ -230,24 +230,10 @@ func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
 // coordinator keeps running.
 func (c *Cluster) RestartLeader(id int32, kafkaVersion string) {
 	c.t.Helper()
-	for i, l := range c.Leaders {
-		if l.Node.NodeID != id {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := l.Stop(ctx); err != nil {
-			c.t.Logf("stop leader %d: %v", id, err)
-		}
-		nl, err := node.StartLeader(node.LeaderConfig{
-			View: c.View, NodeID: id, KafkaVersion: kafkaVersion, DataDir: c.Opts.DataDir, Listener: c.rebind(id),
-			Log: zerolog.New(zerolog.NewTestWriter(c.t)).Level(zerolog.WarnLevel),
-		})
-		if err != nil {
-			c.t.Fatalf("restart leader %d: %v", id, err)
-		}
-		c.Leaders[i] = nl
-		return
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	log := zerolog.New(zerolog.NewTestWriter(c.t)).Level(zerolog.WarnLevel)
+	if err := c.Embedded.RestartLeader(ctx, id, kafkaVersion, c.rebind(id), log); err != nil {
+		c.t.Fatal(err)
 	}
-	c.t.Fatalf("no leader %d", id)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -39,6 +40,12 @@ type Embedded struct {
 	Leaders     []*Leader
 	Admin       *admin.Server
 	Metrics     *prometheus.Registry
+	// Shared is the one file every node writes in (nil for a data dir
+	// of the per-node layout, see openSharedLog).
+	Shared *groupcommit.Log
+
+	cfg       EmbeddedConfig
+	inProcess *inProcessCoordinator
 }
 
 // NewMetrics returns a registry with the Go runtime and process collectors.
@@ -55,29 +62,31 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	if cfg.UnsafeNoSync {
 		cfg.Log.Warn().Msg("UNSAFE: --unsafe-no-fsync is on: acknowledged transactions and records are NOT durable; use only for throwaway test clusters")
 	}
-	e := &Embedded{View: cluster.NewView(cfg.File), Metrics: NewMetrics()}
+	e := &Embedded{View: cluster.NewView(cfg.File), Metrics: NewMetrics(), cfg: cfg}
 	defer func() {
 		if err != nil {
 			e.Stop(context.Background())
 		}
 	}()
+	if e.Shared, err = openSharedLog(cfg.DataDir, cfg.UnsafeNoSync, e.Metrics); err != nil {
+		return nil, err
+	}
+	e.inProcess = newInProcessCoordinator(e.View)
 	for _, l := range cfg.File.Leaders {
-		ln, err := StartLeader(LeaderConfig{
-			View: e.View, NodeID: l.NodeID, DataDir: cfg.DataDir, RetentionBytes: cfg.RetentionBytes,
-			UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[l.NodeID], Log: cfg.Log, Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(l.NodeID)}, e.Metrics),
-		})
+		ln, err := StartLeader(e.leaderConfig(l.NodeID, "", cfg.Listeners[l.NodeID], cfg.Log))
 		if err != nil {
 			return nil, err
 		}
 		e.Leaders = append(e.Leaders, ln)
 	}
 	e.Coordinator, err = StartCoordinator(CoordinatorConfig{
-		View: e.View, DataDir: cfg.DataDir, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
+		View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
 		UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[cfg.File.Coordinator.NodeID], Log: cfg.Log, Metrics: e.Metrics,
 	})
 	if err != nil {
 		return nil, err
 	}
+	e.inProcess.bind(e.Coordinator.Server)
 	if cfg.AdminListen != "" {
 		token, open, err := AdminToken(cfg.File)
 		if err != nil {
@@ -89,6 +98,38 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		}
 	}
 	return e, nil
+}
+
+// leaderConfig is how the embedded cluster runs leader id: in the shared
+// file, reaching the coordinator in-process.
+func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, log zerolog.Logger) LeaderConfig {
+	return LeaderConfig{
+		View: e.View, NodeID: id, KafkaVersion: kafkaVersion, DataDir: e.cfg.DataDir, Shared: e.Shared,
+		RetentionBytes: e.cfg.RetentionBytes, UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
+		Metrics:     prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics),
+		Coordinator: e.inProcess.leaderClient(),
+	}
+}
+
+// RestartLeader stops leader id and starts it again on ln, in the same
+// store, as kafkaVersion ("" keeps the cluster file's): a rolling upgrade
+// or downgrade while the coordinator keeps running.
+func (e *Embedded) RestartLeader(ctx context.Context, id int32, kafkaVersion string, ln net.Listener, log zerolog.Logger) error {
+	for i, l := range e.Leaders {
+		if l.Node.NodeID != id {
+			continue
+		}
+		if err := l.Stop(ctx); err != nil {
+			log.Warn().Err(err).Int32("leader", id).Msg("stop before restart")
+		}
+		nl, err := StartLeader(e.leaderConfig(id, kafkaVersion, ln, log))
+		if err != nil {
+			return fmt.Errorf("restart leader %d: %w", id, err)
+		}
+		e.Leaders[i] = nl
+		return nil
+	}
+	return fmt.Errorf("no leader %d", id)
 }
 
 // Bootstrap is the address clients bootstrap from (the coordinator's).
@@ -105,6 +146,9 @@ func (e *Embedded) Stop(ctx context.Context) error {
 	}
 	for _, l := range e.Leaders {
 		errs = append(errs, l.Stop(ctx))
+	}
+	if e.Shared != nil {
+		errs = append(errs, e.Shared.Close())
 	}
 	return errors.Join(errs...)
 }

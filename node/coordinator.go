@@ -13,6 +13,7 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/txnlog"
@@ -28,9 +29,12 @@ type CoordinatorConfig struct {
 	// reproducing Kafka 4.2.0.
 	MarkerVersionDiscovery bool
 	UnsafeNoSync           bool
-	Listener               net.Listener // optional: a listener already bound
-	Log                    zerolog.Logger
-	Metrics                prometheus.Registerer
+	// Shared, when set, holds the transaction log as its space
+	// "coordinator" (`txncoord up`); the caller closes it.
+	Shared   *groupcommit.Log
+	Listener net.Listener // optional: a listener already bound
+	Log      zerolog.Logger
+	Metrics  prometheus.Registerer
 }
 
 // Coordinator is a running coordinator node.
@@ -40,6 +44,18 @@ type Coordinator struct {
 	Sender      *markersender.Sender
 	Store       *txnlog.BoltStore
 	Server      *wire.Server
+}
+
+// openTxnLog opens the transaction log: the space "coordinator" of the
+// shared file, or DATA_DIR/coordinator/txnlog.db.
+func openTxnLog(cfg CoordinatorConfig) (*txnlog.BoltStore, error) {
+	if cfg.Shared != nil {
+		return txnlog.OpenBoltIn(cfg.Shared, "coordinator", txnlog.BoltOptions{Log: cfg.Log})
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "coordinator"), 0o755); err != nil {
+		return nil, err
+	}
+	return txnlog.OpenBolt(filepath.Join(cfg.DataDir, "coordinator", "txnlog.db"), txnlog.BoltOptions{UnsafeNoSync: cfg.UnsafeNoSync, Log: cfg.Log})
 }
 
 // StartCoordinator opens the transaction log, recovers, and starts the
@@ -57,10 +73,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "coordinator"), 0o755); err != nil {
-		return nil, err
-	}
-	store, err := txnlog.OpenBolt(filepath.Join(cfg.DataDir, "coordinator", "txnlog.db"), txnlog.BoltOptions{UnsafeNoSync: cfg.UnsafeNoSync})
+	store, err := openTxnLog(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}

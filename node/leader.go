@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/wire"
@@ -25,9 +26,16 @@ type LeaderConfig struct {
 	DataDir        string
 	RetentionBytes int64
 	UnsafeNoSync   bool
-	Listener       net.Listener // optional: a listener already bound
-	Log            zerolog.Logger
-	Metrics        prometheus.Registerer
+	// Shared, when set, holds the leader's data as its space
+	// "leader-<id>" (`txncoord up`); the caller closes it.
+	Shared   *groupcommit.Log
+	Listener net.Listener // optional: a listener already bound
+	Log      zerolog.Logger
+	Metrics  prometheus.Registerer
+	// Coordinator, optional, is how the leader reaches the coordinator
+	// (`txncoord up`: in-process); nil dials the cluster file's
+	// coordinator over TCP.
+	Coordinator leaderstub.CoordinatorClient
 }
 
 // Leader is a running leader node.
@@ -56,12 +64,16 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 	if err != nil {
 		return nil, err
 	}
-	coordCl := leaderstub.DialCoordinatorWith(cfg.View.Coordinator().Addr, dial, log)
+	coordCl := cfg.Coordinator
+	if coordCl == nil {
+		coordCl = leaderstub.DialCoordinatorWith(cfg.View.Coordinator().Addr, dial, log)
+	}
 	l, err := leaderstub.Open(leaderstub.Config{
 		NodeID:         cfg.NodeID,
 		KafkaVersion:   self.KafkaVersion,
 		View:           cfg.View,
 		DataDir:        filepath.Join(cfg.DataDir, fmt.Sprintf("leader-%d", cfg.NodeID)),
+		Shared:         cfg.Shared,
 		Coordinator:    coordCl,
 		RetentionBytes: cfg.RetentionBytes,
 		NoSync:         cfg.UnsafeNoSync,

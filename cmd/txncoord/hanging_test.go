@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.etcd.io/bbolt"
+
+	"github.com/txncoord/txncoord/node"
 )
 
 // TestFindHanging makes a hanging transaction the way one arises in
@@ -45,7 +47,16 @@ func TestFindHanging(t *testing.T) {
 	// The coordinator loses its log; the leaders keep theirs.
 	up.cmd.Process.Kill()
 	<-up.done
-	if err := os.RemoveAll(filepath.Join(dataDir, "coordinator")); err != nil {
+	// `up` keeps every node in one file, each in its own bucket: drop
+	// the coordinator's.
+	db, err := bbolt.Open(filepath.Join(dataDir, node.SharedLogFile), 0o600, &bbolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bbolt.Tx) error { return tx.DeleteBucket([]byte("coordinator")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	up = startUp(t, args...)

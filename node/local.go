@@ -1,0 +1,69 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/leaderstub"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// inProcessCoordinator is how the embedded cluster's leaders reach the
+// coordinator: its wire.Server's handlers called in-process
+// (wire.LocalClient), the same handlers, version checks and authorization a
+// TCP connection gets, without encoding, sockets and decoding. Leaders start
+// before the coordinator, so until bind the client answers the retriable
+// error a leader sees when the coordinator is not reachable over TCP (the
+// registrar answers NOT_ENOUGH_REPLICAS, the InitProducerId forward
+// COORDINATOR_NOT_AVAILABLE, and the producer retries). Leaders in separate
+// processes (`txncoord leader`) dial the coordinator over TCP.
+type inProcessCoordinator struct {
+	principal string
+	client    atomic.Pointer[wire.LocalClient]
+}
+
+// errCoordinatorNotStarted is the answer before bind (and after a failed
+// coordinator start).
+var errCoordinatorNotStarted = fmt.Errorf("node: in-process coordinator not started: %w", kerr.CoordinatorNotAvailable)
+
+// newInProcessCoordinator returns an unbound client for v's cluster.
+func newInProcessCoordinator(v *cluster.View) *inProcessCoordinator {
+	return &inProcessCoordinator{principal: clusterPrincipal(v)}
+}
+
+// clusterPrincipal is the principal leaders authenticate to the coordinator
+// as over TCP when the cluster file has a security section: the cluster
+// principal "User:<cluster_user>" (SASL as cluster_user, or mTLS with the
+// node certificate whose CN is cluster_user; security.Settings.Server makes
+// that the principal allowed broker-only calls). "" without security.
+func clusterPrincipal(v *cluster.View) string {
+	s := v.File().Security
+	if s == nil || s.ClusterUser == "" {
+		return ""
+	}
+	return "User:" + s.ClusterUser
+}
+
+// bind makes every client call srv from now on.
+func (c *inProcessCoordinator) bind(srv *wire.Server) {
+	c.client.Store(srv.Local(c.principal))
+}
+
+// do sends req to the bound coordinator.
+func (c *inProcessCoordinator) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	cl := c.client.Load()
+	if cl == nil {
+		return nil, errCoordinatorNotStarted
+	}
+	return cl.Do(ctx, req)
+}
+
+// leaderClient is one leader's CoordinatorClient over c.
+func (c *inProcessCoordinator) leaderClient() leaderstub.CoordinatorClient {
+	return leaderstub.CoordinatorFunc(c.do)
+}
