@@ -233,7 +233,7 @@ func (c *Cluster) RestartLeader(id int32, kafkaVersion string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	log := zerolog.New(zerolog.NewTestWriter(c.t)).Level(zerolog.WarnLevel)
-	if err := c.Embedded.RestartLeader(ctx, id, kafkaVersion, c.rebind(id), log); err != nil {
+	if err := c.Embedded.RestartLeader(ctx, id, kafkaVersion, func() (net.Listener, error) { return c.rebind(id), nil }, log); err != nil {
 		c.t.Fatal(err)
 	}
 }

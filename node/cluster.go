@@ -111,16 +111,24 @@ func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, 
 	}
 }
 
-// RestartLeader stops leader id and starts it again on ln, in the same
-// store, as kafkaVersion ("" keeps the cluster file's): a rolling upgrade
-// or downgrade while the coordinator keeps running.
-func (e *Embedded) RestartLeader(ctx context.Context, id int32, kafkaVersion string, ln net.Listener, log zerolog.Logger) error {
+// RestartLeader stops leader id and starts it again, in the same store,
+// as kafkaVersion ("" keeps the cluster file's): a rolling upgrade or
+// downgrade while the coordinator keeps running. listen binds its listener
+// once the old one is closed (nil: the cluster file's address).
+func (e *Embedded) RestartLeader(ctx context.Context, id int32, kafkaVersion string, listen func() (net.Listener, error), log zerolog.Logger) error {
 	for i, l := range e.Leaders {
 		if l.Node.NodeID != id {
 			continue
 		}
 		if err := l.Stop(ctx); err != nil {
 			log.Warn().Err(err).Int32("leader", id).Msg("stop before restart")
+		}
+		var ln net.Listener
+		if listen != nil {
+			var err error
+			if ln, err = listen(); err != nil {
+				return fmt.Errorf("restart leader %d: %w", id, err)
+			}
 		}
 		nl, err := StartLeader(e.leaderConfig(id, kafkaVersion, ln, log))
 		if err != nil {
