@@ -19,9 +19,20 @@ import (
 //	i16 client transaction version
 //	u32 partition count, then per partition: u16 len + topic, i32 partition
 //
-// A reader rejects any other version with ErrUnknownVersion instead of
-// guessing: a newer binary's record must not be half-read by an older one.
-const txnRecordVersion = 1
+// Version 2 is version 1 followed by the Completing transaction:
+//
+//	u8  commit (0/1), i64 producer id, i16 producer epoch, i16 transaction version
+//	u32 partition count, then per partition as above
+//
+// A record is written at version 1 unless it has a Completing
+// transaction, so a binary that reads only version 1 still reads every
+// record without one. A reader rejects any other version with
+// ErrUnknownVersion instead of guessing: a newer binary's record must not be
+// half-read by an older one.
+const (
+	txnRecordVersion           = 1
+	txnRecordVersionCompleting = 2
+)
 
 // ErrUnknownVersion is returned for a record written by an unknown codec
 // version.
@@ -36,8 +47,16 @@ func EncodeTxn(m TxnMetadata) []byte {
 	for _, p := range m.Partitions {
 		size += 2 + len(p.Topic) + 4
 	}
+	version := byte(txnRecordVersion)
+	if c := m.Completing; c != nil {
+		version = txnRecordVersionCompleting
+		size += 1 + 8 + 2 + 2 + 4
+		for _, p := range c.Partitions {
+			size += 2 + len(p.Topic) + 4
+		}
+	}
 	b := make([]byte, 0, size)
-	b = append(b, txnRecordVersion)
+	b = append(b, version)
 	b = appendString(b, m.TransactionalID)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.ProducerID))
 	b = binary.BigEndian.AppendUint64(b, uint64(m.PrevProducerID))
@@ -49,8 +68,24 @@ func EncodeTxn(m TxnMetadata) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(m.StartTimestamp))
 	b = binary.BigEndian.AppendUint64(b, uint64(m.LastUpdateTimestamp))
 	b = binary.BigEndian.AppendUint16(b, uint16(m.ClientTransactionVersion))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(m.Partitions)))
-	for _, p := range m.Partitions {
+	b = appendPartitions(b, m.Partitions)
+	if c := m.Completing; c != nil {
+		commit := byte(0)
+		if c.Commit {
+			commit = 1
+		}
+		b = append(b, commit)
+		b = binary.BigEndian.AppendUint64(b, uint64(c.ProducerID))
+		b = binary.BigEndian.AppendUint16(b, uint16(c.ProducerEpoch))
+		b = binary.BigEndian.AppendUint16(b, uint16(c.TransactionVersion))
+		b = appendPartitions(b, c.Partitions)
+	}
+	return b
+}
+
+func appendPartitions(b []byte, tps []TopicPartition) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(tps)))
+	for _, p := range tps {
 		b = appendString(b, p.Topic)
 		b = binary.BigEndian.AppendUint32(b, uint32(p.Partition))
 	}
@@ -71,8 +106,8 @@ func DecodeTxn(raw []byte) (TxnMetadata, error) {
 	if len(raw) == 0 {
 		return m, fmt.Errorf("%w: empty", ErrCorrupt)
 	}
-	if raw[0] != txnRecordVersion {
-		return m, fmt.Errorf("%w %d (this binary reads version %d)", ErrUnknownVersion, raw[0], txnRecordVersion)
+	if raw[0] != txnRecordVersion && raw[0] != txnRecordVersionCompleting {
+		return m, fmt.Errorf("%w %d (this binary reads versions %d and %d)", ErrUnknownVersion, raw[0], txnRecordVersion, txnRecordVersionCompleting)
 	}
 	r := reader{b: raw[1:]}
 	m.TransactionalID = r.str()
@@ -86,18 +121,23 @@ func DecodeTxn(raw []byte) (TxnMetadata, error) {
 	m.StartTimestamp = int64(r.u64())
 	m.LastUpdateTimestamp = int64(r.u64())
 	m.ClientTransactionVersion = int16(r.u16())
-	n := r.u32()
-	// Each partition takes at least 6 bytes: refuse counts the record
-	// cannot hold before allocating for them.
-	if r.err == nil && uint64(n)*6 > uint64(len(r.b)) {
-		r.err = fmt.Errorf("partition count %d exceeds record", n)
-	}
-	if r.err == nil && n > 0 {
-		m.Partitions = make([]TopicPartition, 0, n)
-		for i := uint32(0); i < n && r.err == nil; i++ {
-			topic := r.str()
-			m.Partitions = append(m.Partitions, TopicPartition{Topic: topic, Partition: int32(r.u32())})
+	m.Partitions = r.partitions()
+	if raw[0] == txnRecordVersionCompleting {
+		c := &Completion{}
+		switch r.u8() {
+		case 0:
+		case 1:
+			c.Commit = true
+		default:
+			if r.err == nil {
+				r.err = errors.New("completing: bad commit flag")
+			}
 		}
+		c.ProducerID = int64(r.u64())
+		c.ProducerEpoch = int16(r.u16())
+		c.TransactionVersion = int16(r.u16())
+		c.Partitions = r.partitions()
+		m.Completing = c
 	}
 	if r.err == nil && len(r.b) != 0 {
 		r.err = fmt.Errorf("%d trailing bytes", len(r.b))
@@ -155,6 +195,25 @@ func (r *reader) u64() uint64 {
 		return binary.BigEndian.Uint64(b)
 	}
 	return 0
+}
+
+// partitions reads a partition count and the partitions. Each partition
+// takes at least 6 bytes: counts the record cannot hold are refused before
+// allocating for them.
+func (r *reader) partitions() []TopicPartition {
+	n := r.u32()
+	if r.err == nil && uint64(n)*6 > uint64(len(r.b)) {
+		r.err = fmt.Errorf("partition count %d exceeds record", n)
+	}
+	if r.err != nil || n == 0 {
+		return nil
+	}
+	tps := make([]TopicPartition, 0, n)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		topic := r.str()
+		tps = append(tps, TopicPartition{Topic: topic, Partition: int32(r.u32())})
+	}
+	return tps
 }
 
 func (r *reader) str() string {

@@ -19,8 +19,19 @@ func sampleTxn(id string) TxnMetadata {
 	}
 }
 
+// completingTxn is a TV2 id whose next transaction is Ongoing while the
+// previous one's markers are still being written.
+func completingTxn(id string) TxnMetadata {
+	m := sampleTxn(id)
+	m.State, m.ProducerEpoch, m.LastProducerEpoch, m.NextProducerID = Ongoing, 8, 7, -1
+	m.Partitions = []TopicPartition{{"orders", 0}}
+	m.Completing = &Completion{Commit: true, ProducerID: 1001, ProducerEpoch: 8, TransactionVersion: 2,
+		Partitions: []TopicPartition{{"orders", 0}, {"orders", 5}}}
+	return m
+}
+
 func TestCodecRoundTrip(t *testing.T) {
-	for _, m := range []TxnMetadata{sampleTxn("t1"), {TransactionalID: "empty", ProducerID: 7, NextProducerID: -1, LastProducerEpoch: -1}} {
+	for _, m := range []TxnMetadata{sampleTxn("t1"), {TransactionalID: "empty", ProducerID: 7, NextProducerID: -1, LastProducerEpoch: -1}, completingTxn("c")} {
 		got, err := DecodeTxn(EncodeTxn(m))
 		if err != nil {
 			t.Fatal(err)
@@ -29,14 +40,26 @@ func TestCodecRoundTrip(t *testing.T) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, m)
 		}
 	}
+	// A record without a completing transaction stays at version 1, so
+	// a binary that reads only version 1 reads it.
+	if v := EncodeTxn(sampleTxn("t1"))[0]; v != 1 {
+		t.Fatalf("record without Completing at version %d, want 1", v)
+	}
+	if v := EncodeTxn(completingTxn("c"))[0]; v != 2 {
+		t.Fatalf("record with Completing at version %d, want 2", v)
+	}
 }
 
 func TestCodecRejectsUnknownVersion(t *testing.T) {
 	raw := EncodeTxn(sampleTxn("t1"))
-	raw[0] = 2
+	raw[0] = 3
 	_, err := DecodeTxn(raw)
 	if !errors.Is(err, ErrUnknownVersion) {
-		t.Fatalf("version 2: got %v, want ErrUnknownVersion", err)
+		t.Fatalf("version 3: got %v, want ErrUnknownVersion", err)
+	}
+	raw[0] = 2 // a version 2 record must carry the completing transaction
+	if _, err := DecodeTxn(raw); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("version 2 without its section: got %v, want ErrCorrupt", err)
 	}
 	raw = EncodeTxn(sampleTxn("t1"))
 	if _, err := DecodeTxn(raw[:len(raw)-1]); !errors.Is(err, ErrCorrupt) {
@@ -49,6 +72,7 @@ func TestCodecRejectsUnknownVersion(t *testing.T) {
 
 func FuzzDecodeTxn(f *testing.F) {
 	f.Add(EncodeTxn(sampleTxn("t1")))
+	f.Add(EncodeTxn(completingTxn("c")))
 	f.Add([]byte{1})
 	f.Add([]byte{1, 0, 0, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, raw []byte) {

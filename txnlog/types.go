@@ -75,11 +75,40 @@ type TxnMetadata struct {
 	// ClientTransactionVersion is the TV the client used (2 for EndTxn v5+
 	// or AddPartitionsToTxn v4+, else 0); markers carry it.
 	ClientTransactionVersion int16
+	// Completing is the previous transaction of this id while its
+	// markers are still being written and the next one is already
+	// Ongoing (TV2 only: the epoch bump tells the two apart). nil when
+	// there is none. See Completion.
+	Completing *Completion
+}
+
+// Completion is a finished transaction whose markers are not all written
+// yet. txncoord lets a TV2 id's next transaction register partitions
+// while the previous one's markers are in flight, instead of answering
+// CONCURRENT_TRANSACTIONS until Complete* as Kafka does: the record then
+// holds the next transaction (Ongoing) and this one, and Complete clears
+// it. Leaders keep the order per partition (a batch at the bumped epoch
+// waits for the marker there), and the id's next EndTxn, abort or
+// InitProducerId waits until Completing is cleared, so markers of two
+// transactions of one id are never in flight together.
+type Completion struct {
+	Commit bool `json:"commit"`
+	// ProducerID and ProducerEpoch are the markers' (the epoch after the
+	// Prepare's bump, which the next transaction also uses).
+	ProducerID         int64            `json:"producer_id"`
+	ProducerEpoch      int16            `json:"producer_epoch"`
+	TransactionVersion int16            `json:"transaction_version"`
+	Partitions         []TopicPartition `json:"partitions"`
 }
 
 // Clone returns a deep copy.
 func (m TxnMetadata) Clone() TxnMetadata {
 	m.Partitions = append([]TopicPartition(nil), m.Partitions...)
+	if m.Completing != nil {
+		c := *m.Completing
+		c.Partitions = append([]TopicPartition(nil), c.Partitions...)
+		m.Completing = &c
+	}
 	return m
 }
 
