@@ -13,9 +13,47 @@ package leaderstub
 //     are registered with the coordinator first (AddPartitionsToTxn,
 //     VerifyOnly for v≤11). The handler waits for that call itself, so that
 //     pipelined requests on one connection keep their order;
+//   - a transactional batch at an epoch above its producer's while that
+//     producer's previous transaction is still open here (its marker not
+//     yet applied: TV2 bumps the epoch at EndTxn, and the coordinator may
+//     register the next transaction before the markers are written) is
+//     held back until a marker closes that transaction, then validated and
+//     appended (see "Held batches" below); if none comes within the
+//     request's timeout (at most Config.PrevTxnMarkerWait, 10 s) the
+//     partition gets NOT_ENOUGH_REPLICAS and nothing is appended;
 //   - acks 1/-1 are answered after the batch is fsynced (the Reply waits on
 //     the group commit); acks 0 gets no response; other acks are
 //     INVALID_REQUIRED_ACKS.
+//
+// Held batches. The handler does not wait for the marker itself: it
+// queues the batch on its partition (partition.held, per producer) and a
+// goroutine appends it once the marker is applied; the Reply waits for that
+// goroutine, then for durability. So the connection goes on handling its
+// next requests, and the other partitions of the request are appended at
+// once. Order is kept where it matters, per (partition, producer): while a
+// producer has a held batch on a partition, every later batch of that
+// producer there (the next request on the same connection, a retry on a
+// new connection) queues behind it in arrival order and is validated only
+// after it, so sequence numbers never see a later batch first, and a retry
+// of the held batch finds it with findDuplicate once it is appended.
+// Responses keep request order on the connection anyway (the server
+// resolves Replies in order). Batches of other producers are not ordered
+// against a held one: Kafka orders only per producer and partition.
+//
+// The refusal code is NOT_ENOUGH_REPLICAS (19), the code Kafka's
+// ReplicaManager gives a transactional produce it cannot let in yet
+// because the coordinator is busy (CONCURRENT_TRANSACTIONS,
+// COORDINATOR_NOT_AVAILABLE, ... during verification: KAFKA-15459), chosen
+// there because every client retries it without a metadata refresh, and the
+// code verifyError gives for the same coordinator answers here. It also
+// says what happened: nothing was appended. Since Kafka 4.0 (KAFKA-18662) a
+// TV2 produce (v12+) gets CONCURRENT_TRANSACTIONS (51) itself instead;
+// kgo retries 51 (sink.go handles it explicitly since KIP-890) and so does
+// the Java producer (a RetriableException), but librdkafka (Produce ≤ v10)
+// treats 51 on Produce as permanent and sarama does not retry it, while
+// kgo (a retriable kerr), Java, librdkafka (RETRY, not persisted) and
+// sarama all retry 19. A leader closing or a server shutting down answers
+// a held batch NOT_LEADER_OR_FOLLOWER, as a write after Close does.
 //
 // Version notes: v11 may return TRANSACTION_ABORTABLE; v12 is KIP-890's
 // implicit add (VerifyOnly=false); v13 names topics by id.
@@ -24,6 +62,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -47,6 +86,27 @@ type producePart struct {
 	fresh   bool // registered just now for a TV2 producer
 	base    int64
 	op      *writeOp
+	// held is closed once a held-back batch was appended (op set) or
+	// refused (code set) by its goroutine; nil when not held back.
+	held <-chan struct{}
+}
+
+// holdLimits is what bounds a held batch's wait (one Produce request).
+type holdLimits struct {
+	ctx      context.Context // the server's: done at Shutdown's deadline
+	stopping <-chan struct{} // closed when the server begins to drain
+	bound    time.Duration
+	log      zerolog.Logger
+}
+
+// prevTxnMarkerWait is how long a held batch waits at most: the request's
+// timeout capped at Config.PrevTxnMarkerWait (a timeout ≤ 0 gets the cap).
+func (l *Leader) prevTxnMarkerWait(timeoutMillis int32) time.Duration {
+	limit := l.cfg.PrevTxnMarkerWait
+	if d := time.Duration(timeoutMillis) * time.Millisecond; d > 0 && d < limit {
+		return d
+	}
+	return limit
 }
 
 func (l *Leader) handleProduce(ctx context.Context, r *wire.Request) wire.Reply {
@@ -73,18 +133,22 @@ func (l *Leader) handleProduce(ctx context.Context, r *wire.Request) wire.Reply 
 	if regs, owners := l.neededRegistrations(parts, req, version); len(regs) > 0 {
 		l.registerWithRetry(ctx, regs, owners, version)
 	}
+	limits := holdLimits{ctx: ctx, stopping: r.Stopping, bound: l.prevTxnMarkerWait(req.TimeoutMillis), log: r.Log}
 	for _, pp := range parts {
 		if pp.code == 0 {
-			l.appendProduce(pp)
+			l.appendProduce(pp, limits)
 		}
 	}
 
 	acks := req.Acks
 	return func() (kmsg.Response, error) {
 		if acks == 0 {
-			return nil, nil
+			return nil, nil // a held batch still goes in (or not) on its own
 		}
 		for _, pp := range parts {
+			if pp.held != nil {
+				<-pp.held // bounded: holdLimits
+			}
 			if pp.op != nil {
 				if err := pp.op.wait(); err != nil {
 					pp.code, pp.base = errCode(err), -1
@@ -196,11 +260,106 @@ func (l *Leader) registerWithRetry(ctx context.Context, regs []*registration, ow
 }
 
 // appendProduce appends a validated partition's batches under the
-// partition lock and queues them for the group commit.
-func (l *Leader) appendProduce(pp *producePart) {
+// partition lock and queues them for the group commit, or holds an
+// idempotent batch back (see "Held batches" above): when it must wait for
+// its producer's previous transaction's marker, or queue behind a batch of
+// the same producer that is held. A retry of an appended batch is answered
+// at once either way.
+func (l *Leader) appendProduce(pp *producePart, limits holdLimits) {
 	p := pp.p
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	if h := pp.headers[0]; h.idempotent() {
+		e := p.entry(h.ProducerID)
+		if dup, ok := e.findDuplicate(h); ok {
+			p.mu.Unlock()
+			pp.base = dup.BaseOffset // a retry: same answer, nothing appended
+			return
+		}
+		prev, queued := p.held[h.ProducerID]
+		if queued || awaitsPreviousMarker(e, h) {
+			hb := &heldBatch{done: make(chan struct{})}
+			if queued {
+				hb.prev = prev.done
+			}
+			p.held[h.ProducerID] = hb
+			p.mu.Unlock()
+			pp.held = hb.done
+			limits.log.Debug().Int64("pid", h.ProducerID).Int16("epoch", h.ProducerEpoch).Int16("current_epoch", e.Epoch).
+				Int64("txn_first_offset", e.TxnFirstOffset).Bool("queued", queued).Str("topic", pp.topic).
+				Int32("partition", pp.index).Msg("produce: batch held back until the previous transaction's marker")
+			go l.appendHeld(pp, hb, limits)
+			return
+		}
+	}
+	l.appendLocked(pp)
+	p.mu.Unlock()
+}
+
+// appendHeld runs a held batch: after the producer's previous held batch
+// (if any) is done, it waits until no transaction of the producer at a
+// lower epoch is open here (a marker closed it: writeMarker wakes it), then
+// validates and appends it as appendProduce would have. The wait is bounded
+// by limits.bound and ends when the leader closes or the server stops;
+// then the batch is refused and nothing is appended.
+func (l *Leader) appendHeld(pp *producePart, hb *heldBatch, limits holdLimits) {
+	defer close(hb.done)
+	p, h := pp.p, pp.headers[0]
+	start := time.Now()
+	timer := time.NewTimer(limits.bound)
+	defer timer.Stop()
+	// release removes the batch from the producer's queue if it is the
+	// newest there (a later one otherwise takes over and removes itself).
+	release := func() {
+		if p.held[h.ProducerID] == hb {
+			delete(p.held, h.ProducerID)
+		}
+	}
+	wait := func(ch <-chan struct{}) (code int16, reason string) {
+		select {
+		case <-ch:
+			return 0, ""
+		case <-timer.C:
+			return kerr.NotEnoughReplicas.Code, "no marker within the wait bound"
+		case <-l.stop:
+			return kerr.NotLeaderForPartition.Code, "leader closing"
+		case <-limits.stopping:
+			return kerr.NotLeaderForPartition.Code, "server shutting down"
+		case <-limits.ctx.Done():
+			return kerr.NotLeaderForPartition.Code, "server shut down"
+		}
+	}
+	code, reason := int16(0), ""
+	if hb.prev != nil {
+		code, reason = wait(hb.prev)
+	}
+	for code == 0 {
+		p.mu.Lock()
+		e := p.entry(h.ProducerID)
+		if !awaitsPreviousMarker(e, h) {
+			l.appendLocked(pp)
+			release()
+			p.mu.Unlock()
+			return
+		}
+		marker := p.nextMarker()
+		p.mu.Unlock()
+		code, reason = wait(marker)
+	}
+	p.mu.Lock()
+	e := p.entry(h.ProducerID)
+	release()
+	p.mu.Unlock()
+	pp.code, pp.base = code, -1
+	limits.log.Info().Int64("pid", h.ProducerID).Int16("epoch", h.ProducerEpoch).Int16("current_epoch", e.Epoch).
+		Int64("txn_first_offset", e.TxnFirstOffset).Str("topic", pp.topic).Int32("partition", pp.index).
+		Dur("waited", time.Since(start)).Str("reason", reason).Int16("error_code", code).
+		Msg("produce: batch held for the previous transaction's marker refused")
+}
+
+// appendLocked validates and appends a partition's batches; the caller
+// holds the partition lock.
+func (l *Leader) appendLocked(pp *producePart) {
+	p := pp.p
 	var entry *producerEntry
 	if h := pp.headers[0]; h.idempotent() {
 		e := p.entry(h.ProducerID)

@@ -16,7 +16,9 @@ package leaderstub
 //   - a marker for a producer with no open transaction is still written
 //     when accepted (Kafka appends it; with TV≥2 at the same epoch this is
 //     the KAFKA-19999 "idempotent retry" with a duplicate control batch);
-//   - the response is sent after every append is durable.
+//   - the response is sent after every append is durable;
+//   - an applied marker wakes the producer's data batches held back for it
+//     (a TV2 batch at the bumped epoch that arrived first, 00_produce.go).
 //
 // Version notes: v2 adds TransactionVersion (KIP-1228); at v0/v1 the TV is
 // 0 and the legacy ≥ rule applies. A negative TV is INVALID_REQUEST for its
@@ -158,6 +160,12 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	op.logStart = p.logStart
 	end := p.nextOffset
 	w := l.enqueue(op.apply, func() { p.advanceHW(end); l.notify() })
+	// Batches held back for this transaction's marker (00_produce.go)
+	// may go now: they take the partition lock after this function
+	// releases it, so their data gets offsets after the marker and their
+	// ops are queued after its op (the group commit keeps queue order, so
+	// they can never be durable without it).
+	p.wakeMarkerWaiters()
 	if r.Log.GetLevel() <= zerolog.DebugLevel {
 		logger().Debug().Int64("offset", offset).Msg("marker appended")
 	}

@@ -1,6 +1,7 @@
 // Package leaderstub is the embedded partition leader: partition logs,
 // producer state, the last stable offset, the aborted-transaction index and
-// the KIP-1228 marker validation, in its own bbolt store.
+// the KIP-1228 marker validation, in its own bbolt store (its own file, or
+// its bucket of the file the nodes of `txncoord up` share: groupcommit).
 //
 // It must not import the coordinator: it talks to the coordinator over the
 // Kafka protocol (AddPartitionsToTxn v4/v5, InitProducerId) through
@@ -12,7 +13,7 @@
 // 01_fetch.go, 02_list_offsets.go, 22_init_producer_id.go,
 // 27_write_txn_markers.go, 61_describe_producers.go); producers.go holds the
 // pure validation (checkDataBatch, checkMarker = reference §2 table);
-// store.go the single-writer group commit; partition.go the in-memory
+// store.go its groupcommit space; partition.go the in-memory
 // index, LSO and retention; batch.go record batch v2 parsing and the control
 // batch.
 //
@@ -22,11 +23,18 @@
 // client get its answer. Fetch reads only below the high watermark, and a
 // completed transaction keeps holding the LSO until its marker is durable.
 //
+// Beyond Kafka: a TV2 producer's batch at a bumped epoch that arrives while
+// its previous transaction is still open on the partition is held back
+// until that transaction's marker is applied (00_produce.go "Held
+// batches"). Kafka would let it join the open transaction; txncoord's
+// coordinator registers the next transaction before the previous markers
+// are written, so the leader keeps the order.
+//
 // Where it simplifies Kafka, and why:
 //   - one replica per partition at leader epoch 0: the high watermark is
 //     the durable log end (no followers to wait for);
 //   - no fetch sessions (SessionID 0: clients send full fetches);
-//   - producer state is stored as a snapshot per write instead of being
+//   - producer state is stored per producer at each write instead of being
 //     rebuilt from the log, and producers never expire;
 //   - ListOffsets by timestamp answers batch granularity (base offset of the
 //     first batch whose max timestamp qualifies; -3 the batch's last offset);

@@ -46,7 +46,15 @@ type Config struct {
 	// RegistrationsInFlight bounds the AddPartitionsToTxn requests this
 	// leader has in flight to the coordinator at once (default 8).
 	RegistrationsInFlight int
+	// PrevTxnMarkerWait caps how long a transactional batch at a bumped
+	// epoch waits for the marker of its producer's previous transaction on
+	// that partition (00_produce.go): the Produce request's timeout, at
+	// most this (default DefaultPrevTxnMarkerWait). Tests shorten it.
+	PrevTxnMarkerWait time.Duration
 }
+
+// DefaultPrevTxnMarkerWait is the default Config.PrevTxnMarkerWait.
+const DefaultPrevTxnMarkerWait = 10 * time.Second
 
 // Leader is one partition leader: it owns the partitions the cluster view
 // assigns to NodeID.
@@ -100,6 +108,9 @@ func Open(cfg Config) (*Leader, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.PrevTxnMarkerWait <= 0 {
+		cfg.PrevTxnMarkerWait = DefaultPrevTxnMarkerWait
 	}
 	l := &Leader{
 		cfg:        cfg,

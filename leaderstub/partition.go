@@ -78,11 +78,47 @@ type partition struct {
 	open         map[int64]int64 // pid → first offset of its open transaction
 	aborted      []abortedTxn    // by marker offset
 	unreplicated []unreplicatedTxn
+
+	// held is, per producer, the newest of its batches held back until
+	// the producer's previous transaction here is closed by a marker
+	// (awaitsPreviousMarker), or queued behind such a batch: every later
+	// batch of that producer queues behind it, so the producer's batches
+	// are appended in the order they arrived (00_produce.go).
+	held map[int64]*heldBatch
+	// markerApplied is closed and cleared when a marker is applied; nil
+	// until a held batch waits on it (nextMarker).
+	markerApplied chan struct{}
+}
+
+// heldBatch is one held-back produce batch (partition.held).
+type heldBatch struct {
+	prev <-chan struct{} // done of the producer's previous held batch, nil if none
+	done chan struct{}   // closed once this batch is appended or refused
 }
 
 func newPartition(topic string, index int32) *partition {
 	return &partition{topic: topic, index: index, key: partitionKey(topic, index),
-		producers: map[int64]producerEntry{}, open: map[int64]int64{}}
+		producers: map[int64]producerEntry{}, open: map[int64]int64{}, held: map[int64]*heldBatch{}}
+}
+
+// nextMarker returns a channel that is closed when the next marker is
+// applied to this partition. The caller holds mu and reads the state it
+// waits on under the same lock, so no marker can slip in between.
+func (p *partition) nextMarker() <-chan struct{} {
+	if p.markerApplied == nil {
+		p.markerApplied = make(chan struct{})
+	}
+	return p.markerApplied
+}
+
+// wakeMarkerWaiters wakes the held batches waiting for a marker;
+// writeMarker calls it under mu (write) once the marker changed the producer
+// state and was queued for the group commit.
+func (p *partition) wakeMarkerWaiters() {
+	if p.markerApplied != nil {
+		close(p.markerApplied)
+		p.markerApplied = nil
+	}
 }
 
 func (p *partition) entry(pid int64) producerEntry {

@@ -79,6 +79,10 @@ func inSequence(lastSeq, nextSeq int32) bool {
 //
 // freshTV2 is set when the leader just registered the partition for a TV2
 // (Produce v12+) producer with no state here: Kafka then requires seq 0.
+//
+// The produce path holds a batch back while awaitsPreviousMarker holds and
+// calls checkDataBatch once the marker was applied; called directly on such
+// a batch it would accept it into the open transaction, as Kafka does.
 func checkDataBatch(e producerEntry, h batchHeader, freshTV2 bool) error {
 	if h.ProducerEpoch < e.Epoch {
 		return kerr.InvalidProducerEpoch
@@ -100,6 +104,26 @@ func checkDataBatch(e producerEntry, h batchHeader, freshTV2 bool) error {
 		return kerr.InvalidTxnState
 	}
 	return nil
+}
+
+// awaitsPreviousMarker reports whether a data batch must be held back
+// before it is validated: it is transactional, its epoch is above the
+// entry's, and the entry still has an open transaction, opened at that
+// lower epoch, whose COMMIT/ABORT marker has not been applied here yet.
+//
+// Kafka's ProducerAppendInfo would let the batch join that transaction and
+// move the entry to the batch's epoch. With TV2 the coordinator bumps the
+// epoch at every EndTxn and writes the markers at the bumped epoch, the
+// epoch of the next transaction's data: once that data had joined, the
+// strict TV2 rule (marker epoch must be above the entry's) would refuse
+// the marker with INVALID_PRODUCER_EPOCH, the previous transaction would
+// hang, and the new data would be committed or aborted with it. Kafka's
+// coordinator never lets the next transaction register a partition before
+// the previous markers are written; txncoord's does, so the leader orders
+// the two: the batch waits for the marker (00_produce.go). Same-epoch,
+// lower-epoch, first and non-transactional batches are not held back.
+func awaitsPreviousMarker(e producerEntry, h batchHeader) bool {
+	return h.transactional() && e.txnOpen() && h.ProducerEpoch > e.Epoch
 }
 
 // appendDataBatch returns the entry after appending a validated batch at
