@@ -22,6 +22,17 @@ type Txn struct {
 	TransactionVersion int16                         `json:"transaction_version"`
 	Partitions         []markersender.TopicPartition `json:"partitions"`
 	StuckReason        string                        `json:"stuck_reason,omitempty"`
+	// Completing is the previous transaction of the id while its markers
+	// are still being written and this one is already Ongoing (TV2).
+	Completing *Completing `json:"completing,omitempty"`
+}
+
+// Completing is a finished transaction whose markers are still being
+// written.
+type Completing struct {
+	Result        string                        `json:"result"` // "commit" or "abort"
+	ProducerEpoch int16                         `json:"producer_epoch"`
+	Partitions    []markersender.TopicPartition `json:"partitions"`
 }
 
 // ListFilter selects transactions: State "" matches all; MinDuration 0

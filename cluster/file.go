@@ -41,6 +41,14 @@ type File struct {
 // DefaultClusterID is used when the file names none.
 const DefaultClusterID = "txncoord-local"
 
+// LeaderClientID is the client id txncoord's leaders use toward the
+// coordinator (AddPartitionsToTxn, forwarded InitProducerId). The
+// coordinator lets only these leaders register a TV2 producer's next
+// transaction while the previous one's markers are still being written:
+// they hold a batch at the bumped epoch back until that marker is applied
+// (leaderstub), which a Kafka broker does not do.
+const LeaderClientID = "txncoord-leader"
+
 // Load reads and validates a cluster file.
 func Load(path string) (*File, error) {
 	raw, err := os.ReadFile(path)

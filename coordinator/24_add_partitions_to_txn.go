@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -99,29 +100,35 @@ const maxConcurrentWait = 2 * time.Second
 // waits for the entry's next write and tries again, until maxConcurrentWait.
 // It blocks: call it from a Reply, never from a handler.
 func (c *Coordinator) addPartitionsWaiting(first *partitionResult, retry func() *partitionResult, until time.Time) *partitionResult {
-	pr := first
+	return settle(c, first, func(pr *partitionResult) *decision { return pr.d }, retry, until)
+}
+
+// settle waits, while v's decision answers CONCURRENT_TRANSACTIONS (a
+// transition of the id in flight, or a previous transaction's markers
+// being written), for the id's next write and decides again with again,
+// until until; then it returns the last result. It blocks: call it from a
+// Reply, never from a handler.
+func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func() T, until time.Time) T {
 	deadline := time.NewTimer(time.Until(until))
 	defer deadline.Stop()
 	for {
-		if pr.d == nil {
-			return pr
-		}
-		if pr.d.wait().Err != kerr.ConcurrentTransactions.Code || pr.d.changed == nil {
-			return pr
+		d := decisionOf(v)
+		if d == nil || d.wait().Err != kerr.ConcurrentTransactions.Code || d.changed == nil {
+			return v
 		}
 		select {
-		case <-pr.d.changed:
+		case <-d.changed:
 		case <-deadline.C:
-			return pr
+			return v
 		case <-c.stop:
-			return pr
+			return v
 		}
-		pr = retry()
+		v = again()
 	}
 }
 
 // addPartitions runs one transaction's add or verify.
-func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, verifyOnly bool, clientTV int16, topics txnTopics) *partitionResult {
+func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, verifyOnly bool, clientTV int16, overlap bool, topics txnTopics) *partitionResult {
 	pr := &partitionResult{topics: topics}
 	var tps []txnlog.TopicPartition
 	for _, name := range topics.names {
@@ -146,7 +153,8 @@ func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, verifyOnl
 		if verifyOnly {
 			return VerifyPartitions(cur, pending, pid, epoch, tps)
 		}
-		return AddPartitions(cur, pending, AddPartitionsRequest{ProducerID: pid, ProducerEpoch: epoch, Partitions: tps, ClientTV: clientTV}, now)
+		return AddPartitions(cur, pending, AddPartitionsRequest{ProducerID: pid, ProducerEpoch: epoch, Partitions: tps,
+			ClientTV: clientTV, Overlap: overlap}, now)
 	})
 	return pr
 }
@@ -167,7 +175,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(_ context.Context, r *wire.Reques
 			if txnIDDenied(r, kmsg.ACLOperationWrite, req.TransactionalID) {
 				return &partitionResult{topics: topics, denied: true}
 			}
-			return c.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, 0, topics)
+			return c.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, 0, false, topics)
 		}
 		pr := add()
 		return func() (kmsg.Response, error) {
@@ -185,6 +193,10 @@ func (c *Coordinator) handleAddPartitionsToTxn(_ context.Context, r *wire.Reques
 			return resp, nil
 		}
 	}
+	// A txncoord leader's registration (TV2) may start the next
+	// transaction while the previous one's markers are still being
+	// written: it holds data at the bumped epoch back until the marker.
+	overlap := r.ClientID != nil && *r.ClientID == cluster.LeaderClientID
 	results := make([]*partitionResult, len(req.Transactions))
 	retries := make([]func() *partitionResult, len(req.Transactions))
 	ids := make([]string, len(req.Transactions))
@@ -198,7 +210,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(_ context.Context, r *wire.Reques
 		}
 		ids[i] = t.TransactionalID
 		retries[i] = func() *partitionResult {
-			return c.addPartitions(t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly, 2, topics)
+			return c.addPartitions(t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly, 2, overlap, topics)
 		}
 		results[i] = retries[i]()
 	}

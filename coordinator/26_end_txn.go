@@ -39,15 +39,21 @@ func (c *Coordinator) handleEndTxn(_ context.Context, r *wire.Request) wire.Repl
 		return wire.Now(resp)
 	}
 	start := time.Now()
-	now := c.nowMs()
 	// Pipelined: an EndTxn that meets its transaction's last registration
 	// still in flight queues its Prepare right behind it.
-	d := c.stepWith(req.TransactionalID, false, true, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
-		return EndTxn(cur, pending, EndTxnRequest{
-			ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit, Version: req.Version,
-		}, now, pids)
-	})
+	decide := func() *decision {
+		return c.stepWith(req.TransactionalID, false, true, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
+			return EndTxn(cur, pending, EndTxnRequest{
+				ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit, Version: req.Version,
+			}, c.nowMs(), pids)
+		})
+	}
+	d := decide()
 	return func() (kmsg.Response, error) {
+		// CONCURRENT_TRANSACTIONS (the previous transaction's markers
+		// still being written): wait for it rather than make the client
+		// back off and retry.
+		d = settle(c, d, func(d *decision) *decision { return d }, decide, start.Add(maxConcurrentWait))
 		o := d.wait()
 		resp.ErrorCode = oldFenced(o.Err, req.Version, 2)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1

@@ -53,6 +53,9 @@ type TxnDetail struct {
 	CoordinatorEpoch         int32                   `json:"coordinator_epoch"`
 	Pending                  bool                    `json:"pending"`
 	StuckReason              string                  `json:"stuck_reason,omitempty"`
+	// Completing is the previous transaction while its markers are still
+	// being written and this one is already Ongoing (nil when none).
+	Completing *txnlog.Completion `json:"completing,omitempty"`
 }
 
 // Stats are the coordinator's counters.
@@ -143,7 +146,7 @@ func (c *Coordinator) Describe(txnID string) (TxnDetail, bool) {
 		State: m.State.String(), TimeoutMs: m.TimeoutMs, StartTimestamp: m.StartTimestamp,
 		LastUpdateTimestamp: m.LastUpdateTimestamp, Partitions: append([]txnlog.TopicPartition{}, m.Partitions...),
 		ClientTransactionVersion: m.ClientTransactionVersion, CoordinatorEpoch: c.epoch,
-		Pending: e.pending, StuckReason: e.stuck,
+		Pending: e.pending, StuckReason: e.stuck, Completing: m.Clone().Completing,
 	}, true
 }
 
@@ -163,6 +166,9 @@ func (c *Coordinator) Abort(ctx context.Context, txnID string) error {
 			return fail(kerr.TransactionalIDNotFound.Code)
 		case pending || isPrepare(cur.State):
 			state = cur.State.String()
+			return fail(kerr.ConcurrentTransactions.Code)
+		case cur.Completing != nil:
+			state = "Ongoing while its previous transaction's markers are written"
 			return fail(kerr.ConcurrentTransactions.Code)
 		case cur.State != txnlog.Ongoing:
 			state = cur.State.String()

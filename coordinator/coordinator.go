@@ -156,8 +156,8 @@ func Open(cfg Config) (*Coordinator, error) {
 	for id, m := range loaded.Txns {
 		m := m
 		c.txns[id] = &entry{md: &m}
-		if isPrepare(m.State) {
-			resend = append(resend, markersFor(&m))
+		if t := OutstandingMarkers(&m); t != nil {
+			resend = append(resend, *t)
 		}
 	}
 	c.log.Info().Int32("coordinator_epoch", c.epoch).Int("transactions", len(loaded.Txns)).Int("prepared", len(resend)).Msg("coordinator loaded")
@@ -168,15 +168,6 @@ func Open(cfg Config) (*Coordinator, error) {
 	c.wg.Add(1)
 	go c.scanLoop()
 	return c, nil
-}
-
-// markersFor rebuilds the markers of a stored Prepare*.
-func markersFor(m *Metadata) markersender.Txn {
-	return markersender.Txn{
-		TransactionalID: m.TransactionalID, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-		Commit: m.State == txnlog.PrepareCommit, TransactionVersion: int8(m.ClientTransactionVersion),
-		Partitions: toMarkerPartitions(m.Partitions),
-	}
 }
 
 // Epoch is the coordinator epoch stamped into every marker.
@@ -380,7 +371,7 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 				c.forget(id, e)
 			} else {
 				e.md = state
-				if !isPrepare(state.State) {
+				if OutstandingMarkers(state) == nil {
 					e.stuck = ""
 				}
 			}

@@ -409,12 +409,15 @@ func TestLeaderBatchedAddPartitions(t *testing.T) {
 	}
 }
 
-// TestAddPartitionsWaitsForCompletion: a TV2 producer begins its next
+// TestNextTransactionOverlapsMarkers: a TV2 producer begins its next
 // transaction while the previous one's markers are still on their way. The
-// leader's AddPartitionsToTxn v5 then meets PrepareCommit; instead of 51 it
-// is held until Complete is durable and then succeeds. If the markers never
-// complete, the answer is 51 after the bounded wait, as Kafka answers.
-func TestAddPartitionsWaitsForCompletion(t *testing.T) {
+// leader's AddPartitionsToTxn v5 meets PrepareCommit and is answered at
+// once: the record holds the next transaction (Ongoing at the bumped epoch)
+// and the previous one as Completing. The next EndTxn waits until those
+// markers are written; markers that never complete leave it at 51 after the
+// bounded wait. A client's own AddPartitionsToTxn (v3, TV1) still waits for
+// Complete.
+func TestNextTransactionOverlapsMarkers(t *testing.T) {
 	c, fm := openTest(t, testView("127.0.0.1:1"), txnlog.NewMemory(), false)
 	pid, epoch := initPID(t, c, "t")
 	if code := addPartitionsV5(c, "t", pid, epoch, "orders", 0); code != 0 {
@@ -425,28 +428,90 @@ func TestAddPartitionsWaitsForCompletion(t *testing.T) {
 	}
 	waitFor(t, "markers", func() bool { return len(fm.snapshot()) == 1 })
 	next := epoch + 1
-	answered := make(chan int16, 1)
-	go func() { answered <- addPartitionsV5(c, "t", pid, next, "orders", 1) }()
-	select {
-	case code := <-answered:
-		t.Fatalf("AddPartitionsToTxn during PrepareCommit answered %d before the markers completed", code)
-	case <-time.After(50 * time.Millisecond):
+	if code := addPartitionsV5(c, "t", pid, next, "orders", 1); code != 0 {
+		t.Fatalf("AddPartitionsToTxn v5 during PrepareCommit: %d, want 0 at once", code)
 	}
-	c.MarkersWritten(fm.snapshot()[0])
-	if code := <-answered; code != 0 {
-		t.Fatalf("AddPartitionsToTxn after completion: %d, want 0", code)
-	}
-	d := waitState(t, c, "t", txnlog.Ongoing)
-	if d.ProducerEpoch != next || len(d.Partitions) != 1 || d.Partitions[0].Partition != 1 {
+	d, _ := c.Describe("t")
+	if d.State != "Ongoing" || d.ProducerEpoch != next || len(d.Partitions) != 1 || d.Partitions[0].Partition != 1 {
 		t.Fatalf("next transaction: %+v", d)
 	}
+	if cp := d.Completing; cp == nil || !cp.Commit || cp.ProducerEpoch != next || len(cp.Partitions) != 1 || cp.Partitions[0].Partition != 0 {
+		t.Fatalf("Describe does not show the completing transaction: %+v", d.Completing)
+	}
+	if err := c.Abort(context.Background(), "t"); !errors.Is(err, kerr.ConcurrentTransactions) {
+		t.Fatalf("operator abort while the previous markers are written: %v, want 51", err)
+	}
+	ended := make(chan *kmsg.EndTxnResponse, 1)
+	go func() { ended <- endTxn(c, 5, "t", pid, next, true) }()
+	select {
+	case r := <-ended:
+		t.Fatalf("EndTxn answered %d before the previous transaction's markers were written", r.ErrorCode)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if len(fm.snapshot()) != 1 {
+		t.Fatalf("the next transaction's markers were queued before the previous ones completed: %+v", fm.snapshot())
+	}
+	c.MarkersWritten(fm.snapshot()[0])
+	if r := <-ended; r.ErrorCode != 0 || r.ProducerEpoch != next+1 {
+		t.Fatalf("EndTxn after the previous markers: %+v", r)
+	}
+	if d, _ := c.Describe("t"); d.Completing != nil {
+		t.Fatalf("completing transaction still shown after its markers: %+v", d.Completing)
+	}
+	waitFor(t, "second markers", func() bool { return len(fm.snapshot()) == 2 })
+	// A Kafka broker's registration (another client id) does not start
+	// the next transaction early: Kafka's leaders do not hold data for the
+	// previous marker. It waits for Complete (here: 51 after the wait).
+	broker := callAs(c, "kafka-broker", 24, leaderAddRequest("t", pid, next+1, "orders", 2)).(*kmsg.AddPartitionsToTxnResponse)
+	if code := firstV4Error(broker); code != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("a Kafka broker's registration during PrepareCommit: %d, want 51", code)
+	}
+	if m := fm.snapshot()[1]; m.ProducerEpoch != next+1 || len(m.Partitions) != 1 || m.Partitions[0].Partition != 1 {
+		t.Fatalf("second transaction's markers: %+v", m)
+	}
 
-	// Markers that never complete: 51 after the bounded wait.
-	if r := endTxn(c, 5, "t", pid, next, true); r.ErrorCode != 0 {
+	// A TV1-style registration (v3, from the client) during Prepare still
+	// waits for Complete, then succeeds; stuck markers → 51 after the wait.
+	if code := addPartitionsV3(c, "t", pid, next+1, "orders", 2); code != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("AddPartitionsToTxn v3 with markers stuck: %d, want 51", code)
+	}
+	c.MarkersWritten(fm.snapshot()[1])
+	waitState(t, c, "t", txnlog.CompleteCommit)
+}
+
+// TestRecoveryResendsCompletingMarkers: a restart between the next
+// transaction's registration and the previous one's completion resends the
+// previous transaction's markers (with the new coordinator epoch), keeps the
+// next transaction Ongoing, and its EndTxn works once they are written.
+func TestRecoveryResendsCompletingMarkers(t *testing.T) {
+	store := txnlog.NewMemory()
+	c, fm := openTest(t, testView("127.0.0.1:1"), store, false)
+	pid, epoch := initPID(t, c, "t")
+	if code := addPartitionsV5(c, "t", pid, epoch, "orders", 0); code != 0 {
+		t.Fatal(code)
+	}
+	if r := endTxn(c, 5, "t", pid, epoch, true); r.ErrorCode != 0 {
 		t.Fatal(r.ErrorCode)
 	}
-	waitFor(t, "markers", func() bool { return len(fm.snapshot()) == 2 })
-	if code := addPartitionsV5(c, "t", pid, next+1, "orders", 2); code != kerr.ConcurrentTransactions.Code {
-		t.Fatalf("AddPartitionsToTxn with markers stuck: %d, want 51", code)
+	waitFor(t, "markers", func() bool { return len(fm.snapshot()) == 1 })
+	next := epoch + 1
+	if code := addPartitionsV5(c, "t", pid, next, "orders", 1); code != 0 {
+		t.Fatal(code)
+	}
+	c.Close()
+
+	c2, fm2 := openTest(t, testView("127.0.0.1:1"), store, false)
+	waitFor(t, "resent markers", func() bool { return len(fm2.snapshot()) == 1 })
+	m := fm2.snapshot()[0]
+	if !m.Commit || m.ProducerEpoch != next || m.TransactionVersion != 2 || m.CoordinatorEpoch != c2.Epoch() ||
+		len(m.Partitions) != 1 || m.Partitions[0].Partition != 0 {
+		t.Fatalf("resent markers %+v (coordinator epoch %d)", m, c2.Epoch())
+	}
+	if d, _ := c2.Describe("t"); d.State != "Ongoing" || d.ProducerEpoch != next || len(d.Partitions) != 1 || d.Partitions[0].Partition != 1 {
+		t.Fatalf("after restart: %+v", d)
+	}
+	c2.MarkersWritten(m)
+	if r := endTxn(c2, 5, "t", pid, next, true); r.ErrorCode != 0 || r.ProducerEpoch != next+1 {
+		t.Fatalf("EndTxn after the resent markers: %+v", r)
 	}
 }

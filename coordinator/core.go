@@ -92,7 +92,7 @@ func InitProducerID(cur *Metadata, pending bool, req InitPIDRequest, now int64, 
 			StartTimestamp: -1, LastUpdateTimestamp: now,
 		}
 	}
-	if pending {
+	if pending || cur.Completing != nil {
 		return fail(kerr.ConcurrentTransactions.Code)
 	}
 	if hasExpected {
@@ -194,12 +194,26 @@ type AddPartitionsRequest struct {
 	// KeepTV keeps the stored TV of an Ongoing transaction (AddOffsetsToTxn
 	// says nothing about the client's TV).
 	KeepTV bool
+	// Overlap lets a TV2 registration start the next transaction while
+	// the previous one's markers are still being written (see
+	// txnlog.Completion); only leaders' registrations (AddPartitionsToTxn
+	// v4+) ask for it, since the leader orders data after markers.
+	Overlap bool
 }
 
 // AddPartitions decides an AddPartitionsToTxn (not VerifyOnly).
 func AddPartitions(cur *Metadata, pending bool, req AddPartitionsRequest, now int64) Outcome {
 	if code := checkProducer(cur, pending, req.ProducerID, req.ProducerEpoch); code != 0 {
 		return fail(code)
+	}
+	if isPrepare(cur.State) && req.Overlap && canOverlap(cur, req) {
+		// The next transaction starts on top of the Complete* this
+		// Prepare leads to; the Prepare's markers stay outstanding.
+		done := completed(*cur, now)
+		done.Completing = &txnlog.Completion{Commit: cur.State == txnlog.PrepareCommit, ProducerID: cur.ProducerID,
+			ProducerEpoch: cur.ProducerEpoch, TransactionVersion: cur.ClientTransactionVersion,
+			Partitions: append([]txnlog.TopicPartition(nil), cur.Partitions...)}
+		cur = &done
 	}
 	if isPrepare(cur.State) {
 		return fail(kerr.ConcurrentTransactions.Code)
@@ -224,6 +238,15 @@ func AddPartitions(cur *Metadata, pending bool, req AddPartitionsRequest, now in
 	}
 	next.State, next.LastUpdateTimestamp = txnlog.Ongoing, now
 	return Outcome{Persist: &next}
+}
+
+// canOverlap reports whether the next transaction may register while
+// cur's markers are written: both TV2 (the Prepare bumped the epoch, so
+// the leaders tell the two transactions apart) and no producer id
+// rotation at this Prepare (the next transaction would use the new id).
+func canOverlap(cur *Metadata, req AddPartitionsRequest) bool {
+	return cur.ClientTransactionVersion >= 2 && req.ClientTV >= 2 && cur.NextProducerID == txnlog.NoProducerID &&
+		cur.Completing == nil
 }
 
 // VerifyPartitions answers AddPartitionsToTxn v4+ with VerifyOnly: per
@@ -339,7 +362,8 @@ func endTxnV2(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PI
 	if !validEpoch {
 		return fail(kerr.ProducerFenced.Code)
 	}
-	if pending {
+	if pending || cur.Completing != nil {
+		// The previous transaction's markers come first.
 		return fail(kerr.ConcurrentTransactions.Code)
 	}
 	bump := func() Outcome {
@@ -402,12 +426,41 @@ func completed(prepared Metadata, now int64) Metadata {
 // It is a no-op (nil Persist) unless cur is the Prepare* those markers
 // belong to: a late or duplicate completion changes nothing.
 func Complete(cur *Metadata, pending bool, txn markersender.Txn, now int64) Outcome {
+	if c := completingOf(cur); c != nil && !pending && c.ProducerID == txn.ProducerID &&
+		c.ProducerEpoch == txn.ProducerEpoch && c.Commit == txn.Commit {
+		next := cur.Clone()
+		next.Completing = nil
+		return Outcome{Persist: &next}
+	}
 	if cur == nil || pending || !isPrepare(cur.State) || cur.ProducerID != txn.ProducerID ||
 		cur.ProducerEpoch != txn.ProducerEpoch || (cur.State == txnlog.PrepareCommit) != txn.Commit {
 		return Outcome{Err: kerr.InvalidTxnState.Code}
 	}
 	next := completed(*cur, now)
 	return Outcome{Persist: &next}
+}
+
+func completingOf(cur *Metadata) *txnlog.Completion {
+	if cur == nil {
+		return nil
+	}
+	return cur.Completing
+}
+
+// OutstandingMarkers returns the markers cur still needs written: its
+// Prepare*'s, or the completing previous transaction's; nil when none.
+// Recovery and the operator's retry resend them.
+func OutstandingMarkers(cur *Metadata) *markersender.Txn {
+	if c := cur.Completing; c != nil {
+		return &markersender.Txn{TransactionalID: cur.TransactionalID, ProducerID: c.ProducerID, ProducerEpoch: c.ProducerEpoch,
+			Commit: c.Commit, TransactionVersion: int8(c.TransactionVersion), Partitions: toMarkerPartitions(c.Partitions)}
+	}
+	if !isPrepare(cur.State) {
+		return nil
+	}
+	return &markersender.Txn{TransactionalID: cur.TransactionalID, ProducerID: cur.ProducerID, ProducerEpoch: cur.ProducerEpoch,
+		Commit: cur.State == txnlog.PrepareCommit, TransactionVersion: int8(cur.ClientTransactionVersion),
+		Partitions: toMarkerPartitions(cur.Partitions)}
 }
 
 // TimedOut reports whether cur is an Ongoing transaction past its timeout.
@@ -420,6 +473,11 @@ func TimedOut(cur *Metadata, now int64) bool {
 func AbortTimedOut(cur *Metadata, pending bool, now int64, serverTV int16, pids PIDSource) Outcome {
 	if cur == nil || pending || cur.State != txnlog.Ongoing {
 		return Outcome{Err: kerr.InvalidTxnState.Code}
+	}
+	if cur.Completing != nil {
+		// Its abort markers must not overtake the previous
+		// transaction's: try again once that one is complete.
+		return Outcome{Err: kerr.ConcurrentTransactions.Code}
 	}
 	return abortByCoordinator(cur, now, serverTV, pids)
 }

@@ -35,6 +35,9 @@ type scenario struct {
 	nextPID  int64
 	serverTV int16
 	markers  *markersender.Txn
+	// completed is the last markers reported written, for a duplicate
+	// completion.
+	completed *markersender.Txn
 }
 
 // intArg returns the integer argument key of c, or def when absent.
@@ -87,7 +90,18 @@ func fmtPartitions(tps []txnlog.TopicPartition) string {
 func fmtMetadata(m *Metadata) string {
 	return fmt.Sprintf("pid=%d epoch=%d last=%d prev=%d next=%d state=%s tv=%d partitions=%s start=%d updated=%d timeout=%d",
 		m.ProducerID, m.ProducerEpoch, m.LastProducerEpoch, m.PrevProducerID, m.NextProducerID, m.State,
-		m.ClientTransactionVersion, fmtPartitions(m.Partitions), m.StartTimestamp, m.LastUpdateTimestamp, m.TimeoutMs)
+		m.ClientTransactionVersion, fmtPartitions(m.Partitions), m.StartTimestamp, m.LastUpdateTimestamp, m.TimeoutMs) + fmtCompleting(m.Completing)
+}
+
+func fmtCompleting(c *txnlog.Completion) string {
+	if c == nil {
+		return ""
+	}
+	result := "abort"
+	if c.Commit {
+		result = "commit"
+	}
+	return fmt.Sprintf(" completing=%s pid=%d epoch=%d tv=%d partitions=%s", result, c.ProducerID, c.ProducerEpoch, c.TransactionVersion, fmtPartitions(c.Partitions))
 }
 
 func (sc *scenario) pids() int64 {
@@ -182,7 +196,10 @@ func (sc *scenario) run(t *testing.T, s *datadriven.Case) string {
 		if intArg(t, s, "v", 3) >= 4 {
 			tv = 2
 		}
-		return sc.apply(AddPartitions(sc.md, sc.pending, AddPartitionsRequest{ProducerID: pid, ProducerEpoch: epoch, Partitions: tps, ClientTV: tv}, sc.now), false)
+		// As the handler: a leader's (v4+) registration may overlap the
+		// previous transaction's markers.
+		return sc.apply(AddPartitions(sc.md, sc.pending, AddPartitionsRequest{ProducerID: pid, ProducerEpoch: epoch, Partitions: tps,
+			ClientTV: tv, Overlap: tv >= 2}, sc.now), false)
 	case "end":
 		if s.Has("commit") == s.Has("abort") {
 			t.Fatalf("%s: end needs commit or abort", s.Pos)
@@ -191,17 +208,20 @@ func (sc *scenario) run(t *testing.T, s *datadriven.Case) string {
 		o := EndTxn(sc.md, sc.pending, EndTxnRequest{ProducerID: intArg(t, s, "pid", 1000), ProducerEpoch: int16(intArg(t, s, "epoch", 0)), Commit: s.Has("commit"), Version: v}, sc.now, sc.pids)
 		return sc.apply(o, v >= 5)
 	case "complete":
-		// The marker sender reports the last markers (or those of the
-		// stored Prepare, as recovery would resend them) written.
+		// The marker sender reports the last markers (or those the
+		// stored record still needs, as recovery would resend them)
+		// written; with neither, the last ones again (a duplicate).
 		txn := sc.markers
 		if txn == nil && sc.md != nil {
-			m := markersFor(sc.md)
-			txn = &m
+			txn = OutstandingMarkers(sc.md)
+		}
+		if txn == nil {
+			txn = sc.completed
 		}
 		if txn == nil {
 			return "no markers"
 		}
-		sc.markers = nil
+		sc.markers, sc.completed = nil, txn
 		return sc.apply(Complete(sc.md, sc.pending, *txn, sc.now), false)
 	case "scan":
 		// One timeout/expiry pass at now.

@@ -10,6 +10,12 @@
 // is in flight its other requests get CONCURRENT_TRANSACTIONS where Kafka
 // does; different ids write concurrently and share group commits.
 //
+// Beyond Kafka: a txncoord leader's registration (AddPartitionsToTxn v4+)
+// of a TV2 producer's next transaction is accepted while the previous
+// transaction's markers are still being written; the record keeps that
+// transaction as Completing until they are, and the id's next EndTxn, abort
+// or InitProducerId waits for it (txnlog.Completion, overlap_tv2.txt).
+//
 // Producer ids come from blocks whose end is durable before any id of the
 // block is handed out. The coordinator epoch is bumped and persisted at
 // every Open, before the markers of Prepare* transactions are resent.

@@ -75,9 +75,15 @@ func openTest(t testing.TB, view *cluster.View, store txnlog.Store, complete boo
 	return c, fm
 }
 
-// call runs one handler in-process, as the wire server would.
+// call runs one handler in-process, as the wire server would, as a request
+// from a txncoord leader (client id cluster.LeaderClientID).
 func call(c *Coordinator, key int16, req kmsg.Request) kmsg.Response {
-	r := &wire.Request{Body: req, Key: key, Version: req.GetVersion(), Log: zerolog.Nop()}
+	return callAs(c, cluster.LeaderClientID, key, req)
+}
+
+// callAs is call with another client id.
+func callAs(c *Coordinator, clientID string, key int16, req kmsg.Request) kmsg.Response {
+	r := &wire.Request{Body: req, Key: key, Version: req.GetVersion(), ClientID: &clientID, Log: zerolog.Nop()}
 	var reply wire.Reply
 	switch key {
 	case 22:

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -179,7 +180,7 @@ func (d *dialedCoordinator) get(ctx context.Context) (*coordConn, error) {
 		return cc, nil
 	}
 	d.mu.Unlock()
-	cl, err := wire.DialWith(ctx, d.addr, "txncoord-leader", d.dial)
+	cl, err := wire.DialWith(ctx, d.addr, cluster.LeaderClientID, d.dial)
 	if err != nil {
 		return nil, fmt.Errorf("leaderstub: dial coordinator %s: %w", d.addr, err)
 	}

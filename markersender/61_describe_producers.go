@@ -8,8 +8,16 @@ package markersender
 //     (CurrentTxnStartOffset -1) means the marker, or a later one, was
 //     already applied: the partition counts as done (architecture
 //     invariant 6);
-//   - anything else (no state, a lower epoch, an open transaction) makes
-//     the transaction stuck, with the producer state in the reason;
+//   - for a TV2 marker, the producer at or past the marker's epoch with an
+//     open transaction also means it was applied: TV2 writes a
+//     transaction's markers at the epoch its next transaction uses, and a
+//     txncoord leader holds data at that epoch back until the open
+//     transaction is closed by its marker, so the transaction open at that
+//     epoch is a later one (a marker resent after a coordinator restart,
+//     when the next transaction had already started);
+//   - anything else (no state, a lower epoch, a TV0/TV1 marker with an open
+//     transaction) makes the transaction stuck, with the producer state in
+//     the reason;
 //   - a failed request or a partition error retries the marker later.
 //
 // Version notes: v0 only (KIP-664).
@@ -79,6 +87,7 @@ func (s *Sender) checkProducers(l *leaderState, conn *negotiation.LeaderConn, ch
 				applied = p.ProducerEpoch >= int32(txn.ProducerEpoch)
 			} else {
 				state = fmt.Sprintf("producer epoch %d, open transaction from offset %d", p.ProducerEpoch, p.CurrentTxnStartOffset)
+				applied = txn.TransactionVersion >= 2 && p.ProducerEpoch >= int32(txn.ProducerEpoch)
 			}
 		}
 		if applied {

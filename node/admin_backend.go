@@ -40,6 +40,15 @@ func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
 	for _, p := range d.Partitions {
 		t.Partitions = append(t.Partitions, markersender.TopicPartition{Topic: p.Topic, Partition: p.Partition})
 	}
+	if c := d.Completing; c != nil {
+		t.Completing = &admin.Completing{Result: "abort", ProducerEpoch: c.ProducerEpoch}
+		if c.Commit {
+			t.Completing.Result = "commit"
+		}
+		for _, p := range c.Partitions {
+			t.Completing.Partitions = append(t.Completing.Partitions, markersender.TopicPartition{Topic: p.Topic, Partition: p.Partition})
+		}
+	}
 	return t
 }
 

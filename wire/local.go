@@ -48,6 +48,7 @@ var ErrNotAdvertised = errors.New("wire: request not served")
 type LocalClient struct {
 	s         *Server
 	principal string
+	clientID  *string
 }
 
 // localAddr is Request.Remote for in-process calls.
@@ -67,6 +68,14 @@ func (s *Server) Local(principal string) *LocalClient {
 		principal = ""
 	}
 	return &LocalClient{s: s, principal: principal}
+}
+
+// WithClientID returns a client whose requests carry id as their client id
+// (Request.ClientID), as a connection's request headers would.
+func (c *LocalClient) WithClientID(id string) *LocalClient {
+	cp := *c
+	cp.clientID = &id
+	return &cp
 }
 
 // Do sends req to the server's handler for its key and returns the
@@ -120,7 +129,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		reply = Now(resp)
 	} else {
 		r := &Request{
-			Body: req, Key: key, Version: version, Remote: localAddr{}, ConnID: id, Principal: c.principal,
+			Body: req, Key: key, Version: version, Remote: localAddr{}, ConnID: id, Principal: c.principal, ClientID: c.clientID,
 			Stopping: s.draining, Log: rlog, sec: s.sec,
 		}
 		var err error

@@ -423,3 +423,31 @@ func TestLocalContext(t *testing.T) {
 	}
 	close(slow.release) // the abandoned Reply finishes; Shutdown in Cleanup waits for it
 }
+
+// WithClientID gives in-process requests a client id, as a connection's
+// request header does; without it the client id is null.
+func TestLocalClientID(t *testing.T) {
+	seen := make(chan *string, 2)
+	c := clustertest.Start(t, clustertest.Options{
+		Register: func(_ cluster.Node, reg *wire.Registry) {
+			reg.Register(22, 0, 5, func(_ context.Context, r *wire.Request) wire.Reply {
+				seen <- r.ClientID
+				return wire.Now(r.Body.(*kmsg.InitProducerIDRequest).ResponseKind())
+			})
+		},
+	})
+	ctx := localCtx(t)
+	local := c.Coordinator().Server.Local("")
+	if _, err := local.WithClientID("txncoord-leader").Do(ctx, kmsg.NewPtrInitProducerIDRequest()); err != nil {
+		t.Fatal(err)
+	}
+	if id := <-seen; id == nil || *id != "txncoord-leader" {
+		t.Fatalf("client id %v, want txncoord-leader", id)
+	}
+	if _, err := local.Do(ctx, kmsg.NewPtrInitProducerIDRequest()); err != nil {
+		t.Fatal(err)
+	}
+	if id := <-seen; id != nil {
+		t.Fatalf("client id %q without WithClientID, want null", *id)
+	}
+}
