@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/internal/logtest"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -300,37 +299,6 @@ func TestHeldBatchReleasedByAbortMarker(t *testing.T) {
 	}
 }
 
-// logLines collects zerolog's JSON lines.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *logLines) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(b)
-}
-
-func (w *logLines) lines(t *testing.T, msg string) []map[string]any {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(w.buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		if m["message"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // TestHeldBatchRefusedWithoutMarker: no marker within the bound (the
 // configured cap, or the request's timeout when lower): the partition is
 // answered NOT_ENOUGH_REPLICAS, nothing is appended, one Info line is
@@ -349,7 +317,7 @@ func TestHeldBatchRefusedWithoutMarker(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixtureWith(t, func(c *Config) { c.PrevTxnMarkerWait = tc.cap })
 			f.mustProduce(t, txnProduce("held", testBatch{pid: 1, epoch: 0, seq: 0, payload: "first"}))
-			logs := &logLines{}
+			logs := &logtest.Buffer{}
 			req := txnProduce("held", testBatch{pid: 1, epoch: 1, seq: 0, payload: "second"})
 			req.TimeoutMillis = tc.timeoutMillis
 			start := time.Now()
@@ -367,7 +335,7 @@ func TestHeldBatchRefusedWithoutMarker(t *testing.T) {
 			if e := f.entryOf(1); e.Epoch != 0 || e.TxnFirstOffset != 0 || f.heldCount() != 0 {
 				t.Fatalf("after the refusal: entry %+v, %d held; want epoch 0, txn open at 0, none held", e, f.heldCount())
 			}
-			lines := logs.lines(t, "produce: batch held for the previous transaction's marker refused")
+			lines := logs.Lines(map[string]any{"message": "produce: batch held for the previous transaction's marker refused"})
 			if len(lines) != 1 {
 				t.Fatalf("%d refusal log lines, want 1", len(lines))
 			}

@@ -2,20 +2,18 @@ package wire_test
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/internal/logtest"
 )
 
 // ioTimeout bounds every blocking socket operation of a test, so a bug
@@ -23,44 +21,12 @@ import (
 const ioTimeout = 10 * time.Second
 
 // logBuffer collects a server's JSON log lines for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+type logBuffer struct{ logtest.Buffer }
 
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) logger() zerolog.Logger { return zerolog.New(b).Level(zerolog.DebugLevel) }
+func (b *logBuffer) logger() zerolog.Logger { return b.Logger() }
 
 // lines returns the log lines whose fields include every key/value of want.
-func (b *logBuffer) lines(want map[string]any) []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(b.buf.String(), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) != nil {
-			continue
-		}
-		ok := true
-		for k, v := range want {
-			if m[k] != v {
-				ok = false
-			}
-		}
-		if ok {
-			out = append(out, m)
-		}
-	}
-	return out
-}
+func (b *logBuffer) lines(want map[string]any) []map[string]any { return b.Lines(want) }
 
 // waitLog polls until a log line matches; the server writes it from its
 // own goroutine, possibly just after the client saw the close.
