@@ -463,9 +463,12 @@ func OutstandingMarkers(cur *Metadata) *markersender.Txn {
 		Partitions: toMarkerPartitions(cur.Partitions)}
 }
 
-// TimedOut reports whether cur is an Ongoing transaction past its timeout.
+// TimedOut reports whether cur is an Ongoing transaction past its timeout
+// that can be aborted now: not while its previous transaction is still
+// completing (the abort's markers must not overtake that one's; the next
+// scan after it completes aborts it).
 func TimedOut(cur *Metadata, now int64) bool {
-	return cur.State == txnlog.Ongoing && cur.StartTimestamp+int64(cur.TimeoutMs) < now
+	return cur.State == txnlog.Ongoing && cur.Completing == nil && cur.StartTimestamp+int64(cur.TimeoutMs) < now
 }
 
 // AbortTimedOut decides the coordinator's abort of a timed-out (or

@@ -412,6 +412,13 @@ func findHanging(ctx context.Context, c *cli.Context, cl *admin.Client, brokerID
 		for _, p := range t.Partitions {
 			m[fmt.Sprintf("%s-%d", p.Topic, p.Partition)] = true
 		}
+		if t.Completing != nil {
+			// The previous transaction, its markers still being
+			// written: open at the leaders for a moment, not hanging.
+			for _, p := range t.Completing.Partitions {
+				m[fmt.Sprintf("%s-%d", p.Topic, p.Partition)] = true
+			}
+		}
 		open[t.ProducerID] = m
 	}
 	now := time.Now()
