@@ -174,6 +174,7 @@ func BenchmarkCoordinatorRoundTrip(b *testing.B) {
 // of its own: one transaction held by the coordinator (waiting for its
 // previous transaction's markers) does not hold up another queued with it.
 func TestRegistrarPerTransactionInProcess(t *testing.T) {
+	twin := newTwin()
 	release := make(chan struct{})
 	var mu sync.Mutex
 	requests := 0
@@ -196,23 +197,7 @@ func TestRegistrarPerTransactionInProcess(t *testing.T) {
 			if req.Transactions[0].TransactionalID == "slow" {
 				<-release
 			}
-			resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
-			for _, tx := range req.Transactions {
-				rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
-				rtx.TransactionalID = tx.TransactionalID
-				for _, tt := range tx.Topics {
-					rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
-					rt.Topic = tt.Topic
-					for _, p := range tt.Partitions {
-						rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-						rp.Partition = p
-						rt.Partitions = append(rt.Partitions, rp)
-					}
-					rtx.Topics = append(rtx.Topics, rt)
-				}
-				resp.Transactions = append(resp.Transactions, rtx)
-			}
-			return resp, nil
+			return twin.AddPartitionsToTxn(ctx, req)
 		}
 		return nil, fmt.Errorf("unexpected %T", req)
 	})
