@@ -409,6 +409,27 @@ func TestLeaderBatchedAddPartitions(t *testing.T) {
 	}
 }
 
+// overlapNextTransaction commits a TV2 transaction of "t" on orders-0 and,
+// with its markers handed to the sender but not written, registers the next
+// transaction (at the bumped epoch, returned) on orders-1 as a leader would:
+// answered at once.
+func overlapNextTransaction(t *testing.T, c *Coordinator, fm *fakeMarkers) (pid int64, next int16) {
+	t.Helper()
+	pid, epoch := initPID(t, c, "t")
+	if code := addPartitionsV5(c, "t", pid, epoch, "orders", 0); code != 0 {
+		t.Fatal(code)
+	}
+	if r := endTxn(c, 5, "t", pid, epoch, true); r.ErrorCode != 0 {
+		t.Fatal(r.ErrorCode)
+	}
+	waitFor(t, "markers", func() bool { return len(fm.snapshot()) == 1 })
+	next = epoch + 1
+	if code := addPartitionsV5(c, "t", pid, next, "orders", 1); code != 0 {
+		t.Fatalf("AddPartitionsToTxn v5 during PrepareCommit: %d, want 0 at once", code)
+	}
+	return pid, next
+}
+
 // TestNextTransactionOverlapsMarkers: a TV2 producer begins its next
 // transaction while the previous one's markers are still on their way. The
 // leader's AddPartitionsToTxn v5 meets PrepareCommit and is answered at
@@ -419,18 +440,7 @@ func TestLeaderBatchedAddPartitions(t *testing.T) {
 // Complete.
 func TestNextTransactionOverlapsMarkers(t *testing.T) {
 	c, fm := openTest(t, testView("127.0.0.1:1"), txnlog.NewMemory(), false)
-	pid, epoch := initPID(t, c, "t")
-	if code := addPartitionsV5(c, "t", pid, epoch, "orders", 0); code != 0 {
-		t.Fatal(code)
-	}
-	if r := endTxn(c, 5, "t", pid, epoch, true); r.ErrorCode != 0 {
-		t.Fatal(r.ErrorCode)
-	}
-	waitFor(t, "markers", func() bool { return len(fm.snapshot()) == 1 })
-	next := epoch + 1
-	if code := addPartitionsV5(c, "t", pid, next, "orders", 1); code != 0 {
-		t.Fatalf("AddPartitionsToTxn v5 during PrepareCommit: %d, want 0 at once", code)
-	}
+	pid, next := overlapNextTransaction(t, c, fm)
 	d, _ := c.Describe("t")
 	if d.State != "Ongoing" || d.ProducerEpoch != next || len(d.Partitions) != 1 || d.Partitions[0].Partition != 1 {
 		t.Fatalf("next transaction: %+v", d)
@@ -486,18 +496,7 @@ func TestNextTransactionOverlapsMarkers(t *testing.T) {
 func TestRecoveryResendsCompletingMarkers(t *testing.T) {
 	store := txnlog.NewMemory()
 	c, fm := openTest(t, testView("127.0.0.1:1"), store, false)
-	pid, epoch := initPID(t, c, "t")
-	if code := addPartitionsV5(c, "t", pid, epoch, "orders", 0); code != 0 {
-		t.Fatal(code)
-	}
-	if r := endTxn(c, 5, "t", pid, epoch, true); r.ErrorCode != 0 {
-		t.Fatal(r.ErrorCode)
-	}
-	waitFor(t, "markers", func() bool { return len(fm.snapshot()) == 1 })
-	next := epoch + 1
-	if code := addPartitionsV5(c, "t", pid, next, "orders", 1); code != 0 {
-		t.Fatal(code)
-	}
+	pid, next := overlapNextTransaction(t, c, fm)
 	c.Close()
 
 	c2, fm2 := openTest(t, testView("127.0.0.1:1"), store, false)
