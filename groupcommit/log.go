@@ -171,7 +171,10 @@ func (l *Log) commit(ops []*op) {
 	if len(live) == 0 {
 		return
 	}
-	start, pages := time.Now(), l.pagesWritten()
+	start, pages := time.Now(), int64(0)
+	if l.opts.Observe != nil {
+		pages = l.pagesWritten()
+	}
 	err := l.db.Update(func(tx *bbolt.Tx) error {
 		for _, o := range live {
 			root, err := o.space.root(tx)
