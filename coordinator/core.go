@@ -424,27 +424,23 @@ func completed(prepared Metadata, now int64) Metadata {
 
 // Complete decides the transition after every marker of txn was written.
 // It is a no-op (nil Persist) unless cur is the Prepare* those markers
-// belong to: a late or duplicate completion changes nothing.
+// belong to, or holds them as its Completing transaction: a late or
+// duplicate completion changes nothing.
 func Complete(cur *Metadata, pending bool, txn markersender.Txn, now int64) Outcome {
-	if c := completingOf(cur); c != nil && !pending && c.ProducerID == txn.ProducerID &&
-		c.ProducerEpoch == txn.ProducerEpoch && c.Commit == txn.Commit {
+	if cur == nil || pending {
+		return Outcome{Err: kerr.InvalidTxnState.Code}
+	}
+	if c := cur.Completing; c != nil && c.ProducerID == txn.ProducerID && c.ProducerEpoch == txn.ProducerEpoch && c.Commit == txn.Commit {
 		next := cur.Clone()
 		next.Completing = nil
 		return Outcome{Persist: &next}
 	}
-	if cur == nil || pending || !isPrepare(cur.State) || cur.ProducerID != txn.ProducerID ||
+	if !isPrepare(cur.State) || cur.ProducerID != txn.ProducerID ||
 		cur.ProducerEpoch != txn.ProducerEpoch || (cur.State == txnlog.PrepareCommit) != txn.Commit {
 		return Outcome{Err: kerr.InvalidTxnState.Code}
 	}
 	next := completed(*cur, now)
 	return Outcome{Persist: &next}
-}
-
-func completingOf(cur *Metadata) *txnlog.Completion {
-	if cur == nil {
-		return nil
-	}
-	return cur.Completing
 }
 
 // OutstandingMarkers returns the markers cur still needs written: its

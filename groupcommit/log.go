@@ -84,9 +84,6 @@ func Open(path string, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// Path is the file's path.
-func (l *Log) Path() string { return l.db.Path() }
-
 // Close commits the ops already queued, refuses new ones and closes the
 // file. Spaces of the log should be closed first; their later ops fail.
 func (l *Log) Close() error {

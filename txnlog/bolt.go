@@ -38,7 +38,6 @@ type BoltOptions struct {
 // round carries the coordinator's and the leaders' writes.
 type BoltStore struct {
 	space *groupcommit.Space
-	log   zerolog.Logger
 
 	mu    sync.Mutex
 	stats Stats
@@ -46,7 +45,7 @@ type BoltStore struct {
 
 // OpenBolt opens (creating if needed) the store in a file of its own.
 func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
-	s := &BoltStore{log: opts.Log}
+	s := &BoltStore{}
 	space, err := groupcommit.OpenSpace(path, groupcommit.Options{NoSync: opts.UnsafeNoSync, OpenTimeout: opts.OpenTimeout}, s.spaceOptions())
 	if err != nil {
 		return nil, fmt.Errorf("txnlog: %w", err)
@@ -60,7 +59,7 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 // OpenBoltIn opens (creating if needed) the store as the space name of a
 // shared log. Closing the store leaves the log open.
 func OpenBoltIn(l *groupcommit.Log, name string, opts BoltOptions) (*BoltStore, error) {
-	s := &BoltStore{log: opts.Log}
+	s := &BoltStore{}
 	space, err := l.Space(name, s.spaceOptions())
 	if err != nil {
 		return nil, fmt.Errorf("txnlog: %w", err)
