@@ -8,7 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/txncoord/txncoord/cluster"
-	"github.com/txncoord/txncoord/wire"
+	"github.com/txncoord/txncoord/negotiation"
 )
 
 // Config configures a Sender. Zero values take the documented defaults.
@@ -47,8 +47,10 @@ type Config struct {
 	Log           zerolog.Logger
 	// Metrics registers the txncoord_marker* collectors; nil skips it.
 	Metrics prometheus.Registerer
-	// Dial opens a connection to a leader; nil uses wire.Dial.
-	Dial func(ctx context.Context, addr string) (*wire.Client, error)
+	// Dial opens a connection to a leader (a TCP wire.Client, or an
+	// in-process wire.LocalClient for a leader in this process); nil uses
+	// wire.Dial.
+	Dial func(ctx context.Context, addr string) (negotiation.Transport, error)
 }
 
 func (c *Config) defaults() {

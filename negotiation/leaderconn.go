@@ -39,9 +39,23 @@ type LeaderConfig struct {
 	// 4.2 coordinator), whatever the leader advertises.
 	Discovery bool
 	// Dial opens a connection; nil uses wire.Dial.
-	Dial func(ctx context.Context, addr string) (*wire.Client, error)
+	Dial func(ctx context.Context, addr string) (Transport, error)
 	Log  zerolog.Logger
 }
+
+// Transport is one connection to a leader: a *wire.Client over TCP, or a
+// *wire.LocalClient (AtCallerVersion) to a leader served in this process.
+// Requests go at the version set on them.
+type Transport interface {
+	ApiVersions(ctx context.Context) (*kmsg.ApiVersionsResponse, error)
+	Do(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	Close() error
+}
+
+var (
+	_ Transport = (*wire.Client)(nil)
+	_ Transport = (*wire.LocalClient)(nil)
+)
 
 // Status is a leader connection as operators see it. Advertised and in-use
 // versions are -1 until the first negotiation; after a disconnect they keep
@@ -97,7 +111,7 @@ type LeaderConn struct {
 	// connMu serializes connecting, so Status never waits on a dial.
 	connMu sync.Mutex
 	mu     sync.Mutex
-	client *wire.Client
+	client Transport
 	status Status
 	dpMax  int16 // DescribeProducers max on this connection
 }
@@ -109,7 +123,7 @@ func NewLeaderConn(cfg LeaderConfig) (*LeaderConn, error) {
 		return nil, fmt.Errorf("coordinator version %q: %w", cfg.CoordinatorVersion, errUnknownProfile(cfg.CoordinatorVersion))
 	}
 	if cfg.Dial == nil {
-		cfg.Dial = func(ctx context.Context, addr string) (*wire.Client, error) {
+		cfg.Dial = func(ctx context.Context, addr string) (Transport, error) {
 			return wire.Dial(ctx, addr, "txncoord-marker-sender")
 		}
 	}
@@ -157,7 +171,7 @@ func (c *LeaderConn) Connect(ctx context.Context) error {
 
 // conn returns the live client and the WriteTxnMarkers version in use,
 // connecting first when needed.
-func (c *LeaderConn) conn(ctx context.Context) (*wire.Client, int16, error) {
+func (c *LeaderConn) conn(ctx context.Context) (Transport, int16, error) {
 	c.connMu.Lock()
 	defer c.connMu.Unlock()
 	c.mu.Lock()
@@ -230,7 +244,7 @@ func (c *LeaderConn) failLocked(version int16, err error) error {
 }
 
 // do sends one request on the live connection; an error closes it.
-func (c *LeaderConn) do(ctx context.Context, cl *wire.Client, req kmsg.Request) (kmsg.Response, error) {
+func (c *LeaderConn) do(ctx context.Context, cl Transport, req kmsg.Request) (kmsg.Response, error) {
 	resp, err := cl.Do(ctx, req)
 	if err != nil {
 		c.mu.Lock()

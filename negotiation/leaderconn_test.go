@@ -18,8 +18,17 @@ import (
 // TestNegotiate replays testdata/negotiate.txt: each case starts a fake
 // leader with a Kafka profile, connects a LeaderConn to it and sends
 // WriteTxnMarkers with TransactionVersion 2, then prints what was
-// negotiated and what the leader decoded.
+// negotiated and what the leader decoded. It runs twice, over TCP and over
+// the in-process transport `txncoord up` uses for its own leaders, with
+// the same expected output: in-process negotiation, version errors and
+// restarts behave as on a connection.
 func TestNegotiate(t *testing.T) {
+	for _, transport := range []string{"tcp", "in-process"} {
+		t.Run(transport, func(t *testing.T) { testNegotiate(t, transport == "in-process") })
+	}
+}
+
+func testNegotiate(t *testing.T, inProcess bool) {
 	datadriven.RunFile(t, "testdata/negotiate.txt", func(t *testing.T, c *datadriven.Case) string {
 		var out strings.Builder
 		start := testkit.StartFakeLeader
@@ -31,10 +40,19 @@ func TestNegotiate(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer leader.Close()
-		conn, err := negotiation.NewLeaderConn(negotiation.LeaderConfig{
+		cfg := negotiation.LeaderConfig{
 			NodeID: 1, Addr: leader.Addr(), KafkaVersion: c.Arg("leader", "4.2"),
 			CoordinatorVersion: c.Arg("coordinator", "4.2"), Discovery: c.Arg("discovery", "on") == "on",
-		})
+		}
+		if inProcess {
+			cfg.Dial = func(context.Context, string) (negotiation.Transport, error) {
+				if lc := leader.Local(); lc != nil {
+					return lc, nil
+				}
+				return nil, errors.New("leader not running")
+			}
+		}
+		conn, err := negotiation.NewLeaderConn(cfg)
 		if err != nil {
 			return "error: " + err.Error()
 		}

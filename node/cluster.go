@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -46,6 +47,33 @@ type Embedded struct {
 
 	cfg       EmbeddedConfig
 	inProcess *inProcessCoordinator
+	// served maps a cluster file address to the running server of the
+	// leader that listens on it itself (not behind a proxy): the marker
+	// sender reaches those leaders in-process. RestartLeader updates it
+	// while the sender may be dialing.
+	servedMu sync.Mutex
+	served   map[string]*wire.Server
+}
+
+// serve records (srv non-nil) or forgets leader n's server as the one
+// answering n's cluster file address, if it is bound to that address.
+func (e *Embedded) serve(n cluster.Node, srv *wire.Server) {
+	e.servedMu.Lock()
+	defer e.servedMu.Unlock()
+	if e.served == nil {
+		e.served = map[string]*wire.Server{}
+	}
+	delete(e.served, n.Addr)
+	if srv != nil && srv.Addr().String() == n.Addr {
+		e.served[n.Addr] = srv
+	}
+}
+
+// inProcessLeader is CoordinatorConfig.InProcessLeader.
+func (e *Embedded) inProcessLeader(addr string) *wire.Server {
+	e.servedMu.Lock()
+	defer e.servedMu.Unlock()
+	return e.served[addr]
 }
 
 // NewMetrics returns a registry with the Go runtime and process collectors.
@@ -78,10 +106,12 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 			return nil, err
 		}
 		e.Leaders = append(e.Leaders, ln)
+		e.serve(ln.Node, ln.Server)
 	}
 	e.Coordinator, err = StartCoordinator(CoordinatorConfig{
 		View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
 		UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[cfg.File.Coordinator.NodeID], Log: cfg.Log, Metrics: e.Metrics,
+		InProcessLeader: e.inProcessLeader,
 	})
 	if err != nil {
 		return nil, err
@@ -120,6 +150,7 @@ func (e *Embedded) RestartLeader(ctx context.Context, id int32, kafkaVersion str
 		if l.Node.NodeID != id {
 			continue
 		}
+		e.serve(l.Node, nil)
 		if err := l.Stop(ctx); err != nil {
 			log.Warn().Err(err).Int32("leader", id).Msg("stop before restart")
 		}
@@ -135,6 +166,7 @@ func (e *Embedded) RestartLeader(ctx context.Context, id int32, kafkaVersion str
 			return fmt.Errorf("restart leader %d: %w", id, err)
 		}
 		e.Leaders[i] = nl
+		e.serve(nl.Node, nl.Server)
 		return nil
 	}
 	return fmt.Errorf("no leader %d", id)

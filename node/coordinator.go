@@ -33,8 +33,13 @@ type CoordinatorConfig struct {
 	// "coordinator" (`txncoord up`); the caller closes it.
 	Shared   *groupcommit.Log
 	Listener net.Listener // optional: a listener already bound
-	Log      zerolog.Logger
-	Metrics  prometheus.Registerer
+	// InProcessLeader, when set, returns the running server of a leader in
+	// this process that serves addr (its cluster file address) itself, or
+	// nil: markers to such a leader are sent in-process (wire.LocalClient)
+	// instead of over TCP (`txncoord up`).
+	InProcessLeader func(addr string) *wire.Server
+	Log             zerolog.Logger
+	Metrics         prometheus.Registerer
 }
 
 // Coordinator is a running coordinator node.
@@ -45,6 +50,9 @@ type Coordinator struct {
 	Store       *txnlog.BoltStore
 	Server      *wire.Server
 }
+
+// markerClientID is the client id of the marker sender's requests.
+const markerClientID = "txncoord-markers"
 
 // openTxnLog opens the transaction log: the space "coordinator" of the
 // shared file, or DATA_DIR/coordinator/txnlog.db.
@@ -87,8 +95,17 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		Discovery:          cfg.MarkerVersionDiscovery,
 		Log:                log,
 		Metrics:            cfg.Metrics,
-		Dial: func(ctx context.Context, addr string) (*wire.Client, error) {
-			return wire.DialWith(ctx, addr, "txncoord-markers", dial)
+		Dial: func(ctx context.Context, addr string) (negotiation.Transport, error) {
+			if cfg.InProcessLeader != nil {
+				if srv := cfg.InProcessLeader(addr); srv != nil {
+					return srv.Local(clusterPrincipal(cfg.View)).WithClientID(markerClientID).AtCallerVersion(), nil
+				}
+			}
+			cl, err := wire.DialWith(ctx, addr, markerClientID, dial)
+			if err != nil {
+				return nil, err
+			}
+			return cl, nil
 		},
 	})
 	coord, err := coordinator.Open(coordinator.Config{

@@ -111,8 +111,9 @@ func (c *sniffConn) Read(p []byte) (int, error) {
 }
 
 // startInProcessCluster starts `txncoord up`'s embedded cluster (a
-// coordinator and two 4.2 leaders) with the coordinator's listener sniffed.
-func startInProcessCluster(t *testing.T, sec *security.Settings) (*Embedded, *sniffListener) {
+// coordinator and two 4.2 leaders) with every listener sniffed: the
+// coordinator's, then the leaders' in node id order.
+func startInProcessCluster(t *testing.T, sec *security.Settings) (*Embedded, *sniffListener, []*sniffListener) {
 	t.Helper()
 	coordLn := newSniffListener(t)
 	listeners := map[int32]net.Listener{0: coordLn}
@@ -123,11 +124,10 @@ func startInProcessCluster(t *testing.T, sec *security.Settings) (*Embedded, *sn
 		Topics:            map[string]int32{"orders": 4},
 		Security:          sec,
 	}
+	var leaderLns []*sniffListener
 	for id := int32(1); id <= 2; id++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
+		ln := newSniffListener(t)
+		leaderLns = append(leaderLns, ln)
 		listeners[id] = ln
 		f.Leaders = append(f.Leaders, cluster.Node{NodeID: id, Addr: ln.Addr().String(), KafkaVersion: "4.2"})
 	}
@@ -148,7 +148,7 @@ func startInProcessCluster(t *testing.T, sec *security.Settings) (*Embedded, *sn
 			t.Errorf("Stop: %v", err)
 		}
 	})
-	return e, coordLn
+	return e, coordLn, leaderLns
 }
 
 // runTV2Transactions commits txns kgo transactions, each writing one record
@@ -198,9 +198,31 @@ func runTV2Transactions(t *testing.T, bootstrap string, txns int, opts ...kgo.Op
 
 // checkInProcess asserts that the coordinator handled the leaders'
 // registrations (AddPartitionsToTxn) and that none of them, nor any other
-// leader request, came over TCP; and that the client spoke TV2 (EndTxn v5).
-func checkInProcess(t *testing.T, e *Embedded, sniff *sniffListener) {
+// leader request, came over TCP; that the leaders applied the
+// coordinator's markers and none came over TCP either; and that the
+// client spoke TV2 (EndTxn v5).
+func checkInProcess(t *testing.T, e *Embedded, sniff *sniffListener, leaderSniffs []*sniffListener) {
 	t.Helper()
+	for i, l := range e.Leaders {
+		applied := 0
+		for _, m := range l.Leader.ReceivedMarkers() {
+			if m.ErrorCode == 0 {
+				applied++
+			}
+		}
+		if applied == 0 {
+			t.Fatalf("leader %d applied no marker", l.Node.NodeID)
+		}
+		if n := leaderSniffs[i].count(27, 0); n != 0 {
+			t.Fatalf("%d WriteTxnMarkers reached leader %d over TCP (%s)", n, l.Node.NodeID, leaderSniffs[i].summary())
+		}
+		leaderSniffs[i].mu.Lock()
+		markerFrames := leaderSniffs[i].clientIDs[markerClientID]
+		leaderSniffs[i].mu.Unlock()
+		if markerFrames != 0 {
+			t.Fatalf("%d requests from the marker sender reached leader %d over TCP (%s)", markerFrames, l.Node.NodeID, leaderSniffs[i].summary())
+		}
+	}
 	if n := e.Coordinator.Coordinator.Stats().AddPartitions; n == 0 {
 		t.Fatal("the coordinator handled no AddPartitionsToTxn: the leaders did not register")
 	}
@@ -218,13 +240,17 @@ func checkInProcess(t *testing.T, e *Embedded, sniff *sniffListener) {
 }
 
 // In `txncoord up` the leaders register transactions (AddPartitionsToTxn
-// v5, KIP-890) with the coordinator in-process: kgo TV2 transactions over
-// both leaders commit and are read back, the coordinator counts the
-// registrations, and no leader request reaches its TCP listener.
+// v5, KIP-890) with the coordinator in-process, and the coordinator sends
+// its markers (WriteTxnMarkers) to the leaders in-process: kgo TV2
+// transactions over both leaders commit and are read back, the coordinator
+// counts the registrations, the leaders apply the markers, and no request
+// between the nodes reaches a TCP listener. (A leader behind a proxy, whose
+// cluster file address is not its listener's, gets its markers over TCP:
+// the integration suite's late-marker tests capture them at the proxy.)
 func TestEmbeddedRegistersInProcess(t *testing.T) {
-	e, sniff := startInProcessCluster(t, nil)
+	e, sniff, leaderSniffs := startInProcessCluster(t, nil)
 	runTV2Transactions(t, e.Bootstrap(), 3)
-	checkInProcess(t, e, sniff)
+	checkInProcess(t, e, sniff, leaderSniffs)
 }
 
 // With security on, the in-process registrations carry the cluster
@@ -237,9 +263,9 @@ func TestEmbeddedRegistersInProcessSecure(t *testing.T) {
 		t.Fatal(err)
 	}
 	local.Settings.TLS = nil
-	e, sniff := startInProcessCluster(t, local.Settings)
+	e, sniff, leaderSniffs := startInProcessCluster(t, local.Settings)
 	runTV2Transactions(t, e.Bootstrap(), 2, kgo.SASL(scram.Auth{User: local.ClientUser, Pass: local.ClientPassword}.AsSha512Mechanism()))
-	checkInProcess(t, e, sniff)
+	checkInProcess(t, e, sniff, leaderSniffs)
 	if got, want := clusterPrincipal(e.View), "User:"+security.LocalClusterUser; got != want {
 		t.Fatalf("in-process principal %q, want %q", got, want)
 	}
@@ -249,7 +275,7 @@ func TestEmbeddedRegistersInProcessSecure(t *testing.T) {
 // the retriable COORDINATOR_NOT_AVAILABLE, as an unreachable coordinator;
 // after bind it calls the coordinator's handlers.
 func TestInProcessCoordinatorBinding(t *testing.T) {
-	e, _ := startInProcessCluster(t, nil)
+	e, _, _ := startInProcessCluster(t, nil)
 	c := newInProcessCoordinator(e.View)
 	cl := c.leaderClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

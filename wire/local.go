@@ -30,7 +30,9 @@ import (
 // (handlers build responses for req.Version already), and neither side may
 // modify or keep using the values after the call (the handler may still
 // hold the request while its Reply runs, and the response may share memory
-// with what built it).
+// with what built it). A client made with AtCallerVersion is the exception
+// for requests: those are encoded and decoded at the caller's version, as
+// over TCP.
 
 // ErrServerClosed is returned by LocalClient.Do once the server's Shutdown
 // has begun, as a connection attempt to a closed listener is refused.
@@ -41,6 +43,12 @@ var ErrServerClosed = errors.New("wire: server shut down")
 // in-process (SaslHandshake, SaslAuthenticate).
 var ErrNotAdvertised = errors.New("wire: request not served")
 
+// ErrUnsupportedVersion is returned by a LocalClient made with
+// AtCallerVersion for a request at a version the server does not advertise
+// for its key: a connection would be closed (conn.go), and the call is
+// refused with the same log line.
+var ErrUnsupportedVersion = errors.New("wire: unsupported request version")
+
 // LocalClient calls a Server's handlers in-process as one principal. It is
 // safe for concurrent use; each Do is handled as a request on its own
 // connection (a fresh Request.ConnID), so concurrent calls are not ordered
@@ -49,6 +57,9 @@ type LocalClient struct {
 	s         *Server
 	principal string
 	clientID  *string
+	// callerVersion: Do sends req at req.GetVersion(), as Client.Do
+	// does, instead of choosing it (AtCallerVersion).
+	callerVersion bool
 }
 
 // localAddr is Request.Remote for in-process calls.
@@ -78,10 +89,42 @@ func (c *LocalClient) WithClientID(id string) *LocalClient {
 	return &cp
 }
 
+// AtCallerVersion returns a client that sends each request at the version
+// set on it, as Client.Do does, for a caller that negotiates the version
+// itself from ApiVersions (negotiation.LeaderConn) and must be able to get
+// it wrong the way it could over TCP (Kafka 4.2.0's marker sender): a
+// version outside the server's advertised range is ErrUnsupportedVersion,
+// where a connection would be closed. The handler gets the request as a
+// connection would decode it: encoded at that version and decoded into a
+// value of its own, so fields the version cannot carry (WriteTxnMarkers'
+// TransactionVersion below v2) are dropped as over TCP, and the caller's
+// value is never shared. ApiVersions is still answered at a version chosen
+// here.
+func (c *LocalClient) AtCallerVersion() *LocalClient {
+	cp := *c
+	cp.callerVersion = true
+	return &cp
+}
+
+// ApiVersions asks the server which versions it supports, as
+// Client.ApiVersions does over a connection.
+func (c *LocalClient) ApiVersions(ctx context.Context) (*kmsg.ApiVersionsResponse, error) {
+	resp, err := c.Do(ctx, kmsg.NewPtrApiVersionsRequest())
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.ApiVersionsResponse), nil
+}
+
+// Close releases nothing: a LocalClient holds no connection. It exists so
+// that a LocalClient can stand where a Client does.
+func (c *LocalClient) Close() error { return nil }
+
 // Do sends req to the server's handler for its key and returns the
 // response, as Client.Do would over a connection, except that the version
-// is chosen here: min(kmsg's max for the key, the server's advertised max),
-// set on req. A key the server does not advertise is ErrNotAdvertised.
+// is chosen here (unless AtCallerVersion): min(kmsg's max for the key, the
+// server's advertised max), set on req. A key the server does not advertise
+// is ErrNotAdvertised.
 // ApiVersions is answered as the server answers it on a connection.
 //
 // A nil response with a nil error means the handler sends no response
@@ -104,6 +147,19 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		return nil, fmt.Errorf("%w: %s (key %d) in-process", ErrNotAdvertised, kmsg.NameForKey(key), key)
 	}
 	version := min(req.MaxVersion(), rng[1])
+	if c.callerVersion && key != 18 {
+		if version = req.GetVersion(); version < rng[0] || version > rng[1] {
+			s.cfg.Log.Warn().Str("remote", localAddr{}.String()).Int16("api_key", key).Int16("api_version", version).
+				Int16("min_version", rng[0]).Int16("max_version", rng[1]).Str("reason", "unsupported version").
+				Msg("in-process request refused: unsupported request")
+			return nil, fmt.Errorf("%w: %s v%d, v%d-v%d advertised", ErrUnsupportedVersion, kmsg.NameForKey(key), version, rng[0], rng[1])
+		}
+		decoded, err := decodeBody(header{key: key, version: version}, req.AppendTo(nil))
+		if err != nil {
+			return nil, fmt.Errorf("wire: in-process %s v%d: %w", kmsg.NameForKey(key), version, err)
+		}
+		req = decoded
+	}
 	if version < rng[0] {
 		return nil, fmt.Errorf("%w: %s v%d-v%d advertised, kmsg speaks up to v%d", ErrNotAdvertised, kmsg.NameForKey(key), rng[0], rng[1], req.MaxVersion())
 	}

@@ -179,6 +179,77 @@ func TestLocalVersionClamping(t *testing.T) {
 	}
 }
 
+// AtCallerVersion sends at the version set on the request, as Client.Do:
+// the handler sees that version and a value of its own, decoded as a
+// connection would (TransactionVersion is dropped below WriteTxnMarkers
+// v2); a version outside the advertised range (a 4.1 profile advertises
+// v0–v1) is ErrUnsupportedVersion and the handler never runs, where a
+// connection would be closed. ApiVersions is still chosen by the client.
+func TestLocalAtCallerVersion(t *testing.T) {
+	vl := &versionLog{seen: map[int16][2]int16{}}
+	var mu sync.Mutex
+	var gotTV []int8
+	c := clustertest.Start(t, clustertest.Options{
+		CoordinatorVersion: "4.1",
+		Register: func(_ cluster.Node, reg *wire.Registry) {
+			reg.Register(27, 0, 2, func(_ context.Context, r *wire.Request) wire.Reply {
+				vl.record(r)
+				req := r.Body.(*kmsg.WriteTxnMarkersRequest)
+				mu.Lock()
+				gotTV = append(gotTV, req.Markers[0].TransactionVersion)
+				mu.Unlock()
+				req.Markers[0].ProducerID = -1 // the handler's own value
+				return wire.Now(wire.ErrorResponse(req, 0))
+			})
+		},
+	})
+	local := c.Coordinator().Server.Local("").AtCallerVersion()
+	ctx := localCtx(t)
+	marker := func(version int16) *kmsg.WriteTxnMarkersRequest {
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.TransactionVersion = 7, 3, 2
+		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		mt.Topic, mt.Partitions = "orders", []int32{0}
+		m.Topics = append(m.Topics, mt)
+		req.Markers = append(req.Markers, m)
+		req.SetVersion(version)
+		return req
+	}
+	for _, v := range []int16{0, 1} {
+		req := marker(v)
+		resp, err := local.Do(ctx, req)
+		if err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		if got, _ := vl.get(27); got != [2]int16{v, v} || resp.GetVersion() != v {
+			t.Fatalf("sent v%d: handler saw %v, response v%d", v, got, resp.GetVersion())
+		}
+		if req.Markers[0].ProducerID != 7 {
+			t.Fatalf("v%d: the handler changed the caller's request", v)
+		}
+	}
+	mu.Lock()
+	tvs := append([]int8(nil), gotTV...)
+	mu.Unlock()
+	if len(tvs) != 2 || tvs[0] != 0 || tvs[1] != 0 {
+		t.Fatalf("TransactionVersion seen by the handler at v0/v1: %v, want [0 0] (dropped as over TCP)", tvs)
+	}
+	if _, err := local.Do(ctx, marker(2)); !errors.Is(err, wire.ErrUnsupportedVersion) {
+		t.Fatalf("v2 to a 4.1 profile: %v, want ErrUnsupportedVersion", err)
+	}
+	mu.Lock()
+	calls := len(gotTV)
+	mu.Unlock()
+	if calls != 2 {
+		t.Fatalf("the handler ran for a refused version (%d calls)", calls)
+	}
+	av, err := local.ApiVersions(ctx)
+	if err != nil || av.ErrorCode != 0 || av.GetVersion() != 4 {
+		t.Fatalf("ApiVersions: %v, %+v", err, av)
+	}
+}
+
 // A request the server does not advertise (no handler, or none in-process:
 // the SASL exchange) is ErrNotAdvertised.
 func TestLocalUnknownKey(t *testing.T) {

@@ -108,6 +108,18 @@ func (l *FakeLeader) Addr() string {
 	return l.addr
 }
 
+// Local is an in-process transport to the running server (nil while the
+// leader is stopped): what `txncoord up` dials for a leader in its own
+// process.
+func (l *FakeLeader) Local() *wire.LocalClient {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.srv == nil {
+		return nil
+	}
+	return l.srv.Local("").WithClientID("txncoord-markers").AtCallerVersion()
+}
+
 // Script appends answers for the next WriteTxnMarkers requests.
 func (l *FakeLeader) Script(actions ...Action) {
 	l.mu.Lock()
