@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -57,12 +58,40 @@ type op struct {
 	apply   func(Root) error
 	durable func()
 	done    chan error
+	// after are the ops this one is conditional on (SubmitAfter): ops of
+	// the same Log, queued before it.
+	after []*op
+	// err is the op's result, written before ended is set: what a
+	// dependent op queued later checks (on the writer goroutine) without
+	// consuming done.
+	err   error
+	ended atomic.Bool
+}
+
+// end records the op's result and answers its caller.
+func (o *op) end(err error) {
+	o.err = err
+	o.ended.Store(true)
+	o.done <- err
 }
 
 // finish answers the op's caller; the space stops counting it in flight.
 func (o *op) finish(err error) {
-	o.done <- err
+	o.end(err)
 	o.space.inFlight.Done()
+}
+
+// afterErr is the failure of an op this one is conditional on, nil if none
+// failed. It runs on the writer goroutine when o is about to be applied: an
+// op o depends on was queued before it, so it has ended or is earlier in
+// the same batch (which is then applied first, in the same Update).
+func (o *op) afterErr() error {
+	for _, d := range o.after {
+		if d.ended.Load() && d.err != nil {
+			return fmt.Errorf("%w: %w", ErrDependencyFailed, d.err)
+		}
+	}
+	return nil
 }
 
 // Open opens (creating) the bbolt file at path and starts its writer.
@@ -161,6 +190,13 @@ func (l *Log) commit(ops []*op) {
 	for _, o := range ops {
 		if err := o.space.Err(); err != nil {
 			o.finish(err) // a failed FailStop space: nothing after its failure applies
+			continue
+		}
+		if err := o.afterErr(); err != nil {
+			// As if its own commit had failed: a FailStop writer
+			// applied it in memory already.
+			o.space.failed(err)
+			o.finish(err)
 			continue
 		}
 		live = append(live, o)

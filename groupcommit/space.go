@@ -88,24 +88,47 @@ func (s *Space) root(tx *bbolt.Tx) (Root, error) {
 // channel gets the error and durable does not run. Callers that need their
 // writes applied in order submit them in that order.
 func (s *Space) Submit(apply func(Root) error, durable func()) <-chan error {
+	return s.SubmitAfter(nil, apply, durable).Done()
+}
+
+// SubmitAfter is Submit for a write that must never be durable without
+// the writes of after (tickets of this Log's ops, of any space, submitted
+// before this call): see ticket.go. If one of them fails, this one fails
+// with ErrDependencyFailed, is not applied, and stops a FailStop space as
+// a failed commit would. A ticket of another Log fails it at once
+// (ErrForeignTicket).
+func (s *Space) SubmitAfter(after []Ticket, apply func(Root) error, durable func()) Ticket {
 	o := &op{space: s, apply: apply, durable: durable, done: make(chan error, 1)}
+	for _, t := range after {
+		if t.o == nil {
+			continue
+		}
+		if t.o.space.log != s.log {
+			o.end(ErrForeignTicket)
+			return Ticket{o}
+		}
+		o.after = append(o.after, t.o)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		o.done <- s.closedErr()
-		return o.done
+		o.end(s.closedErr())
+		return Ticket{o}
 	}
 	if s.err != nil {
 		err := s.err
 		s.mu.Unlock()
-		o.done <- err
-		return o.done
+		o.end(err)
+		return Ticket{o}
 	}
 	s.inFlight.Add(1)
 	s.mu.Unlock()
 	s.log.enqueue(o)
-	return o.done
+	return Ticket{o}
 }
+
+// Log is the Log the space writes in.
+func (s *Space) Log() *Log { return s.log }
 
 // View runs fn in a read-only transaction on the space's root.
 func (s *Space) View(fn func(Root) error) error {
