@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -99,20 +100,29 @@ const maxConcurrentWait = 2 * time.Second
 // addPartitionsWaiting is addPartitions that, on CONCURRENT_TRANSACTIONS,
 // waits for the entry's next write and tries again, until maxConcurrentWait.
 // It blocks: call it from a Reply, never from a handler.
-func (c *Coordinator) addPartitionsWaiting(first *partitionResult, retry func() *partitionResult, until time.Time) *partitionResult {
-	return settle(c, first, func(pr *partitionResult) *decision { return pr.d }, retry, until)
+//
+// With a Deferral for the store's Log (an in-process leader of `txncoord
+// up`, see handleAddPartitionsToTxn) an accepted registration is answered
+// once queued rather than durable, its write deferred to the caller.
+func (c *Coordinator) addPartitionsWaiting(first *partitionResult, retry func() *partitionResult, until time.Time, df *groupcommit.Deferral) *partitionResult {
+	return settle(c, first, func(pr *partitionResult) *decision { return pr.d }, retry, until, df)
 }
 
 // settle waits, while v's decision answers CONCURRENT_TRANSACTIONS (a
 // transition of the id in flight, or a previous transaction's markers
 // being written), for the id's next write and decides again with again,
-// until until; then it returns the last result. It blocks: call it from a
-// Reply, never from a handler.
-func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func() T, until time.Time) T {
+// until until; then it returns the last result. An acceptance whose write
+// can be deferred to df (decision.deferTo) is returned without waiting for
+// it. It blocks: call it from a Reply, never from a handler.
+func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func() T, until time.Time, df *groupcommit.Deferral) T {
 	deadline := time.NewTimer(time.Until(until))
 	defer deadline.Stop()
+	space := c.space()
 	for {
 		d := decisionOf(v)
+		if d != nil && d.deferTo(df, space) {
+			return v
+		}
 		if d == nil || d.wait().Err != kerr.ConcurrentTransactions.Code || d.changed == nil {
 			return v
 		}
@@ -159,7 +169,7 @@ func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, verifyOnl
 	return pr
 }
 
-func (c *Coordinator) handleAddPartitionsToTxn(_ context.Context, r *wire.Request) wire.Reply {
+func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	c.counters.addPartitions.Add(1)
@@ -179,7 +189,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(_ context.Context, r *wire.Reques
 		}
 		pr := add()
 		return func() (kmsg.Response, error) {
-			pr = c.addPartitionsWaiting(pr, add, time.Now().Add(maxConcurrentWait))
+			pr = c.addPartitionsWaiting(pr, add, time.Now().Add(maxConcurrentWait), nil)
 			for _, name := range pr.topics.names {
 				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 				rt.Topic = name
@@ -197,6 +207,11 @@ func (c *Coordinator) handleAddPartitionsToTxn(_ context.Context, r *wire.Reques
 	// transaction while the previous one's markers are still being
 	// written: it holds data at the bumped epoch back until the marker.
 	overlap := r.ClientID != nil && *r.ClientID == cluster.LeaderClientID
+	// An in-process leader writing in the coordinator's Log passes a
+	// Deferral: it gets its accepted registrations once queued, and its
+	// data writes carry them (durable only together), so the
+	// registration and the data share one commit instead of two.
+	df := groupcommit.DeferralFrom(ctx)
 	results := make([]*partitionResult, len(req.Transactions))
 	retries := make([]func() *partitionResult, len(req.Transactions))
 	ids := make([]string, len(req.Transactions))
@@ -217,7 +232,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(_ context.Context, r *wire.Reques
 	return func() (kmsg.Response, error) {
 		until := time.Now().Add(maxConcurrentWait) // one budget for the whole batch
 		for i := range results {
-			pr := c.addPartitionsWaiting(results[i], retries[i], until)
+			pr := c.addPartitionsWaiting(results[i], retries[i], until, df)
 			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			rtx.TransactionalID = ids[i]
 			for _, name := range pr.topics.names {

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/txnlog"
 )
@@ -228,6 +229,10 @@ var errStore = kerr.CoordinatorNotAvailable.Code
 type write struct {
 	done chan struct{} // closed when it ended
 	err  error         // set before done is closed
+	// ticket is the store op, when the store is Conditional: other
+	// writers of its Log can make their writes conditional on it.
+	ticket      groupcommit.Ticket
+	conditional bool
 }
 
 // decision is a core step's result after the durable write, if any.
@@ -241,6 +246,43 @@ type decision struct {
 	// changed is closed at the entry's next write after this decision
 	// (nil when the id has no entry).
 	changed <-chan struct{}
+	// decided is Err as decided, before any write failure; own is the
+	// decision's own write (nil if it writes nothing). Both are set
+	// before the write runs, so they can be read without waiting.
+	decided int16
+	own     *write
+}
+
+// deferTo hands df the write an acceptance rests on instead of waiting for
+// it to be durable, and reports whether it did: d must accept (decided 0)
+// and its write (its own, or the one it was decided on) must be a ticket
+// of df's Log, so that the caller's own write can carry it
+// (groupcommit.Deferral). An acceptance that rests on durable state only
+// needs nothing. A refusal, or a store outside df's Log, waits as usual.
+func (d *decision) deferTo(df *groupcommit.Deferral, space *groupcommit.Space) bool {
+	if d.decided != 0 || !df.For(space) {
+		return false
+	}
+	w := d.own
+	if w == nil {
+		w = d.after
+	}
+	if w == nil {
+		return true
+	}
+	if !w.conditional {
+		return false
+	}
+	df.Defer(w.ticket)
+	return true
+}
+
+// space is the groupcommit space of a Conditional store, nil otherwise.
+func (c *Coordinator) space() *groupcommit.Space {
+	if cs, ok := c.cfg.Store.(txnlog.Conditional); ok {
+		return cs.Space()
+	}
+	return nil
 }
 
 // step runs decide for id under its lock. If the outcome persists
@@ -261,6 +303,13 @@ func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pe
 }
 
 func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
+	return c.stepAfter(id, create, speculate, nil, decide)
+}
+
+// stepAfter is stepWith whose write, if any, is durable only with the
+// writes of after (a Conditional store's SubmitAfter; another store waits
+// for them first).
+func (c *Coordinator) stepAfter(id string, create, speculate bool, after []groupcommit.Ticket, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
 	var pidErr error
 	pids := func() int64 {
 		pid, err := c.pids.nextID(c.ctx)
@@ -287,6 +336,7 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 		c.log.Error().Err(pidErr).Str("txn_id", id).Msg("producer id block not durable")
 		d.Outcome = fail(errStore)
 	}
+	d.decided = d.Err
 	if e == nil || (d.Persist == nil && !d.Delete) {
 		if e != nil {
 			// An answer decided on a state not yet durable waits
@@ -328,12 +378,16 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 	e.nextSeq++
 	seq := e.nextSeq
 	w := &write{done: make(chan struct{})}
+	d.own = w
 	prev := e.last
 	e.last = w
 	// Queue the write now, under the entry lock, so one id's writes
 	// reach the store in decision order.
 	var result <-chan error
-	if sub, ok := c.cfg.Store.(txnlog.Submitter); ok {
+	if cs, ok := c.cfg.Store.(txnlog.Conditional); ok {
+		w.ticket, w.conditional = cs.SubmitAfter(after, batch), true
+		result = w.ticket.Done()
+	} else if sub, ok := c.cfg.Store.(txnlog.Submitter); ok && len(after) == 0 {
 		result = sub.Submit(batch)
 	}
 	// Waiters for the next decision (a registration held back by a
@@ -360,7 +414,15 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 			if prev != nil {
 				<-prev.done // a store without Submit: keep the order by waiting
 			}
-			err = c.cfg.Store.Apply(c.ctx, batch)
+			for _, t := range after {
+				// Not in the store's Log: wait for them instead.
+				if err = <-t.Done(); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				err = c.cfg.Store.Apply(c.ctx, batch)
+			}
 		}
 		e.mu.Lock()
 		e.inflight--

@@ -66,6 +66,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -84,8 +85,11 @@ type producePart struct {
 	batches [][]byte
 	headers []batchHeader
 	fresh   bool // registered just now for a TV2 producer
-	base    int64
-	op      *writeOp
+	// after are the coordinator's queued writes the registration rests
+	// on (registration.after): the data write is durable only with them.
+	after []groupcommit.Ticket
+	base  int64
+	op    *writeOp
 	// held is closed once a held-back batch was appended (op set) or
 	// refused (code set) by its goroutine; nil when not held back.
 	held <-chan struct{}
@@ -256,6 +260,7 @@ func (l *Leader) registerWithRetry(ctx context.Context, regs []*registration, ow
 			continue
 		}
 		pp.fresh = version >= 12
+		pp.after = append(pp.after, reg.after...)
 	}
 }
 
@@ -392,7 +397,7 @@ func (l *Leader) appendLocked(pp *producePart) {
 	op.logStart = p.logStart
 	end := p.nextOffset
 	l.metrics.batches.Add(float64(len(pp.batches)))
-	pp.op = l.enqueue(op.apply, func() { p.advanceHW(end); l.notify() })
+	pp.op = l.enqueueAfter(pp.after, op.apply, func() { p.advanceHW(end); l.notify() })
 }
 
 func (l *Leader) produceResponse(req *kmsg.ProduceRequest, parts []*producePart, version int16) *kmsg.ProduceResponse {

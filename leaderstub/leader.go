@@ -145,7 +145,7 @@ func Open(cfg Config) (*Leader, error) {
 		l.metrics.unregister()
 		return nil, err
 	}
-	l.registrar = newRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.log)
+	l.registrar = newRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.space.Log(), l.log)
 	return l, nil
 }
 

@@ -84,5 +84,13 @@ var errStoreClosed = errors.New("leaderstub: store closed")
 // leader refuses every later write (KAFKA_STORAGE_ERROR), as Kafka takes a
 // failed log dir offline.
 func (l *Leader) enqueue(apply func(groupcommit.Root) error, durable func()) *writeOp {
-	return &writeOp{done: l.space.Submit(apply, durable)}
+	return l.enqueueAfter(nil, apply, durable)
+}
+
+// enqueueAfter is enqueue for a change durable only with the writes of
+// after (the coordinator's registration of a transaction whose data this
+// is, answered before it was durable): if one of them fails, this change
+// fails unwritten and the space stops, as on a failed commit.
+func (l *Leader) enqueueAfter(after []groupcommit.Ticket, apply func(groupcommit.Root) error, durable func()) *writeOp {
+	return &writeOp{done: l.space.SubmitAfter(after, apply, durable).Done()}
 }

@@ -142,7 +142,17 @@ func (s *BoltStore) Apply(ctx context.Context, b Batch) error {
 // to be durable before queueing the next: both usually share one Update.
 // A batch that fails fails alone (groupcommit retries the others).
 func (s *BoltStore) Submit(b Batch) <-chan error {
-	return s.space.Submit(func(r groupcommit.Root) error { return writeBatch(r, b) }, func() {
+	return s.SubmitAfter(nil, b).Done()
+}
+
+// Space is the groupcommit space the store writes in.
+func (s *BoltStore) Space() *groupcommit.Space { return s.space }
+
+// SubmitAfter is Submit for a batch that must never be durable without the
+// writes of after (groupcommit.Space.SubmitAfter): it fails, unwritten,
+// if one of them fails.
+func (s *BoltStore) SubmitAfter(after []groupcommit.Ticket, b Batch) groupcommit.Ticket {
+	return s.space.SubmitAfter(after, func(r groupcommit.Root) error { return writeBatch(r, b) }, func() {
 		s.mu.Lock()
 		s.stats.Batches++
 		s.stats.Transitions += uint64(len(b.Puts) + len(b.Deletes))

@@ -3,6 +3,8 @@ package txnlog
 import (
 	"context"
 	"fmt"
+
+	"github.com/txncoord/txncoord/groupcommit"
 )
 
 // State is a transaction's state, with Kafka's ids (TransactionState.java),
@@ -161,6 +163,17 @@ type Store interface {
 // transitions; without it, it waits for each write before the next.
 type Submitter interface {
 	Submit(b Batch) <-chan error
+}
+
+// Conditional is implemented by a store that writes in a groupcommit Log
+// (BoltStore): its writes and those of the Log's other writers can be made
+// conditions of each other (groupcommit.SubmitAfter, groupcommit.Deferral).
+type Conditional interface {
+	// SubmitAfter is Submit for a write durable only with the writes of
+	// after; the ticket's Done gets what Submit's channel would.
+	SubmitAfter(after []groupcommit.Ticket, b Batch) groupcommit.Ticket
+	// Space is where the store writes.
+	Space() *groupcommit.Space
 }
 
 // Stats counts a store's work, for metrics and benchmarks.

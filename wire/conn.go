@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -269,7 +270,7 @@ func (c *conn) handleFrame(frame []byte) (pending, bool) {
 		ClientID: h.clientID, Remote: c.nc.RemoteAddr(), ConnID: c.id, Principal: c.principal, Stopping: c.s.draining, Log: rlog,
 		sec: c.s.sec,
 	}
-	reply, err := c.s.callHandler(req)
+	reply, err := c.s.callHandler(c.s.ctx, req)
 	if err != nil {
 		rlog.Error().Err(err).Str("reason", "handler failed").Msg("connection closed: handler failed")
 		return pending{}, false
@@ -280,14 +281,14 @@ func (c *conn) handleFrame(frame []byte) (pending, bool) {
 // callHandler runs req's handler, turning a panic into an error so that one
 // bad request closes one connection (or fails one in-process call) and never
 // the process. Connections and LocalClient both call it.
-func (s *Server) callHandler(req *Request) (reply Reply, err error) {
+func (s *Server) callHandler(ctx context.Context, req *Request) (reply Reply, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("handler panic: %v\n%s", r, debug.Stack())
 		}
 	}()
 	reg := s.cfg.Registry.handlers[req.Key]
-	reply = reg.handle(s.ctx, req)
+	reply = reg.handle(ctx, req)
 	if reply == nil {
 		return nil, errors.New("handler returned a nil Reply")
 	}

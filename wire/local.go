@@ -62,6 +62,22 @@ type LocalClient struct {
 	callerVersion bool
 }
 
+// callerValues is the context an in-process handler runs with: the
+// server's (its cancellation, as on a connection) with the caller's
+// values, so an in-process caller can hand the handler what a connection
+// cannot carry (a groupcommit.Deferral).
+type callerValues struct {
+	context.Context // the server's
+	caller          context.Context
+}
+
+func (c callerValues) Value(key any) any {
+	if v := c.caller.Value(key); v != nil {
+		return v
+	}
+	return c.Context.Value(key)
+}
+
 // localAddr is Request.Remote for in-process calls.
 type localAddr struct{}
 
@@ -189,7 +205,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 			Stopping: s.draining, Log: rlog, sec: s.sec,
 		}
 		var err error
-		if reply, err = s.callHandler(r); err != nil {
+		if reply, err = s.callHandler(callerValues{Context: s.ctx, caller: ctx}, r); err != nil {
 			s.wg.Done()
 			rlog.Error().Err(err).Str("reason", "handler failed").Msg("in-process request failed")
 			return nil, fmt.Errorf("wire: in-process %s: %w", kmsg.NameForKey(key), err)

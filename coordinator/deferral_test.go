@@ -1,0 +1,135 @@
+package coordinator
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/groupcommit"
+	"github.com/txncoord/txncoord/txnlog"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// registerWith runs a leader's AddPartitionsToTxn v5 with ctx in the
+// background and returns the channel its first error code arrives on.
+func registerWith(c *Coordinator, ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) <-chan int16 {
+	id := cluster.LeaderClientID
+	reply := c.handleAddPartitionsToTxn(ctx, &wire.Request{Body: req, Key: 24, Version: req.GetVersion(), ClientID: &id, Log: zerolog.Nop()})
+	out := make(chan int16, 1)
+	go func() {
+		resp, err := reply()
+		if err != nil {
+			panic(err)
+		}
+		out <- firstV4Error(resp.(*kmsg.AddPartitionsToTxnResponse))
+	}()
+	return out
+}
+
+// With the transaction log in a groupcommit Log shared with an in-process
+// leader, a registration that carries a Deferral for that Log is answered
+// once its write is queued, with the write's ticket deferred to the
+// caller, whose own write then carries it; without a Deferral, or with one
+// for another Log, the answer waits for the fsync as before. A refusal
+// defers nothing.
+func TestRegistrationDeferredInSharedLog(t *testing.T) {
+	shared, err := groupcommit.Open(filepath.Join(t.TempDir(), "txncoord.db"), groupcommit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shared.Close() })
+	store, err := txnlog.OpenBoltIn(shared, "coordinator", txnlog.BoltOptions{Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	leader, err := shared.Space("leader-1", groupcommit.SpaceOptions{FailStop: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere, err := groupcommit.Open(filepath.Join(t.TempDir(), "other.db"), groupcommit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { elsewhere.Close() })
+	c, _ := openTest(t, testView("127.0.0.1:1"), store, false)
+
+	// hold keeps the writer busy until the returned func is called.
+	hold := func() func() {
+		release := make(chan struct{})
+		done := leader.Submit(func(groupcommit.Root) error { <-release; return nil }, nil)
+		return func() {
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const bound = 10 * time.Second // a failure bound, not a synchronization
+
+	pid, epoch := initPID(t, c, "deferred")
+	release := hold()
+	df := groupcommit.NewDeferral(shared)
+	select {
+	case code := <-registerWith(c, groupcommit.WithDeferral(context.Background(), df), leaderAddRequest("deferred", pid, epoch, "orders", 0)):
+		if code != 0 {
+			t.Fatalf("deferred registration: %v", kerr.ErrorForCode(code))
+		}
+	case <-time.After(bound):
+		release()
+		t.Fatal("a registration with a Deferral for the store's Log waited for its fsync")
+	}
+	tickets := df.Tickets()
+	if len(tickets) != 1 {
+		t.Fatalf("%d tickets deferred, want the registration's write", len(tickets))
+	}
+	data := leader.SubmitAfter(tickets, func(groupcommit.Root) error { return nil }, nil)
+	release()
+	if err := <-data.Done(); err != nil {
+		t.Fatalf("the caller's write after the registration: %v", err)
+	}
+	if d := waitState(t, c, "deferred", txnlog.Ongoing); len(d.Partitions) != 1 {
+		t.Fatalf("registration not durable: %+v", d)
+	}
+
+	// No Deferral, or one for another Log: the answer waits for the fsync.
+	for i, ctx := range []context.Context{
+		context.Background(),
+		groupcommit.WithDeferral(context.Background(), groupcommit.NewDeferral(elsewhere)),
+	} {
+		id := []string{"plain", "elsewhere"}[i]
+		pid, epoch := initPID(t, c, id)
+		release := hold()
+		answer := registerWith(c, ctx, leaderAddRequest(id, pid, epoch, "orders", 1))
+		select {
+		case code := <-answer:
+			release()
+			t.Fatalf("%s: answered (code %d) while its write could not be durable", id, code)
+		case <-time.After(100 * time.Millisecond):
+		}
+		release()
+		select {
+		case code := <-answer:
+			if code != 0 {
+				t.Fatalf("%s: %v", id, kerr.ErrorForCode(code))
+			}
+		case <-time.After(bound):
+			t.Fatalf("%s: never answered", id)
+		}
+	}
+
+	// A refusal (a fenced epoch) defers nothing.
+	df = groupcommit.NewDeferral(shared)
+	if code := <-registerWith(c, groupcommit.WithDeferral(context.Background(), df), leaderAddRequest("deferred", pid, epoch-1, "orders", 2)); code != kerr.ProducerFenced.Code {
+		t.Fatalf("fenced registration: code %d", code)
+	}
+	if n := len(df.Tickets()); n != 0 {
+		t.Fatalf("a refusal deferred %d writes", n)
+	}
+}

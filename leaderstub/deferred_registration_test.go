@@ -1,0 +1,161 @@
+package leaderstub
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/groupcommit"
+)
+
+// deferringCoordinator answers as the twin, and writes each registration
+// in its space of the leader's shared Log the way the coordinator of
+// `txncoord up` does for an in-process leader: queued, its ticket deferred
+// to the request's Deferral, answered at once. With fail set the write
+// fails (a store error).
+type deferringCoordinator struct {
+	*twinCoordinator
+	space    *groupcommit.Space
+	fail     atomic.Bool
+	deferred atomic.Int32
+}
+
+var errCoordinatorStore = errors.New("coordinator store failed")
+
+func (c *deferringCoordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitionsToTxnRequest) (*kmsg.AddPartitionsToTxnResponse, error) {
+	resp, err := c.twinCoordinator.AddPartitionsToTxn(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	df := groupcommit.DeferralFrom(ctx)
+	if !df.For(c.space) {
+		return nil, errors.New("no Deferral for the shared Log")
+	}
+	fail := c.fail.Load()
+	df.Defer(c.space.SubmitAfter(nil, func(r groupcommit.Root) error {
+		if fail {
+			return errCoordinatorStore
+		}
+		b, err := r.CreateBucketIfNotExists([]byte("txns"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(req.Transactions[0].TransactionalID), []byte("ongoing"))
+	}, nil))
+	c.deferred.Add(1)
+	return resp, nil
+}
+
+// In a Log shared with the coordinator, a transaction's registration is
+// answered once queued and the data write carries it: the Produce handler
+// returns while the writer is held (it did not wait for the registration's
+// fsync), and both writes land in one commit. When the registration's
+// write fails, the data write fails with it, unwritten: the Produce gets
+// KAFKA_STORAGE_ERROR, the leader stops (its memory is ahead of disk), and
+// after a restart the batch is not in the log.
+func TestRegistrationDeferredToDataWrite(t *testing.T) {
+	var mu sync.Mutex
+	var commits []groupcommit.CommitStats
+	shared, err := groupcommit.Open(filepath.Join(t.TempDir(), "txncoord.db"), groupcommit.Options{
+		Observe: func(s groupcommit.CommitStats) { mu.Lock(); commits = append(commits, s); mu.Unlock() },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shared.Close() }) // after the fixture's leader (cleanups run last first)
+	coordSpace, err := shared.Space("coordinator", groupcommit.SpaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := shared.Space("other", groupcommit.SpaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := &deferringCoordinator{twinCoordinator: newTwin(), space: coordSpace}
+	f := newFixtureWith(t, func(c *Config) { c.Shared, c.Coordinator = shared, dc })
+
+	// produce runs the handler while the writer is held; the handler
+	// must return before the hold is released.
+	produce := func(req *kmsg.ProduceRequest) (*pendingProduce, int) {
+		t.Helper()
+		release := make(chan struct{})
+		held := other.Submit(func(groupcommit.Root) error { <-release; return nil }, nil)
+		mu.Lock()
+		before := len(commits)
+		mu.Unlock()
+		started := make(chan *pendingProduce, 1)
+		go func() { started <- f.startProduce(req, 12, f.l.log) }()
+		var pend *pendingProduce
+		select {
+		case pend = <-started:
+		case <-time.After(10 * time.Second): // a failure bound
+			close(release)
+			t.Fatal("the Produce handler waited for the registration's fsync")
+		}
+		close(release)
+		if err := <-held; err != nil {
+			t.Fatal(err)
+		}
+		return pend, before
+	}
+
+	pend, before := produce(txnProduce("a", testBatch{pid: 7, payload: "first"}))
+	rs := awaitProduce(t, pend)
+	if len(rs) != 1 || rs[0].code != 0 {
+		t.Fatalf("produce: %+v", rs)
+	}
+	if dc.deferred.Load() != 1 {
+		t.Fatalf("%d registrations deferred, want 1", dc.deferred.Load())
+	}
+	mu.Lock()
+	after := append([]groupcommit.CommitStats(nil), commits[before:]...)
+	mu.Unlock()
+	// The held op's commit, then one commit with the registration and
+	// the data (queued together while the writer was held: one batch).
+	ops := 0
+	for _, c := range after {
+		ops += c.Ops
+	}
+	if ops != 3 || len(after) > 2 {
+		t.Fatalf("commits after the hold %+v: want the hold and one commit of registration + data", after)
+	}
+	var stored string
+	if err := coordSpace.View(func(r groupcommit.Root) error {
+		if b := r.Bucket([]byte("txns")); b != nil {
+			stored = string(b.Get([]byte("a")))
+		}
+		return nil
+	}); err != nil || stored != "ongoing" {
+		t.Fatalf("registration not durable with the data: %q %v", stored, err)
+	}
+
+	// The registration's write fails: the data write fails with it.
+	dc.fail.Store(true)
+	pend, _ = produce(txnProduce("b", testBatch{pid: 8, payload: "second"}))
+	rs = awaitProduce(t, pend)
+	if len(rs) != 1 || rs[0].code != kerr.KafkaStorageError.Code {
+		t.Fatalf("produce whose registration failed: %+v, want KAFKA_STORAGE_ERROR", rs)
+	}
+	if err := f.l.space.Err(); !errors.Is(err, groupcommit.ErrDependencyFailed) {
+		t.Fatalf("leader space after a failed registration write: %v, want stopped on the dependency", err)
+	}
+	dc.fail.Store(false)
+	f.restart()
+	p, _ := f.l.partitionFor("t", 0)
+	p.mu.RLock()
+	end := p.nextOffset
+	p.mu.RUnlock()
+	if end != 1 {
+		t.Fatalf("log end after restart %d, want 1: only the first batch is durable", end)
+	}
+	if rp := f.mustProduce(t, txnProduce("c", testBatch{pid: 9, payload: "third"})); rp != 1 {
+		t.Fatalf("after restart the next batch is at %d, want 1", rp)
+	}
+}
