@@ -510,11 +510,14 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 	}
 	now := c.nowMs()
 	wasPending := false
-	d := c.step(txn.TransactionalID, false, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
+	// With markers written by leaders of this process whose writes are
+	// not durable yet (txn.Written), Complete is written after them: it
+	// is durable only if they are (invariant 2).
+	d := c.stepAfter(txn.TransactionalID, false, false, txn.Written, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		wasPending = pending
 		return Complete(cur, pending, txn, now)
 	})
-	if d.Persist == nil && wasPending && d.changed != nil {
+	if d.own == nil && wasPending && d.changed != nil {
 		// Another write of the id is still finishing: try again when it
 		// has, rather than leave the transaction in Prepare*.
 		c.mu.Lock()
@@ -534,7 +537,7 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 		}()
 		return
 	}
-	if d.Persist == nil {
+	if d.own == nil { // not d.Persist: a failing write may already be rewriting d.Outcome
 		c.log.Warn().Str("txn_id", txn.TransactionalID).Int64("pid", txn.ProducerID).Int16("epoch", txn.ProducerEpoch).Msg("markers written for a transaction not in that Prepare state: ignored")
 		return
 	}
@@ -556,6 +559,15 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 		select {
 		case <-c.stop:
 		case <-time.After(time.Second):
+			if errors.Is(d.own.err, groupcommit.ErrDependencyFailed) {
+				// A marker write it rested on failed: the marker is
+				// not on disk, so send the markers again (a leader
+				// that stopped answers KAFKA_STORAGE_ERROR until it
+				// is restarted) rather than complete without it.
+				txn.Written = nil
+				c.sendMarkers(txn)
+				return
+			}
 			c.MarkersWritten(txn)
 		}
 	}()

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -132,4 +133,52 @@ func TestRegistrationDeferredInSharedLog(t *testing.T) {
 	if n := len(df.Tickets()); n != 0 {
 		t.Fatalf("a refusal deferred %d writes", n)
 	}
+}
+
+// Markers written by in-process leaders whose writes are not durable yet
+// come with their tickets (Txn.Written): Complete is written after them.
+// If one of them failed, Complete is not written (the marker is not on
+// disk); the markers are sent again and the transaction stays in
+// PrepareCommit until they are written.
+func TestCompleteAfterDeferredMarkers(t *testing.T) {
+	shared, err := groupcommit.Open(filepath.Join(t.TempDir(), "txncoord.db"), groupcommit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shared.Close() })
+	store, err := txnlog.OpenBoltIn(shared, "coordinator", txnlog.BoltOptions{Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	leader, err := shared.Space("leader-1", groupcommit.SpaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, fm := openTest(t, testView("127.0.0.1:1"), store, false)
+	pid, epoch := initPID(t, c, "m")
+	if code := addPartitionsV5(c, "m", pid, epoch, "orders", 0); code != 0 {
+		t.Fatal(kerr.ErrorForCode(code))
+	}
+	if resp := endTxn(c, 5, "m", pid, epoch, true); resp.ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.ErrorCode))
+	}
+	waitFor(t, "markers handed over", func() bool { return len(fm.snapshot()) == 1 })
+	txn := fm.snapshot()[0]
+
+	failed := leader.SubmitAfter(nil, func(groupcommit.Root) error { return errors.New("marker write failed") }, nil)
+	txn.Written = []groupcommit.Ticket{failed}
+	c.MarkersWritten(txn)
+	waitFor(t, "markers sent again", func() bool { return len(fm.snapshot()) == 2 })
+	if again := fm.snapshot()[1]; len(again.Written) != 0 || again.ProducerEpoch != txn.ProducerEpoch {
+		t.Fatalf("markers sent again: %+v", again)
+	}
+	if d, _ := c.Describe("m"); d.State != txnlog.PrepareCommit.String() {
+		t.Fatalf("state after a failed marker write: %s, want PrepareCommit", d.State)
+	}
+
+	written := leader.SubmitAfter(nil, func(groupcommit.Root) error { return nil }, nil)
+	txn.Written = []groupcommit.Ticket{written}
+	c.MarkersWritten(txn)
+	waitState(t, c, "m", txnlog.CompleteCommit)
 }

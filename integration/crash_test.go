@@ -148,6 +148,37 @@ func TestCrashCoordinatorAndLeader(t *testing.T) {
 	}
 }
 
+// TestCrashEmbedded: the same for `txncoord up`, where the coordinator and
+// the leaders write one shared file and a commit carries writes that rest
+// on each other (a registration and its data, markers and their Complete
+// record: groupcommit.Deferral): the whole process is SIGKILLed three
+// times under load and restarted on its data dir; zero anomalies.
+func TestCrashEmbedded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary and runs processes")
+	}
+	const topic, partitions = "crash", 6
+	pc := startUpProcess(t, map[string]int32{topic: partitions})
+	adm := pc.admin()
+	ctx := testCtx(t, 3*time.Minute)
+	drivers := []string{"kgo-tv2", "kgo-tv2", "kgo-tv2", "kgo-tv2", "kgo-tv1"}
+	run := startCrashWorkload(t, pc, topic, partitions, drivers, 8, 0)
+	waitProgress(ctx, t, adm, 300, topic)
+	for range 3 {
+		pc.BounceCoordinator() // the one `txncoord up` process
+		progress := endOffsets(ctx, adm, topic)
+		waitProgress(ctx, t, adm, progress+300, topic)
+	}
+	rep := run.finish(t, true)
+	t.Logf("after 3 SIGKILLs of txncoord up:\n%s", rep.Table())
+	if rep.Anomalies() != 0 {
+		t.Fatalf("anomalies after recovery: %s", rep.Summary())
+	}
+	if rep.TxnsCommitted == 0 || rep.TxnsAborted == 0 {
+		t.Fatalf("want commits and aborts: %s", rep.Summary())
+	}
+}
+
 // waitPrepareCommit polls DescribeTransactions until one of ids is in
 // PrepareCommit and returns it.
 func waitPrepareCommit(ctx context.Context, t testing.TB, adm *kadm.Client, ids []string) string {

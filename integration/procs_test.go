@@ -21,6 +21,7 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/integration/faultproxy"
+	"github.com/txncoord/txncoord/internal/freeport"
 )
 
 // Separate coordinator and leader processes for the crash suites: the
@@ -169,6 +170,32 @@ type procCluster struct {
 	Proxies  map[int32]*faultproxy.Proxy
 	coordAt  string
 	seeds    []string // every address a client may bootstrap from
+	// upArgs, when set, makes Coord one `txncoord up` process (every
+	// node, one shared file) started with these arguments.
+	upArgs []string
+}
+
+// startUpProcess runs `txncoord up` as one process: the coordinator and
+// three 4.2 leaders on consecutive free ports, one data dir.
+func startUpProcess(t testing.TB, topics map[string]int32) *procCluster {
+	t.Helper()
+	base, err := freeport.Run(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := &procCluster{t: t, bin: txncoordBinary(t), dir: t.TempDir(), Leaders: map[int32]*proc{}, Proxies: map[int32]*faultproxy.Proxy{}}
+	pc.coordAt = fmt.Sprintf("127.0.0.1:%d", base)
+	for i := range 4 {
+		pc.seeds = append(pc.seeds, fmt.Sprintf("127.0.0.1:%d", base+i))
+	}
+	var ts []string
+	for name, n := range topics {
+		ts = append(ts, fmt.Sprintf("%s:%d", name, n))
+	}
+	pc.upArgs = []string{"up", "--data-dir", filepath.Join(pc.dir, "data"), "--listen", pc.coordAt,
+		"--leaders", "4.2,4.2,4.2", "--topics", strings.Join(ts, ","), "--admin-listen="}
+	pc.StartCoordinator()
+	return pc
 }
 
 // startProcCluster writes the cluster files and starts every node.
@@ -235,6 +262,10 @@ func (pc *procCluster) writeFile(name string, f *cluster.File) string {
 // coordinator process.
 func (pc *procCluster) StartCoordinator() {
 	pc.t.Helper()
+	if pc.upArgs != nil {
+		pc.Coord = startProc(pc.t, "up", pc.dir, pc.bin, pc.upArgs...)
+		return
+	}
 	pc.Coord = startProc(pc.t, "coordinator", pc.dir, pc.bin, "coordinator",
 		"--cluster", pc.coordCF, "--data-dir", filepath.Join(pc.dir, "coordinator-data"), "--admin-listen=")
 }

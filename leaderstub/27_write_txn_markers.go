@@ -16,7 +16,11 @@ package leaderstub
 //   - a marker for a producer with no open transaction is still written
 //     when accepted (Kafka appends it; with TV≥2 at the same epoch this is
 //     the KAFKA-19999 "idempotent retry" with a duplicate control batch);
-//   - the response is sent after every append is durable;
+//   - the response is sent after every append is durable, except to an
+//     in-process marker sender that passes a groupcommit.Deferral for this
+//     leader's Log (`txncoord up`): it gets the answer once the appends
+//     are queued, with their tickets, and writes the transaction's
+//     Complete record after them (durable only together);
 //   - an applied marker wakes the producer's data batches held back for it
 //     (a TV2 batch at the bumped epoch that arrived first, 00_produce.go).
 //
@@ -32,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -47,8 +52,12 @@ type markerResult struct {
 	rec  ReceivedMarker
 }
 
-func (l *Leader) handleWriteTxnMarkers(_ context.Context, r *wire.Request) wire.Reply {
+func (l *Leader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
+	df := groupcommit.DeferralFrom(ctx)
+	if !df.For(l.space) {
+		df = nil
+	}
 	version := r.Version
 	var results []*markerResult
 	for _, m := range req.Markers {
@@ -79,7 +88,11 @@ func (l *Leader) handleWriteTxnMarkers(_ context.Context, r *wire.Request) wire.
 				for range t.Partitions {
 					res := results[i]
 					i++
-					if res.op != nil {
+					switch {
+					case res.op == nil:
+					case df != nil:
+						df.Defer(res.op.ticket)
+					default:
 						if err := res.op.wait(); err != nil {
 							res.code = errCode(err)
 						}

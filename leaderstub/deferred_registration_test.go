@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/groupcommit"
+	"github.com/txncoord/txncoord/wire"
 )
 
 // deferringCoordinator answers as the twin, and writes each registration
@@ -157,5 +158,94 @@ func TestRegistrationDeferredToDataWrite(t *testing.T) {
 	}
 	if rp := f.mustProduce(t, txnProduce("c", testBatch{pid: 9, payload: "third"})); rp != 1 {
 		t.Fatalf("after restart the next batch is at %d, want 1", rp)
+	}
+}
+
+// A WriteTxnMarkers that carries a Deferral for the leader's Log is
+// answered once its appends are queued, with their tickets deferred, so
+// the coordinator's Complete record can share their commit; without one
+// the answer waits for the fsync. The marker is applied either way (it
+// releases held batches at once).
+func TestMarkersDeferredInSharedLog(t *testing.T) {
+	shared, err := groupcommit.Open(filepath.Join(t.TempDir(), "txncoord.db"), groupcommit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { shared.Close() })
+	coordSpace, err := shared.Space("coordinator", groupcommit.SpaceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := &deferringCoordinator{twinCoordinator: newTwin(), space: coordSpace}
+	f := newFixtureWith(t, func(c *Config) { c.Shared, c.Coordinator = shared, dc })
+
+	marker := func(ctx context.Context, pid int64) <-chan int16 {
+		req := markerReq(pid, 1, true, 0, 2, "t", 0)
+		req.SetVersion(2)
+		reply := f.l.handleWriteTxnMarkers(ctx, &wire.Request{Body: req, Key: 27, Version: 2, Log: f.l.log})
+		out := make(chan int16, 1)
+		go func() {
+			resp, err := reply()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			out <- resp.(*kmsg.WriteTxnMarkersResponse).Markers[0].Topics[0].Partitions[0].ErrorCode
+		}()
+		return out
+	}
+	hold := func() func() {
+		release := make(chan struct{})
+		done := coordSpace.Submit(func(groupcommit.Root) error { <-release; return nil }, nil)
+		return func() {
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	f.mustProduce(t, txnProduce("a", testBatch{pid: 7, payload: "x"}))
+	release := hold()
+	df := groupcommit.NewDeferral(shared)
+	select {
+	case code := <-marker(groupcommit.WithDeferral(context.Background(), df), 7):
+		if code != 0 {
+			t.Fatalf("marker: %s", codeName(code))
+		}
+	case <-time.After(10 * time.Second): // a failure bound
+		release()
+		t.Fatal("a marker with a Deferral for the leader's Log waited for its fsync")
+	}
+	tickets := df.Tickets()
+	if len(tickets) != 1 {
+		t.Fatalf("%d tickets, want the marker's append", len(tickets))
+	}
+	complete := coordSpace.SubmitAfter(tickets, func(groupcommit.Root) error { return nil }, nil)
+	release()
+	if err := <-complete.Done(); err != nil {
+		t.Fatalf("the Complete record after the marker: %v", err)
+	}
+
+	// Without a Deferral: answered only once durable.
+	f.mustProduce(t, txnProduce("b", testBatch{pid: 8, payload: "y"}))
+	release = hold()
+	answer := marker(context.Background(), 8)
+	select {
+	case code := <-answer:
+		release()
+		t.Fatalf("answered (%s) before the marker could be durable", codeName(code))
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	if code := <-answer; code != 0 {
+		t.Fatalf("marker: %s", codeName(code))
+	}
+	f.restart()
+	p, _ := f.l.partitionFor("t", 0)
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.nextOffset != 4 { // two batches, two markers
+		t.Fatalf("log end after restart %d, want 4", p.nextOffset)
 	}
 }

@@ -95,6 +95,9 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		Discovery:          cfg.MarkerVersionDiscovery,
 		Log:                log,
 		Metrics:            cfg.Metrics,
+		// The leaders of `txncoord up` write in the same file: their
+		// marker writes and the Complete record can share a commit.
+		DeferTo: cfg.Shared,
 		Dial: func(ctx context.Context, addr string) (negotiation.Transport, error) {
 			if cfg.InProcessLeader != nil {
 				if srv := cfg.InProcessLeader(addr); srv != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -56,6 +57,7 @@ type FakeLeader struct {
 	conns     int
 	stop      chan struct{}
 	noWTM     bool
+	space     *groupcommit.Space // SetSpace
 }
 
 // StartFakeLeader listens on 127.0.0.1 (a free port) with the profile of
@@ -120,6 +122,18 @@ func (l *FakeLeader) Local() *wire.LocalClient {
 	return l.srv.Local("").WithClientID("txncoord-markers").AtCallerVersion()
 }
 
+// SetSpace makes the leader write each WriteTxnMarkers request it answers
+// NONE as one op in space, as a leader of `txncoord up` writes in the
+// shared file: with a groupcommit.Deferral for space's Log in the request's
+// context (an in-process caller), the op's ticket is deferred to the caller
+// and the answer does not wait for it; otherwise the answer waits until
+// the op is durable.
+func (l *FakeLeader) SetSpace(space *groupcommit.Space) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.space = space
+}
+
 // Script appends answers for the next WriteTxnMarkers requests.
 func (l *FakeLeader) Script(actions ...Action) {
 	l.mu.Lock()
@@ -172,7 +186,7 @@ func (l *FakeLeader) shutdown() {
 	srv.Shutdown(ctx)
 }
 
-func (l *FakeLeader) handleWriteTxnMarkers(_ context.Context, r *wire.Request) wire.Reply {
+func (l *FakeLeader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
 	l.mu.Lock()
 	rec := Received{Version: r.Version}
@@ -191,7 +205,7 @@ func (l *FakeLeader) handleWriteTxnMarkers(_ context.Context, r *wire.Request) w
 	if len(l.script) > 0 {
 		act, l.script = l.script[0], l.script[1:]
 	}
-	stop := l.stop
+	stop, space := l.stop, l.space
 	l.mu.Unlock()
 	switch {
 	case act.Close:
@@ -203,6 +217,19 @@ func (l *FakeLeader) handleWriteTxnMarkers(_ context.Context, r *wire.Request) w
 		}
 	}
 	resp := wire.ErrorResponse(req, act.Code)
+	if space != nil && act.Code == 0 {
+		t := space.SubmitAfter(nil, func(groupcommit.Root) error { return nil }, nil)
+		if df := groupcommit.DeferralFrom(ctx); df.For(space) {
+			df.Defer(t)
+			return wire.Now(resp)
+		}
+		return func() (kmsg.Response, error) {
+			if err := <-t.Done(); err != nil {
+				return wire.ErrorResponse(req, 56), nil // KAFKA_STORAGE_ERROR
+			}
+			return resp, nil
+		}
+	}
 	return wire.Now(resp)
 }
 
