@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,9 +12,26 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/groupcommit"
+	"github.com/txncoord/txncoord/groupcommit/gctest"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
+
+// openShared opens a coordinator (fake markers) whose transaction log is
+// the space "coordinator" of a groupcommit Log, and the space "leader-1"
+// of a leader writing in the same Log (FailStop, as leaders are).
+func openShared(t *testing.T) (*groupcommit.Log, *Coordinator, *fakeMarkers, *groupcommit.Space) {
+	t.Helper()
+	shared := gctest.Open(t, groupcommit.Options{})
+	store, err := txnlog.OpenBoltIn(shared, "coordinator", txnlog.BoltOptions{Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	leader := gctest.Space(t, shared, "leader-1", groupcommit.SpaceOptions{FailStop: true})
+	c, fm := openTest(t, testView("127.0.0.1:1"), store, false)
+	return shared, c, fm, leader
+}
 
 // registerWith runs a leader's AddPartitionsToTxn v5 with ctx in the
 // background and returns the channel its first error code arrives on.
@@ -40,38 +56,9 @@ func registerWith(c *Coordinator, ctx context.Context, req *kmsg.AddPartitionsTo
 // for another Log, the answer waits for the fsync as before. A refusal
 // defers nothing.
 func TestRegistrationDeferredInSharedLog(t *testing.T) {
-	shared, err := groupcommit.Open(filepath.Join(t.TempDir(), "txncoord.db"), groupcommit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { shared.Close() })
-	store, err := txnlog.OpenBoltIn(shared, "coordinator", txnlog.BoltOptions{Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	leader, err := shared.Space("leader-1", groupcommit.SpaceOptions{FailStop: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	elsewhere, err := groupcommit.Open(filepath.Join(t.TempDir(), "other.db"), groupcommit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { elsewhere.Close() })
-	c, _ := openTest(t, testView("127.0.0.1:1"), store, false)
-
-	// hold keeps the writer busy until the returned func is called.
-	hold := func() func() {
-		release := make(chan struct{})
-		done := leader.Submit(func(groupcommit.Root) error { <-release; return nil }, nil)
-		return func() {
-			close(release)
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	shared, c, _, leader := openShared(t)
+	elsewhere := gctest.Open(t, groupcommit.Options{})
+	hold := func() func() { return gctest.Hold(t, leader) }
 	const bound = 10 * time.Second // a failure bound, not a synchronization
 
 	pid, epoch := initPID(t, c, "deferred")
@@ -141,21 +128,9 @@ func TestRegistrationDeferredInSharedLog(t *testing.T) {
 // disk); the markers are sent again and the transaction stays in
 // PrepareCommit until they are written.
 func TestCompleteAfterDeferredMarkers(t *testing.T) {
-	shared, err := groupcommit.Open(filepath.Join(t.TempDir(), "txncoord.db"), groupcommit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { shared.Close() })
-	store, err := txnlog.OpenBoltIn(shared, "coordinator", txnlog.BoltOptions{Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	leader, err := shared.Space("leader-1", groupcommit.SpaceOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, fm := openTest(t, testView("127.0.0.1:1"), store, false)
+	shared, c, fm, leader := openShared(t)
+	// The write that fails is another leader's: leader-1 must go on.
+	failing := gctest.Space(t, shared, "leader-2", groupcommit.SpaceOptions{})
 	pid, epoch := initPID(t, c, "m")
 	if code := addPartitionsV5(c, "m", pid, epoch, "orders", 0); code != 0 {
 		t.Fatal(kerr.ErrorForCode(code))
@@ -166,7 +141,7 @@ func TestCompleteAfterDeferredMarkers(t *testing.T) {
 	waitFor(t, "markers handed over", func() bool { return len(fm.snapshot()) == 1 })
 	txn := fm.snapshot()[0]
 
-	failed := leader.SubmitAfter(nil, func(groupcommit.Root) error { return errors.New("marker write failed") }, nil)
+	failed := failing.SubmitAfter(nil, func(groupcommit.Root) error { return errors.New("marker write failed") }, nil)
 	txn.Written = []groupcommit.Ticket{failed}
 	c.MarkersWritten(txn)
 	waitFor(t, "markers sent again", func() bool { return len(fm.snapshot()) == 2 })

@@ -70,6 +70,21 @@ func startCrashWorkload(t testing.TB, pc *procCluster, topic string, partitions 
 	return r
 }
 
+// stopAndCheck stops the producers, checks the history and fails on any
+// anomaly, or unless both commits and aborts happened; after names the
+// faults injected, for the log.
+func (r *crashRun) stopAndCheck(t testing.TB, after string) {
+	t.Helper()
+	rep := r.finish(t, true)
+	t.Logf("after %s:\n%s", after, rep.Table())
+	if rep.Anomalies() != 0 {
+		t.Fatalf("anomalies after recovery: %s", rep.Summary())
+	}
+	if rep.TxnsCommitted == 0 || rep.TxnsAborted == 0 {
+		t.Fatalf("want commits and aborts: %s", rep.Summary())
+	}
+}
+
 // finish stops the producers (waits for them when they run a fixed number
 // of transactions), reads everything back and checks it.
 func (r *crashRun) finish(t testing.TB, stop bool) *checker.Report {
@@ -138,14 +153,7 @@ func TestCrashCoordinatorAndLeader(t *testing.T) {
 	progress = endOffsets(ctx, adm, topic)
 	waitProgress(ctx, t, adm, progress+150, topic)
 
-	rep := run.finish(t, true)
-	t.Logf("after 1 coordinator and 1 leader SIGKILL:\n%s", rep.Table())
-	if rep.Anomalies() != 0 {
-		t.Fatalf("anomalies after recovery: %s", rep.Summary())
-	}
-	if rep.TxnsCommitted == 0 || rep.TxnsAborted == 0 {
-		t.Fatalf("want commits and aborts: %s", rep.Summary())
-	}
+	run.stopAndCheck(t, "1 coordinator and 1 leader SIGKILL")
 }
 
 // TestCrashEmbedded: the same for `txncoord up`, where the coordinator and
@@ -169,14 +177,7 @@ func TestCrashEmbedded(t *testing.T) {
 		progress := endOffsets(ctx, adm, topic)
 		waitProgress(ctx, t, adm, progress+300, topic)
 	}
-	rep := run.finish(t, true)
-	t.Logf("after 3 SIGKILLs of txncoord up:\n%s", rep.Table())
-	if rep.Anomalies() != 0 {
-		t.Fatalf("anomalies after recovery: %s", rep.Summary())
-	}
-	if rep.TxnsCommitted == 0 || rep.TxnsAborted == 0 {
-		t.Fatalf("want commits and aborts: %s", rep.Summary())
-	}
+	run.stopAndCheck(t, "3 SIGKILLs of txncoord up")
 }
 
 // waitPrepareCommit polls DescribeTransactions until one of ids is in

@@ -3,7 +3,6 @@ package leaderstub
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/groupcommit"
+	"github.com/txncoord/txncoord/groupcommit/gctest"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -54,6 +54,15 @@ func (c *deferringCoordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg
 	return resp, nil
 }
 
+// sharedFixture is a leader writing in a groupcommit Log (opened with
+// opts) with a deferringCoordinator in the same Log.
+func sharedFixture(t *testing.T, opts groupcommit.Options) (*fixture, *deferringCoordinator, *groupcommit.Log) {
+	t.Helper()
+	shared := gctest.Open(t, opts) // closed after the fixture's leader
+	dc := &deferringCoordinator{twinCoordinator: newTwin(), space: gctest.Space(t, shared, "coordinator", groupcommit.SpaceOptions{})}
+	return newFixtureWith(t, func(c *Config) { c.Shared, c.Coordinator = shared, dc }), dc, shared
+}
+
 // In a Log shared with the coordinator, a transaction's registration is
 // answered once queued and the data write carries it: the Produce handler
 // returns while the writer is held (it did not wait for the registration's
@@ -64,30 +73,17 @@ func (c *deferringCoordinator) AddPartitionsToTxn(ctx context.Context, req *kmsg
 func TestRegistrationDeferredToDataWrite(t *testing.T) {
 	var mu sync.Mutex
 	var commits []groupcommit.CommitStats
-	shared, err := groupcommit.Open(filepath.Join(t.TempDir(), "txncoord.db"), groupcommit.Options{
+	f, dc, shared := sharedFixture(t, groupcommit.Options{
 		Observe: func(s groupcommit.CommitStats) { mu.Lock(); commits = append(commits, s); mu.Unlock() },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { shared.Close() }) // after the fixture's leader (cleanups run last first)
-	coordSpace, err := shared.Space("coordinator", groupcommit.SpaceOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := shared.Space("other", groupcommit.SpaceOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dc := &deferringCoordinator{twinCoordinator: newTwin(), space: coordSpace}
-	f := newFixtureWith(t, func(c *Config) { c.Shared, c.Coordinator = shared, dc })
+	coordSpace := dc.space
+	other := gctest.Space(t, shared, "other", groupcommit.SpaceOptions{})
 
 	// produce runs the handler while the writer is held; the handler
 	// must return before the hold is released.
 	produce := func(req *kmsg.ProduceRequest) (*pendingProduce, int) {
 		t.Helper()
-		release := make(chan struct{})
-		held := other.Submit(func(groupcommit.Root) error { <-release; return nil }, nil)
+		release := gctest.Hold(t, other)
 		mu.Lock()
 		before := len(commits)
 		mu.Unlock()
@@ -97,13 +93,10 @@ func TestRegistrationDeferredToDataWrite(t *testing.T) {
 		select {
 		case pend = <-started:
 		case <-time.After(10 * time.Second): // a failure bound
-			close(release)
+			release()
 			t.Fatal("the Produce handler waited for the registration's fsync")
 		}
-		close(release)
-		if err := <-held; err != nil {
-			t.Fatal(err)
-		}
+		release()
 		return pend, before
 	}
 
@@ -167,17 +160,8 @@ func TestRegistrationDeferredToDataWrite(t *testing.T) {
 // the answer waits for the fsync. The marker is applied either way (it
 // releases held batches at once).
 func TestMarkersDeferredInSharedLog(t *testing.T) {
-	shared, err := groupcommit.Open(filepath.Join(t.TempDir(), "txncoord.db"), groupcommit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { shared.Close() })
-	coordSpace, err := shared.Space("coordinator", groupcommit.SpaceOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dc := &deferringCoordinator{twinCoordinator: newTwin(), space: coordSpace}
-	f := newFixtureWith(t, func(c *Config) { c.Shared, c.Coordinator = shared, dc })
+	f, dc, shared := sharedFixture(t, groupcommit.Options{})
+	coordSpace := dc.space
 
 	marker := func(ctx context.Context, pid int64) <-chan int16 {
 		req := markerReq(pid, 1, true, 0, 2, "t", 0)
@@ -194,16 +178,7 @@ func TestMarkersDeferredInSharedLog(t *testing.T) {
 		}()
 		return out
 	}
-	hold := func() func() {
-		release := make(chan struct{})
-		done := coordSpace.Submit(func(groupcommit.Root) error { <-release; return nil }, nil)
-		return func() {
-			close(release)
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	hold := func() func() { return gctest.Hold(t, coordSpace) }
 
 	f.mustProduce(t, txnProduce("a", testBatch{pid: 7, payload: "x"}))
 	release := hold()

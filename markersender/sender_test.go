@@ -3,7 +3,6 @@ package markersender_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/groupcommit"
+	"github.com/txncoord/txncoord/groupcommit/gctest"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/negotiation/testkit"
@@ -309,15 +309,8 @@ func TestCloseStopsGoroutines(t *testing.T) {
 // reports their tickets in Txn.Written, so the coordinator can write
 // Complete after them. Over TCP, or without DeferTo, nothing is deferred.
 func TestMarkersWrittenCarryDeferredWrites(t *testing.T) {
-	shared, err := groupcommit.Open(filepath.Join(t.TempDir(), "txncoord.db"), groupcommit.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { shared.Close() })
-	space, err := shared.Space("leader-1", groupcommit.SpaceOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	shared := gctest.Open(t, groupcommit.Options{})
+	space := gctest.Space(t, shared, "leader-1", groupcommit.SpaceOptions{})
 	for _, c := range []struct {
 		name      string
 		inProcess bool
