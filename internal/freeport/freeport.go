@@ -5,37 +5,76 @@ package freeport
 
 import (
 	"errors"
+	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 )
 
 // Run returns a port P such that 127.0.0.1:P .. P+n-1 could all be bound a
-// moment ago: the kernel picks P, and the next n-1 ports are tried. The
-// ports are released before it returns, so another process may take one
-// before the caller binds it; callers that start a server retry on that.
+// moment ago. The ports are released before it returns, so another process
+// may take one before the caller binds it. To make that unlikely, P is
+// drawn at random below the kernel's ephemeral range (which every
+// 127.0.0.1:0 listener and outgoing connection of the tests running in
+// parallel draws from: a run taken from that range collided with them);
+// if no run is free there, the kernel picks P, as before.
 func Run(n int) (int, error) {
+	low, high := 10000, ephemeralStart()-n
+	for range 200 {
+		if high <= low {
+			break
+		}
+		if base := low + rand.IntN(high-low); bindable(base, n) {
+			return base, nil
+		}
+	}
 	for range 50 {
 		first, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return 0, err
 		}
 		base := first.Addr().(*net.TCPAddr).Port
-		held := []net.Listener{first}
-		ok := base+n-1 <= 65535
-		for i := 1; i < n && ok; i++ {
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			held = append(held, l)
-		}
-		for _, l := range held {
-			l.Close()
-		}
-		if ok {
+		first.Close()
+		if base+n-1 <= 65535 && bindable(base, n) {
 			return base, nil
 		}
 	}
 	return 0, errors.New("freeport: no run of free consecutive ports found")
+}
+
+// bindable reports whether base .. base+n-1 can all be bound now.
+func bindable(base, n int) bool {
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for i := range n {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
+		if err != nil {
+			return false
+		}
+		held = append(held, l)
+	}
+	return true
+}
+
+// ephemeralStart is the first port of Linux's ephemeral range (32768 when
+// it cannot be read).
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 32768
+	}
+	p, err := strconv.Atoi(fields[0])
+	if err != nil || p <= 1024 {
+		return 32768
+	}
+	return p
 }

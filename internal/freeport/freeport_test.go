@@ -19,3 +19,18 @@ func TestRunIsBindable(t *testing.T) {
 		defer l.Close()
 	}
 }
+
+// Runs are drawn below the ephemeral range, where no 127.0.0.1:0 listener
+// of a test running in parallel can land.
+func TestRunAvoidsEphemeralRange(t *testing.T) {
+	start := ephemeralStart()
+	for range 20 {
+		base, err := Run(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if base+3 >= start {
+			t.Fatalf("run %d-%d reaches the ephemeral range (from %d)", base, base+3, start)
+		}
+	}
+}
