@@ -18,4 +18,12 @@
 // so one bad op cannot fail others that happened to share its Update. A
 // FailStop space (a partition leader, whose later ops assume the earlier
 // ones applied) refuses every op after its first failure.
+//
+// Writers of one Log can make a write conditional on others (SubmitAfter,
+// ticket.go): it is durable only with them, in the same commit or a later
+// one, and fails unwritten if one of them fails. A Deferral carries the
+// tickets between an in-process caller and callee, so that the callee
+// answers once its write is queued and the caller's own write, answered to
+// its client only once durable, carries it: two dependent writes share one
+// commit instead of waiting for each other's fsync.
 package groupcommit
