@@ -229,10 +229,9 @@ var errStore = kerr.CoordinatorNotAvailable.Code
 type write struct {
 	done chan struct{} // closed when it ended
 	err  error         // set before done is closed
-	// ticket is the store op, when the store is Conditional: other
-	// writers of its Log can make their writes conditional on it.
-	ticket      groupcommit.Ticket
-	conditional bool
+	// ticket is the store op, when the store is Conditional (Queued):
+	// other writers of its Log can make their writes conditional on it.
+	ticket groupcommit.Ticket
 }
 
 // decision is a core step's result after the durable write, if any.
@@ -270,7 +269,7 @@ func (d *decision) deferTo(df *groupcommit.Deferral, space *groupcommit.Space) b
 	if w == nil {
 		return true
 	}
-	if !w.conditional {
+	if !w.ticket.Queued() {
 		return false
 	}
 	df.Defer(w.ticket)
@@ -385,7 +384,7 @@ func (c *Coordinator) stepAfter(id string, create, speculate bool, after []group
 	// reach the store in decision order.
 	var result <-chan error
 	if cs, ok := c.cfg.Store.(txnlog.Conditional); ok {
-		w.ticket, w.conditional = cs.SubmitAfter(after, batch), true
+		w.ticket = cs.SubmitAfter(after, batch)
 		result = w.ticket.Done()
 	} else if sub, ok := c.cfg.Store.(txnlog.Submitter); ok && len(after) == 0 {
 		result = sub.Submit(batch)
@@ -416,7 +415,7 @@ func (c *Coordinator) stepAfter(id string, create, speculate bool, after []group
 			}
 			for _, t := range after {
 				// Not in the store's Log: wait for them instead.
-				if err = <-t.Done(); err != nil {
+				if err = t.Wait(); err != nil {
 					break
 				}
 			}

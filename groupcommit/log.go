@@ -61,17 +61,19 @@ type op struct {
 	// after are the ops this one is conditional on (SubmitAfter): ops of
 	// the same Log, queued before it.
 	after []*op
-	// err is the op's result, written before ended is set: what a
-	// dependent op queued later checks (on the writer goroutine) without
-	// consuming done.
-	err   error
-	ended atomic.Bool
+	// err is the op's result, written before ended is set and finished
+	// is closed: what a dependent op queued later checks (on the writer
+	// goroutine), and Ticket.Wait reads, without consuming done.
+	err      error
+	ended    atomic.Bool
+	finished chan struct{}
 }
 
 // end records the op's result and answers its caller.
 func (o *op) end(err error) {
 	o.err = err
 	o.ended.Store(true)
+	close(o.finished)
 	o.done <- err
 }
 

@@ -98,7 +98,7 @@ func (s *Space) Submit(apply func(Root) error, durable func()) <-chan error {
 // a failed commit would. A ticket of another Log fails it at once
 // (ErrForeignTicket).
 func (s *Space) SubmitAfter(after []Ticket, apply func(Root) error, durable func()) Ticket {
-	o := &op{space: s, apply: apply, durable: durable, done: make(chan error, 1)}
+	o := &op{space: s, apply: apply, durable: durable, done: make(chan error, 1), finished: make(chan struct{})}
 	for _, t := range after {
 		if t.o == nil {
 			continue

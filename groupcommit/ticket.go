@@ -33,8 +33,18 @@ var ErrForeignTicket = errors.New("groupcommit: dependency on another log's writ
 // Ticket is one submitted op.
 type Ticket struct{ o *op }
 
-// Done receives the op's result once: nil once durable, else its error.
+// Done receives the op's result once, for its submitter: nil once
+// durable, else its error.
 func (t Ticket) Done() <-chan error { return t.o.done }
+
+// Wait waits for the op's result, for anyone (it consumes nothing).
+func (t Ticket) Wait() error {
+	<-t.o.finished
+	return t.o.err
+}
+
+// Queued reports whether t is a submitted op (not the zero Ticket).
+func (t Ticket) Queued() bool { return t.o != nil }
 
 // Deferral is how an in-process caller lets a callee that writes in the
 // same Log answer once its writes are queued rather than durable: the

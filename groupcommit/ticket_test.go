@@ -134,3 +134,32 @@ func TestDeferral(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Wait gives anyone the op's result without taking it from its submitter;
+// the zero Ticket is not Queued.
+func TestTicketWait(t *testing.T) {
+	l, err := Open(filepath.Join(t.TempDir(), "w.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	s, _ := l.Space("s", SpaceOptions{})
+	boom := errors.New("boom")
+	ok := s.SubmitAfter(nil, put("b", "k", "v"), nil)
+	bad := s.SubmitAfter(nil, func(Root) error { return boom }, nil)
+	if err := ok.Wait(); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	if err := bad.Wait(); !errors.Is(err, boom) {
+		t.Fatalf("Wait on a failed op: %v", err)
+	}
+	if err := <-ok.Done(); err != nil {
+		t.Fatalf("Done after Wait: %v", err)
+	}
+	if err := <-bad.Done(); !errors.Is(err, boom) {
+		t.Fatalf("Done after Wait on a failed op: %v", err)
+	}
+	if !ok.Queued() || (Ticket{}).Queued() {
+		t.Fatal("Queued")
+	}
+}

@@ -276,19 +276,12 @@ type registrar struct {
 // DefaultRegistrationsInFlight is the default of Config.RegistrationsInFlight.
 const DefaultRegistrationsInFlight = 16
 
-// perTxnMaxInFlight bounds requests in flight to an in-process coordinator
-// (one per transaction being registered).
-const perTxnMaxInFlight = 4096
-
 func newRegistrar(coord CoordinatorClient, maxInFlight int, deferTo *groupcommit.Log, log zerolog.Logger) *registrar {
 	if maxInFlight <= 0 {
 		maxInFlight = DefaultRegistrationsInFlight
 	}
 	cheap, _ := coord.(interface{ requestsAreCheap() bool })
 	perTxn := cheap != nil && cheap.requestsAreCheap()
-	if perTxn {
-		maxInFlight = perTxnMaxInFlight
-	}
 	r := &registrar{coord: coord, deferTo: deferTo, log: log, maxInFlight: maxInFlight, perTxn: perTxn, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	go r.loop()
@@ -415,10 +408,6 @@ func (r *registrar) take() *pendingBatch {
 	var later []*registration
 	for _, reg := range r.queue {
 		k := txnKey{reg.txnID, reg.pid, reg.epoch, reg.verifyOnly}
-		if _, ok := byKey[k]; !ok && r.perTxn && len(order) > 0 {
-			later = append(later, reg) // one transaction per request
-			continue
-		}
 		if prev, ok := keyOf[reg.txnID]; ok && prev != k {
 			later = append(later, reg)
 			continue
@@ -457,13 +446,12 @@ func (r *registrar) send(b *pendingBatch) {
 		req.Transactions = append(req.Transactions, t)
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, 15*time.Second) // close cancels r.ctx
-	callCtx := ctx
 	var df *groupcommit.Deferral
 	if r.deferTo != nil {
 		df = groupcommit.NewDeferral(r.deferTo)
-		callCtx = groupcommit.WithDeferral(ctx, df)
+		ctx = groupcommit.WithDeferral(ctx, df)
 	}
-	resp, err := r.coord.AddPartitionsToTxn(callCtx, req)
+	resp, err := r.coord.AddPartitionsToTxn(ctx, req)
 	cancel()
 	var after []groupcommit.Ticket
 	if df != nil {
