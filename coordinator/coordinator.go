@@ -519,21 +519,13 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 	if d.own == nil && wasPending && d.changed != nil {
 		// Another write of the id is still finishing: try again when it
 		// has, rather than leave the transaction in Prepare*.
-		c.mu.Lock()
-		if c.closing {
-			c.mu.Unlock()
-			return
-		}
-		c.wg.Add(1)
-		c.mu.Unlock()
-		go func() {
-			defer c.wg.Done()
+		c.background(func() {
 			select {
 			case <-d.changed:
 				c.MarkersWritten(txn)
 			case <-c.stop:
 			}
-		}()
+		})
 		return
 	}
 	if d.own == nil { // not d.Persist: a failing write may already be rewriting d.Outcome
@@ -543,15 +535,7 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 	c.counters.completions.Add(1)
 	// A failed Complete write is retried, or the transaction would sit in
 	// Prepare* until the next restart.
-	c.mu.Lock()
-	if c.closing {
-		c.mu.Unlock()
-		return
-	}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.wg.Done()
+	c.background(func() {
 		if d.wait().Err == 0 {
 			return
 		}
@@ -569,6 +553,22 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 			}
 			c.MarkersWritten(txn)
 		}
+	})
+}
+
+// background runs fn on a goroutine Close waits for, unless Close has
+// begun (then fn never runs).
+func (c *Coordinator) background(fn func()) {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		fn()
 	}()
 }
 
