@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -61,18 +60,16 @@ type op struct {
 	// after are the ops this one is conditional on (SubmitAfter): ops of
 	// the same Log, queued before it.
 	after []*op
-	// err is the op's result, written before ended is set and finished
-	// is closed: what a dependent op queued later checks (on the writer
-	// goroutine), and Ticket.Wait reads, without consuming done.
+	// err is the op's result, written before finished is closed: what a
+	// dependent op queued later checks (on the writer goroutine), and
+	// Ticket.Wait reads, without consuming done.
 	err      error
-	ended    atomic.Bool
 	finished chan struct{}
 }
 
 // end records the op's result and answers its caller.
 func (o *op) end(err error) {
 	o.err = err
-	o.ended.Store(true)
 	close(o.finished)
 	o.done <- err
 }
@@ -89,8 +86,12 @@ func (o *op) finish(err error) {
 // the same batch (which is then applied first, in the same Update).
 func (o *op) afterErr() error {
 	for _, d := range o.after {
-		if d.ended.Load() && d.err != nil {
-			return fmt.Errorf("%w: %w", ErrDependencyFailed, d.err)
+		select {
+		case <-d.finished:
+			if d.err != nil {
+				return fmt.Errorf("%w: %w", ErrDependencyFailed, d.err)
+			}
+		default: // earlier in this batch
 		}
 	}
 	return nil

@@ -100,7 +100,7 @@ func (s *Space) Submit(apply func(Root) error, durable func()) <-chan error {
 func (s *Space) SubmitAfter(after []Ticket, apply func(Root) error, durable func()) Ticket {
 	o := &op{space: s, apply: apply, durable: durable, done: make(chan error, 1), finished: make(chan struct{})}
 	for _, t := range after {
-		if t.o == nil {
+		if !t.Queued() {
 			continue
 		}
 		if t.o.space.log != s.log {

@@ -67,7 +67,7 @@ func (d *Deferral) For(s *Space) bool { return d != nil && s != nil && d.log == 
 
 // Defer adds a queued write the caller's own write must come after.
 func (d *Deferral) Defer(t Ticket) {
-	if t.o == nil {
+	if !t.Queued() {
 		return
 	}
 	d.mu.Lock()

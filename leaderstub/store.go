@@ -69,12 +69,11 @@ func partitionBuckets(tx groupcommit.Root, key []byte) (log, producers, aborted,
 
 // writeOp is one queued durable change of this leader.
 type writeOp struct {
-	done   <-chan error
-	ticket groupcommit.Ticket // for a Deferral (27_write_txn_markers.go)
+	ticket groupcommit.Ticket // also handed to a Deferral (27_write_txn_markers.go)
 }
 
 // wait blocks until the op is durable or failed.
-func (op *writeOp) wait() error { return <-op.done }
+func (op *writeOp) wait() error { return <-op.ticket.Done() }
 
 var errStoreClosed = errors.New("leaderstub: store closed")
 
@@ -93,6 +92,5 @@ func (l *Leader) enqueue(apply func(groupcommit.Root) error, durable func()) *wr
 // is, answered before it was durable): if one of them fails, this change
 // fails unwritten and the space stops, as on a failed commit.
 func (l *Leader) enqueueAfter(after []groupcommit.Ticket, apply func(groupcommit.Root) error, durable func()) *writeOp {
-	t := l.space.SubmitAfter(after, apply, durable)
-	return &writeOp{done: t.Done(), ticket: t}
+	return &writeOp{ticket: l.space.SubmitAfter(after, apply, durable)}
 }
