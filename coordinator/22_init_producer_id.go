@@ -74,7 +74,7 @@ func (c *Coordinator) handleInitProducerID(_ context.Context, r *wire.Request) w
 	})
 	if fenced {
 		c.counters.fenceAborts.Add(1)
-		r.Log.Info().Str("txn_id", id).Msg("InitProducerId fenced an ongoing transaction")
+		r.Logger().Info().Str("txn_id", id).Msg("InitProducerId fenced an ongoing transaction")
 	}
 	return func() (kmsg.Response, error) { return answer(d.wait()) }
 }

@@ -104,8 +104,11 @@ const maxConcurrentWait = 2 * time.Second
 // With a Deferral for the store's Log (an in-process leader of `txncoord
 // up`, see handleAddPartitionsToTxn) an accepted registration is answered
 // once queued rather than durable, its write deferred to the caller.
-func (c *Coordinator) addPartitionsWaiting(first *partitionResult, retry func() *partitionResult, until time.Time, df *groupcommit.Deferral) *partitionResult {
-	return settle(c, first, func(pr *partitionResult) *decision { return pr.d }, retry, until, df)
+//
+// An in-process caller that gives up (wire.CallerDone of the handler's
+// ctx) ends the wait too: an Inline caller waits for this Reply itself.
+func (c *Coordinator) addPartitionsWaiting(ctx context.Context, first *partitionResult, retry func() *partitionResult, until time.Time, df *groupcommit.Deferral) *partitionResult {
+	return settle(c, first, func(pr *partitionResult) *decision { return pr.d }, retry, until, df, wire.CallerDone(ctx))
 }
 
 // settle waits, while v's decision answers CONCURRENT_TRANSACTIONS (a
@@ -113,8 +116,9 @@ func (c *Coordinator) addPartitionsWaiting(first *partitionResult, retry func() 
 // being written), for the id's next write and decides again with again,
 // until until; then it returns the last result. An acceptance whose write
 // can be deferred to df (decision.deferTo) is returned without waiting for
-// it. It blocks: call it from a Reply, never from a handler.
-func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func() T, until time.Time, df *groupcommit.Deferral) T {
+// it. A close of giveUp (nil: never) ends the wait as until does. It
+// blocks: call it from a Reply, never from a handler.
+func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func() T, until time.Time, df *groupcommit.Deferral, giveUp <-chan struct{}) T {
 	deadline := time.NewTimer(time.Until(until))
 	defer deadline.Stop()
 	space := c.space()
@@ -129,6 +133,8 @@ func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func
 		select {
 		case <-d.changed:
 		case <-deadline.C:
+			return v
+		case <-giveUp:
 			return v
 		case <-c.stop:
 			return v
@@ -189,7 +195,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 		}
 		pr := add()
 		return func() (kmsg.Response, error) {
-			pr = c.addPartitionsWaiting(pr, add, time.Now().Add(maxConcurrentWait), nil)
+			pr = c.addPartitionsWaiting(ctx, pr, add, time.Now().Add(maxConcurrentWait), nil)
 			for _, name := range pr.topics.names {
 				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 				rt.Topic = name
@@ -232,7 +238,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 	return func() (kmsg.Response, error) {
 		until := time.Now().Add(maxConcurrentWait) // one budget for the whole batch
 		for i := range results {
-			pr := c.addPartitionsWaiting(results[i], retries[i], until, df)
+			pr := c.addPartitionsWaiting(ctx, results[i], retries[i], until, df)
 			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			rtx.TransactionalID = ids[i]
 			for _, name := range pr.topics.names {

@@ -29,7 +29,7 @@ const (
 	endTxnMax = 5
 )
 
-func (c *Coordinator) handleEndTxn(_ context.Context, r *wire.Request) wire.Reply {
+func (c *Coordinator) handleEndTxn(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	c.counters.endTxn.Add(1)
@@ -53,7 +53,7 @@ func (c *Coordinator) handleEndTxn(_ context.Context, r *wire.Request) wire.Repl
 		// CONCURRENT_TRANSACTIONS (the previous transaction's markers
 		// still being written): wait for it rather than make the client
 		// back off and retry.
-		d = settle(c, d, func(d *decision) *decision { return d }, decide, start.Add(maxConcurrentWait), nil)
+		d = settle(c, d, func(d *decision) *decision { return d }, decide, start.Add(maxConcurrentWait), nil, wire.CallerDone(ctx))
 		o := d.wait()
 		resp.ErrorCode = oldFenced(o.Err, req.Version, 2)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1

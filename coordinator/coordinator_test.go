@@ -514,3 +514,52 @@ func TestRecoveryResendsCompletingMarkers(t *testing.T) {
 		t.Fatalf("EndTxn after the resent markers: %+v", r)
 	}
 }
+
+// TestInlineCallerGivesUp: a registration waiting for the previous
+// transaction's markers (CONCURRENT_TRANSACTIONS, up to maxConcurrentWait)
+// ends its wait when its in-process caller gives up. An Inline LocalClient
+// (the embedded leaders') waits for the Reply on its own goroutine, so
+// without this a closing leader would be held for the whole wait.
+func TestInlineCallerGivesUp(t *testing.T) {
+	view := testView("127.0.0.1:1")
+	c, fm := openTest(t, view, txnlog.NewMemory(), false)
+	pid, epoch := initPID(t, c, "t")
+	if code := addPartitionsV5(c, "t", pid, epoch, "orders", 0); code != 0 {
+		t.Fatal(code)
+	}
+	if r := endTxn(c, 5, "t", pid, epoch, true); r.ErrorCode != 0 { // its markers never complete
+		t.Fatal(r.ErrorCode)
+	}
+	waitFor(t, "markers", func() bool { return len(fm.snapshot()) == 1 })
+	reg := wire.NewRegistry()
+	c.Register(reg)
+	srv := startServer(t, listenLocal(t), reg, view)
+	local := srv.Local("").WithClientID("kafka-broker").Inline()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	type result struct {
+		resp kmsg.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		// A Kafka broker's registration waits for Complete
+		// (TestNextTransactionOverlapsMarkers).
+		resp, err := local.Do(ctx, leaderAddRequest("t", pid, epoch+1, "orders", 2))
+		done <- result{resp, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("registration answered (%v, %v) while the previous markers are stuck", r.resp, r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	cancel()
+	r := <-done
+	if waited := time.Since(start); waited >= maxConcurrentWait {
+		t.Fatalf("the registration waited %v: its caller's giving up did not end the wait", waited)
+	}
+	if r.err != nil || firstV4Error(r.resp.(*kmsg.AddPartitionsToTxnResponse)) != kerr.ConcurrentTransactions.Code {
+		t.Fatalf("registration after its caller gave up: %v, %v; want 51", r.resp, r.err)
+	}
+}

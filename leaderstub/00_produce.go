@@ -100,7 +100,7 @@ type holdLimits struct {
 	ctx      context.Context // the server's: done at Shutdown's deadline
 	stopping <-chan struct{} // closed when the server begins to drain
 	bound    time.Duration
-	log      zerolog.Logger
+	log      func() *zerolog.Logger // the request's, built when a hold logs
 }
 
 // prevTxnMarkerWait is how long a held batch waits at most: the request's
@@ -137,7 +137,7 @@ func (l *Leader) handleProduce(ctx context.Context, r *wire.Request) wire.Reply 
 	if regs, owners := l.neededRegistrations(parts, req, version); len(regs) > 0 {
 		l.registerWithRetry(ctx, regs, owners, version)
 	}
-	limits := holdLimits{ctx: ctx, stopping: r.Stopping, bound: l.prevTxnMarkerWait(req.TimeoutMillis), log: r.Log}
+	limits := holdLimits{ctx: ctx, stopping: r.Stopping, bound: l.prevTxnMarkerWait(req.TimeoutMillis), log: r.Logger}
 	for _, pp := range parts {
 		if pp.code == 0 {
 			l.appendProduce(pp, limits)
@@ -174,7 +174,7 @@ func (l *Leader) prepareProducePart(pp *producePart, records []byte, txnID *stri
 	batches, headers, err := splitBatches(records)
 	if err != nil {
 		pp.code = errCode(err)
-		r.Log.Warn().Err(err).Str("topic", pp.topic).Int32("partition", pp.index).Msg("produce: invalid record set")
+		r.Logger().Warn().Err(err).Str("topic", pp.topic).Int32("partition", pp.index).Msg("produce: invalid record set")
 		return
 	}
 	for _, h := range headers {
@@ -289,7 +289,7 @@ func (l *Leader) appendProduce(pp *producePart, limits holdLimits) {
 			p.held[h.ProducerID] = hb
 			p.mu.Unlock()
 			pp.held = hb.done
-			limits.log.Debug().Int64("pid", h.ProducerID).Int16("epoch", h.ProducerEpoch).Int16("current_epoch", e.Epoch).
+			limits.log().Debug().Int64("pid", h.ProducerID).Int16("epoch", h.ProducerEpoch).Int16("current_epoch", e.Epoch).
 				Int64("txn_first_offset", e.TxnFirstOffset).Bool("queued", queued).Str("topic", pp.topic).
 				Int32("partition", pp.index).Msg("produce: batch held back until the previous transaction's marker")
 			go l.appendHeld(pp, hb, limits)
@@ -355,7 +355,7 @@ func (l *Leader) appendHeld(pp *producePart, hb *heldBatch, limits holdLimits) {
 	release()
 	p.mu.Unlock()
 	pp.code, pp.base = code, -1
-	limits.log.Info().Int64("pid", h.ProducerID).Int16("epoch", h.ProducerEpoch).Int16("current_epoch", e.Epoch).
+	limits.log().Info().Int64("pid", h.ProducerID).Int16("epoch", h.ProducerEpoch).Int16("current_epoch", e.Epoch).
 		Int64("txn_first_offset", e.TxnFirstOffset).Str("topic", pp.topic).Int32("partition", pp.index).
 		Dur("waited", time.Since(start)).Str("reason", reason).Int16("error_code", code).
 		Msg("produce: batch held for the previous transaction's marker refused")

@@ -118,7 +118,7 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	// The marker's logger is built only when a line is written: With()
 	// formats every field at once, and most markers log nothing.
 	logger := func() *zerolog.Logger {
-		lg := r.Log.With().Int64("pid", m.ProducerID).Int16("epoch", m.ProducerEpoch).Int8("tv", tv).
+		lg := r.Logger().With().Int64("pid", m.ProducerID).Int16("epoch", m.ProducerEpoch).Int8("tv", tv).
 			Int16("wtm_version", r.Version).Str("topic", topic).Int32("partition", idx).
 			Int32("coordinator_epoch", m.CoordinatorEpoch).Bool("commit", m.Committed).Logger()
 		return &lg

@@ -101,7 +101,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		Dial: func(ctx context.Context, addr string) (negotiation.Transport, error) {
 			if cfg.InProcessLeader != nil {
 				if srv := cfg.InProcessLeader(addr); srv != nil {
-					return srv.Local(clusterPrincipal(cfg.View)).WithClientID(markerClientID).AtCallerVersion(), nil
+					return srv.Local(clusterPrincipal(cfg.View)).WithClientID(markerClientID).AtCallerVersion().Inline(), nil
 				}
 			}
 			cl, err := wire.DialWith(ctx, addr, markerClientID, dial)

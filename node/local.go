@@ -51,7 +51,7 @@ func clusterPrincipal(v *cluster.View) string {
 
 // bind makes every client call srv from now on.
 func (c *inProcessCoordinator) bind(srv *wire.Server) {
-	c.client.Store(srv.Local(c.principal).WithClientID(cluster.LeaderClientID))
+	c.client.Store(srv.Local(c.principal).WithClientID(cluster.LeaderClientID).Inline())
 }
 
 // do sends req to the bound coordinator.

@@ -89,7 +89,7 @@ func RequireClusterAction(h Handler) Handler {
 		if req.Key == 24 && req.Version < 4 || ClusterAction(req) {
 			return h(ctx, req)
 		}
-		req.Log.Warn().Str("principal", req.Principal).Str("reason", "cluster authorization failed").Msg("broker-only request denied")
+		req.Logger().Warn().Str("principal", req.Principal).Str("reason", "cluster authorization failed").Msg("broker-only request denied")
 		if req.Key == 27 || req.Key == 24 {
 			return Now(ErrorResponse(req.Body, errClusterAuthorizationFailed))
 		}

@@ -226,16 +226,19 @@ func (c *conn) handleFrame(frame []byte) (pending, bool) {
 		c.log.Warn().Int16("api_key", h.key).Int16("api_version", h.version).Err(err).Str("reason", "bad request header").Msg("connection closed: bad request header")
 		return pending{}, false
 	}
-	rlog := c.log.With().Int16("api_key", h.key).Int16("api_version", h.version).Int32("correlation_id", h.correlationID).Logger()
+	req := &Request{
+		Key: h.key, Version: h.version, CorrelationID: h.correlationID, ClientID: h.clientID, Remote: c.nc.RemoteAddr(),
+		ConnID: c.id, Principal: c.principal, Stopping: c.s.draining, Log: c.log, sec: c.s.sec,
+	}
 	if c.sasl.pendingAuth() && h.key != 18 && h.key != 17 && h.key != 36 {
 		// Kafka closes the connection too: before authentication only
 		// ApiVersions and the SASL exchange are allowed.
-		rlog.Warn().Str("reason", "not authenticated").Msg("connection closed: request before SASL authentication")
+		req.Logger().Warn().Str("reason", "not authenticated").Msg("connection closed: request before SASL authentication")
 		return pending{}, false
 	}
 	rng, known := c.s.advertised[h.key]
 	if !known {
-		rlog.Warn().Str("reason", "unsupported api key").Msg("connection closed: unsupported request")
+		req.Logger().Warn().Str("reason", "unsupported api key").Msg("connection closed: unsupported request")
 		return pending{}, false
 	}
 	if h.version < rng[0] || h.version > rng[1] {
@@ -243,15 +246,15 @@ func (c *conn) handleFrame(frame []byte) (pending, bool) {
 			// KIP-511: a newer client's ApiVersions gets a v0 answer
 			// with UNSUPPORTED_VERSION and our ApiVersions range, so
 			// it can retry at a version we speak.
-			rlog.Debug().Int16("max_version", rng[1]).Msg("ApiVersions above our max: KIP-511 answer")
+			req.Logger().Debug().Int16("max_version", rng[1]).Msg("ApiVersions above our max: KIP-511 answer")
 			return pending{h: header{key: 18, version: 0, correlationID: h.correlationID}, reply: Now(c.s.apiVersionsResponse(0, 35))}, true
 		}
-		rlog.Warn().Int16("min_version", rng[0]).Int16("max_version", rng[1]).Str("reason", "unsupported version").Msg("connection closed: unsupported request")
+		req.Logger().Warn().Int16("min_version", rng[0]).Int16("max_version", rng[1]).Str("reason", "unsupported version").Msg("connection closed: unsupported request")
 		return pending{}, false
 	}
 	decoded, err := decodeBody(h, body)
 	if err != nil {
-		rlog.Warn().Err(err).Str("reason", "undecodable request").Msg("connection closed: undecodable request")
+		req.Logger().Warn().Err(err).Str("reason", "undecodable request").Msg("connection closed: undecodable request")
 		return pending{}, false
 	}
 	if h.key == 18 {
@@ -260,19 +263,15 @@ func (c *conn) handleFrame(frame []byte) (pending, bool) {
 	if c.sasl != nil {
 		switch body := decoded.(type) {
 		case *kmsg.SASLHandshakeRequest:
-			return c.saslHandshake(h, body, rlog)
+			return c.saslHandshake(h, body, *req.Logger())
 		case *kmsg.SASLAuthenticateRequest:
-			return c.saslAuthenticate(h, body, rlog)
+			return c.saslAuthenticate(h, body, *req.Logger())
 		}
 	}
-	req := &Request{
-		Body: decoded, Key: h.key, Version: h.version, CorrelationID: h.correlationID,
-		ClientID: h.clientID, Remote: c.nc.RemoteAddr(), ConnID: c.id, Principal: c.principal, Stopping: c.s.draining, Log: rlog,
-		sec: c.s.sec,
-	}
+	req.Body = decoded
 	reply, err := c.s.callHandler(c.s.ctx, req)
 	if err != nil {
-		rlog.Error().Err(err).Str("reason", "handler failed").Msg("connection closed: handler failed")
+		req.Logger().Error().Err(err).Str("reason", "handler failed").Msg("connection closed: handler failed")
 		return pending{}, false
 	}
 	return pending{h: h, reply: reply}, true

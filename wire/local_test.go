@@ -522,3 +522,142 @@ func TestLocalClientID(t *testing.T) {
 		t.Fatalf("client id %q without WithClientID, want null", *id)
 	}
 }
+
+// An Inline client waits for the Reply itself: cancelling its context does
+// not end a Do whose Reply ignores CallerDone (it returns the Reply's
+// answer), and ends one whose Reply watches it. CallerDone is nil over a
+// connection and for a caller whose context cannot be cancelled.
+func TestLocalInline(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan string, 4)
+	callerDone := make(chan bool, 4)
+	c := clustertest.Start(t, clustertest.Options{
+		Register: func(_ cluster.Node, reg *wire.Registry) {
+			reg.Register(22, 0, 5, func(ctx context.Context, r *wire.Request) wire.Reply {
+				id := *r.Body.(*kmsg.InitProducerIDRequest).TransactionalID
+				giveUp := wire.CallerDone(ctx)
+				callerDone <- giveUp != nil
+				entered <- id
+				resp := r.Body.(*kmsg.InitProducerIDRequest).ResponseKind().(*kmsg.InitProducerIDResponse)
+				return func() (kmsg.Response, error) {
+					switch id {
+					case "ignores-caller":
+						<-release
+					case "watches-caller":
+						select {
+						case <-release:
+						case <-giveUp:
+							resp.ErrorCode = 7 // REQUEST_TIMED_OUT: gave up
+						}
+					}
+					return resp, nil
+				}
+			})
+		},
+	})
+	local := c.Coordinator().Server.Local("").Inline()
+	initPID := func(txnID string) *kmsg.InitProducerIDRequest {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = kmsg.StringPtr(txnID)
+		return req
+	}
+	type result struct {
+		resp kmsg.Response
+		err  error
+	}
+	call := func(ctx context.Context, txnID string) <-chan result {
+		out := make(chan result, 1)
+		go func() {
+			resp, err := local.Do(ctx, initPID(txnID))
+			out <- result{resp, err}
+		}()
+		if id := <-entered; id != txnID {
+			t.Fatalf("handler saw %q, want %q", id, txnID)
+		}
+		return out
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	ignoring := call(ctx, "ignores-caller")
+	if !<-callerDone {
+		t.Fatal("CallerDone is nil for an in-process caller with a cancellable context")
+	}
+	cancel()
+	select {
+	case r := <-ignoring:
+		t.Fatalf("Inline Do returned (%v, %v) before its Reply did", r.resp, r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if r := <-ignoring; r.err != nil || r.resp.(*kmsg.InitProducerIDResponse).ErrorCode != 0 {
+		t.Fatalf("Inline Do after its Reply returned: %v, %v; want the Reply's answer", r.resp, r.err)
+	}
+
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	release = make(chan struct{}) // never closed: only the caller giving up ends the Reply
+	watching := call(ctx2, "watches-caller")
+	<-callerDone
+	cancel2()
+	select {
+	case r := <-watching:
+		if r.err != nil || r.resp.(*kmsg.InitProducerIDResponse).ErrorCode != 7 {
+			t.Fatalf("Do whose Reply watches CallerDone: %v, %v; want the gave-up answer", r.resp, r.err)
+		}
+	case <-time.After(ioTimeout):
+		t.Fatal("a Reply watching CallerDone kept an Inline Do after its caller gave up")
+	}
+
+	if _, err := local.Do(context.Background(), initPID("now")); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if <-callerDone {
+		t.Fatal("CallerDone is not nil for a caller whose context cannot be cancelled")
+	}
+	cl := dialClient(t, c.Coordinator().Addr)
+	req := initPID("tcp")
+	req.SetVersion(4)
+	if _, err := cl.Do(localCtx(t), req); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if <-callerDone {
+		t.Fatal("CallerDone is not nil over a connection")
+	}
+}
+
+// Request.Logger carries the request's fields, built on first use: the
+// api key and version, and the correlation id over a connection or the
+// remote and call id in-process.
+func TestRequestLogger(t *testing.T) {
+	var logs logBuffer
+	c := clustertest.Start(t, clustertest.Options{
+		Log: logs.logger(),
+		Register: func(_ cluster.Node, reg *wire.Registry) {
+			reg.Register(22, 0, 5, func(_ context.Context, r *wire.Request) wire.Reply {
+				r.Logger().Warn().Str("txn_id", *r.Body.(*kmsg.InitProducerIDRequest).TransactionalID).Msg("handler line")
+				return wire.Now(r.Body.(*kmsg.InitProducerIDRequest).ResponseKind())
+			})
+		},
+	})
+	ctx := localCtx(t)
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID = kmsg.StringPtr("tcp")
+	req.SetVersion(3)
+	if _, err := dialClient(t, c.Coordinator().Addr).Do(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	line := logs.waitLog(t, map[string]any{"txn_id": "tcp"})
+	if line["api_key"] != float64(22) || line["api_version"] != float64(3) || line["correlation_id"] == nil || line["remote"] == nil || line["remote"] == "in-process" {
+		t.Fatalf("TCP request's line: %v", line)
+	}
+	req = kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID = kmsg.StringPtr("local")
+	if _, err := c.Coordinator().Server.Local("").Do(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	line = logs.waitLog(t, map[string]any{"txn_id": "local"})
+	if line["api_key"] != float64(22) || line["api_version"] != float64(5) || line["remote"] != "in-process" || line["conn"] == nil {
+		t.Fatalf("in-process request's line: %v", line)
+	}
+}

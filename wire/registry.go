@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"sync"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,11 +25,36 @@ type Request struct {
 	Principal string
 	// Stopping is closed when the server begins a graceful shutdown.
 	Stopping <-chan struct{}
-	Log      zerolog.Logger
+	// Log is the connection's logger (the server's, for an in-process
+	// call). Logger adds the request's own fields to it.
+	Log zerolog.Logger
 
 	// sec is the listener's security (nil when off, and in requests that
 	// tests build by hand): the authorization helpers read it.
 	sec *serverSecurity
+	// inProcess: a LocalClient call, whose Log lacks the remote and
+	// connection fields a connection's has.
+	inProcess bool
+	logOnce   sync.Once
+	logger    zerolog.Logger
+}
+
+// Logger is Log with the request's fields (api key, version, and the
+// correlation id, or for an in-process call the remote and call id), built
+// on first use: zerolog's With copies and formats every field at once, and
+// most requests log nothing. Safe for concurrent use by a handler and its
+// Reply.
+func (r *Request) Logger() *zerolog.Logger {
+	r.logOnce.Do(func() {
+		c := r.Log.With()
+		if r.inProcess {
+			c = c.Str("remote", localAddr{}.String()).Uint64("conn", r.ConnID)
+		} else {
+			c = c.Int32("correlation_id", r.CorrelationID)
+		}
+		r.logger = c.Int16("api_key", r.Key).Int16("api_version", r.Version).Logger()
+	})
+	return &r.logger
 }
 
 // Reply produces a handler's response. The server calls it from the

@@ -119,7 +119,7 @@ func (l *FakeLeader) Local() *wire.LocalClient {
 	if l.srv == nil {
 		return nil
 	}
-	return l.srv.Local("").WithClientID("txncoord-markers").AtCallerVersion()
+	return l.srv.Local("").WithClientID("txncoord-markers").AtCallerVersion().Inline()
 }
 
 // SetSpace makes the leader write each WriteTxnMarkers request it answers
