@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,7 +27,16 @@ type Workload struct {
 	// TxnIDPrefix makes transactional ids unique per run, so a target that
 	// keeps state never fences a producer of an earlier window.
 	TxnIDPrefix string
+	// StuckAfter bounds how long a timed window's transactions in flight
+	// may still take once it closes (DefaultStuckAfter when 0): a target
+	// that stopped answering (crashed) would otherwise hold Run for ever,
+	// as kgo retries a produce without end. Run then fails.
+	StuckAfter time.Duration
 }
+
+// DefaultStuckAfter is Workload.StuckAfter's default: far above any
+// transaction's latency on a live target.
+const DefaultStuckAfter = 30 * time.Second
 
 // DefaultWorkload is the standard shape: one record to each of two
 // partitions per transaction, committed, for 10 s.
@@ -111,13 +121,17 @@ func Run(ctx context.Context, seeds []string, w Workload, hooks Hooks) (*Result,
 		return nil, err
 	}
 	producers := make([]*producer, w.Producers)
-	defer func() {
-		for _, p := range producers {
-			if p != nil {
-				p.client.Close()
+	var closeOnce sync.Once
+	closeAll := func() {
+		closeOnce.Do(func() {
+			for _, p := range producers {
+				if p != nil {
+					p.client.Close()
+				}
 			}
-		}
-	}()
+		})
+	}
+	defer closeAll()
 	for i := range producers {
 		cl, err := kgo.NewClient(
 			kgo.SeedBrokers(seeds...),
@@ -138,9 +152,14 @@ func Run(ctx context.Context, seeds []string, w Workload, hooks Hooks) (*Result,
 
 	// Warm-up, concurrently: the first transaction of each producer pays for
 	// InitProducerId and connection setup, which is not what we measure.
-	if err := forEach(producers, func(p *producer) error {
-		return p.warmUp(ctx)
-	}); err != nil {
+	// Bounded as the window is (below): a target that never answers
+	// fails the warm-up instead of holding it.
+	stuckWarm := time.AfterFunc(cmp.Or(w.StuckAfter, DefaultStuckAfter), closeAll)
+	err = forEach(producers, func(p *producer) error { return p.warmUp(ctx) })
+	if !stuckWarm.Stop() {
+		return nil, fmt.Errorf("warm-up: not done after %v: the target is not answering (%w)", cmp.Or(w.StuckAfter, DefaultStuckAfter), err)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("warm-up: %w", err)
 	}
 
@@ -163,8 +182,24 @@ func Run(ctx context.Context, seeds []string, w Workload, hooks Hooks) (*Result,
 		}
 		return time.Now().Before(deadline)
 	}
-	runErr := forEach(producers, func(p *producer) error { return p.loop(ctx, more, hooks.Progress) })
+	// A produce to a dead target is retried without end, and neither
+	// ProduceSync's ctx nor a record timeout takes back a record sent:
+	// closing the client does (ErrClientClosed).
+	windowCtx, cancelWindow := context.WithCancel(ctx)
+	defer cancelWindow()
+	if w.Count <= 0 {
+		stuck := time.AfterFunc(w.Duration+cmp.Or(w.StuckAfter, DefaultStuckAfter), func() {
+			cancelWindow()
+			closeAll()
+		})
+		defer stuck.Stop()
+	}
+	runErr := forEach(producers, func(p *producer) error { return p.loop(windowCtx, more, hooks.Progress) })
 	elapsed := time.Since(start)
+	if ctx.Err() == nil && windowCtx.Err() != nil {
+		runErr = errors.Join(runErr, fmt.Errorf("transactions still in flight %v after the window closed: the target stopped answering",
+			cmp.Or(w.StuckAfter, DefaultStuckAfter)))
+	}
 	if hooks.WindowEnd != nil {
 		hooks.WindowEnd()
 	}

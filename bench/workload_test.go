@@ -2,11 +2,13 @@ package bench
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestRunAgainstKfake runs the workload for about a second against kfake in
@@ -139,4 +141,65 @@ func countCommitted(ctx context.Context, t *testing.T, seeds []string, topic str
 		})
 	}
 	return count
+}
+
+// A target that dies during the window does not hold Run: transactions
+// still in flight Workload.StuckAfter after the window closed end it with
+// an error (kgo retries a produce to a dead broker without end).
+func TestRunEndsWhenTargetDies(t *testing.T) {
+	c, err := NewKfake(KfakeOptions{Brokers: 3, Topic: "bench", Partitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			c.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := DefaultWorkload()
+	w.Producers, w.Duration, w.StuckAfter = 2, 2*time.Second, time.Second
+	start := time.Now()
+	_, err = Run(ctx, c.ListenAddrs(), w, Hooks{WindowStart: func() {
+		time.AfterFunc(300*time.Millisecond, func() { c.Close() })
+		closed = true
+	}})
+	if err == nil {
+		t.Fatal("Run reported no error after its target died")
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Run returned only when the test's context ended (%v): %v", time.Since(start), err)
+	}
+	t.Logf("Run ended after %v: %v", time.Since(start).Round(time.Millisecond), err)
+}
+
+// A target that takes produce requests and never answers them fails the
+// warm-up after Workload.StuckAfter instead of holding Run.
+func TestRunWarmUpBounded(t *testing.T) {
+	c, err := NewKfake(KfakeOptions{Brokers: 3, Topic: "bench", Partitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := make(chan struct{})
+	defer c.Close()
+	defer close(never) // before Close: the held handlers return
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		<-never
+		return nil, nil, false
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := DefaultWorkload()
+	w.Producers, w.Duration, w.StuckAfter = 2, time.Second, time.Second
+	start := time.Now()
+	_, err = Run(ctx, c.ListenAddrs(), w, Hooks{WindowStart: func() { t.Error("the window started without a warm-up") }})
+	if err == nil || !strings.Contains(err.Error(), "warm-up") {
+		t.Fatalf("Run against a target that never answers a produce: %v, want a warm-up error", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Run returned only when the test's context ended (%v): %v", time.Since(start), err)
+	}
 }
