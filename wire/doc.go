@@ -24,5 +24,8 @@
 //
 // Main types: Registry (handlers by API key with their version range), Server
 // (listener and connections), Handler and Reply (how a handler answers, now or
-// after some durable write), and Client (one connection to another node).
+// after some durable write), Client (one connection to another node) and
+// LocalClient (the same handlers called in-process, local.go; Inline ones
+// wait for the Reply on the caller's goroutine). Request.Logger is built on
+// first use: most requests log nothing.
 package wire
