@@ -1,7 +1,6 @@
 package wire_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -15,25 +14,7 @@ import (
 // with the wrong response type each close only their own connection.
 func TestHandlerBugsCloseOnlyThatConnection(t *testing.T) {
 	var logs logBuffer
-	c := clustertest.Start(t, clustertest.Options{
-		Log: logs.logger(),
-		Register: func(_ cluster.Node, reg *wire.Registry) {
-			reg.Register(22, 0, 5, func(_ context.Context, r *wire.Request) wire.Reply {
-				req := r.Body.(*kmsg.InitProducerIDRequest)
-				switch *req.TransactionalID {
-				case "panic":
-					panic("handler bug")
-				case "reply-panic":
-					return func() (kmsg.Response, error) { panic("reply bug") }
-				case "wrong-type":
-					return wire.Now(kmsg.NewPtrEndTxnResponse())
-				case "nil-reply":
-					return nil
-				}
-				return wire.Now(req.ResponseKind())
-			})
-		},
-	})
+	c := startInitPID(t, logs.logger(), buggyInitPID)
 	addr := c.Coordinator().Addr
 	initPID := func(txnID string) *kmsg.InitProducerIDRequest {
 		req := kmsg.NewPtrInitProducerIDRequest()

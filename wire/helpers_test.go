@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -13,7 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/cluster/clustertest"
 	"github.com/txncoord/txncoord/internal/logtest"
+	"github.com/txncoord/txncoord/wire"
 )
 
 // ioTimeout bounds every blocking socket operation of a test, so a bug
@@ -157,4 +161,36 @@ func checkAlive(t *testing.T, addr string) {
 		t.Fatalf("ApiVersions on a new connection: error %d, %d keys", resp.ErrorCode, len(resp.ApiKeys))
 	}
 	c.nc.Close()
+}
+
+// startInitPID starts a cluster whose nodes answer InitProducerId (key 22,
+// v0–v5) with h; log gets every node's logs (zero: discarded).
+func startInitPID(t *testing.T, log zerolog.Logger, h wire.Handler) *clustertest.Cluster {
+	t.Helper()
+	return clustertest.Start(t, clustertest.Options{Log: log, Register: func(_ cluster.Node, reg *wire.Registry) {
+		reg.Register(22, 0, 5, h)
+	}})
+}
+
+// buggyInitPID is an InitProducerId handler with the bug its transactional
+// id names: "panic" (the handler), "reply-panic", "reply-error",
+// "wrong-type" (an EndTxn response), "nil-reply"; any other id gets
+// producer id 9.
+func buggyInitPID(_ context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.InitProducerIDRequest)
+	switch *req.TransactionalID {
+	case "panic":
+		panic("handler bug")
+	case "reply-panic":
+		return func() (kmsg.Response, error) { panic("reply bug") }
+	case "reply-error":
+		return wire.Fail(errors.New("reply failed"))
+	case "wrong-type":
+		return wire.Now(kmsg.NewPtrEndTxnResponse())
+	case "nil-reply":
+		return nil
+	}
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID = 9
+	return wire.Now(resp)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
@@ -276,29 +277,7 @@ func TestLocalUnknownKey(t *testing.T) {
 // the server keeps serving, in-process and over TCP.
 func TestLocalHandlerBugs(t *testing.T) {
 	var logs logBuffer
-	c := clustertest.Start(t, clustertest.Options{
-		Log: logs.logger(),
-		Register: func(_ cluster.Node, reg *wire.Registry) {
-			reg.Register(22, 0, 5, func(_ context.Context, r *wire.Request) wire.Reply {
-				req := r.Body.(*kmsg.InitProducerIDRequest)
-				switch *req.TransactionalID {
-				case "panic":
-					panic("handler bug")
-				case "reply-panic":
-					return func() (kmsg.Response, error) { panic("reply bug") }
-				case "reply-error":
-					return wire.Fail(errors.New("reply failed"))
-				case "wrong-type":
-					return wire.Now(kmsg.NewPtrEndTxnResponse())
-				case "nil-reply":
-					return nil
-				}
-				resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
-				resp.ProducerID = 9
-				return wire.Now(resp)
-			})
-		},
-	})
+	c := startInitPID(t, logs.logger(), buggyInitPID)
 	addr := c.Coordinator().Addr
 	local := c.Coordinator().Server.Local("")
 	ctx := localCtx(t)
@@ -499,13 +478,9 @@ func TestLocalContext(t *testing.T) {
 // request header does; without it the client id is null.
 func TestLocalClientID(t *testing.T) {
 	seen := make(chan *string, 2)
-	c := clustertest.Start(t, clustertest.Options{
-		Register: func(_ cluster.Node, reg *wire.Registry) {
-			reg.Register(22, 0, 5, func(_ context.Context, r *wire.Request) wire.Reply {
-				seen <- r.ClientID
-				return wire.Now(r.Body.(*kmsg.InitProducerIDRequest).ResponseKind())
-			})
-		},
+	c := startInitPID(t, zerolog.Nop(), func(_ context.Context, r *wire.Request) wire.Reply {
+		seen <- r.ClientID
+		return wire.Now(r.Body.(*kmsg.InitProducerIDRequest).ResponseKind())
 	})
 	ctx := localCtx(t)
 	local := c.Coordinator().Server.Local("")
@@ -531,29 +506,25 @@ func TestLocalInline(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan string, 4)
 	callerDone := make(chan bool, 4)
-	c := clustertest.Start(t, clustertest.Options{
-		Register: func(_ cluster.Node, reg *wire.Registry) {
-			reg.Register(22, 0, 5, func(ctx context.Context, r *wire.Request) wire.Reply {
-				id := *r.Body.(*kmsg.InitProducerIDRequest).TransactionalID
-				giveUp := wire.CallerDone(ctx)
-				callerDone <- giveUp != nil
-				entered <- id
-				resp := r.Body.(*kmsg.InitProducerIDRequest).ResponseKind().(*kmsg.InitProducerIDResponse)
-				return func() (kmsg.Response, error) {
-					switch id {
-					case "ignores-caller":
-						<-release
-					case "watches-caller":
-						select {
-						case <-release:
-						case <-giveUp:
-							resp.ErrorCode = 7 // REQUEST_TIMED_OUT: gave up
-						}
-					}
-					return resp, nil
+	c := startInitPID(t, zerolog.Nop(), func(ctx context.Context, r *wire.Request) wire.Reply {
+		id := *r.Body.(*kmsg.InitProducerIDRequest).TransactionalID
+		giveUp := wire.CallerDone(ctx)
+		callerDone <- giveUp != nil
+		entered <- id
+		resp := r.Body.(*kmsg.InitProducerIDRequest).ResponseKind().(*kmsg.InitProducerIDResponse)
+		return func() (kmsg.Response, error) {
+			switch id {
+			case "ignores-caller":
+				<-release
+			case "watches-caller":
+				select {
+				case <-release:
+				case <-giveUp:
+					resp.ErrorCode = 7 // REQUEST_TIMED_OUT: gave up
 				}
-			})
-		},
+			}
+			return resp, nil
+		}
 	})
 	local := c.Coordinator().Server.Local("").Inline()
 	initPID := func(txnID string) *kmsg.InitProducerIDRequest {
@@ -631,14 +602,9 @@ func TestLocalInline(t *testing.T) {
 // remote and call id in-process.
 func TestRequestLogger(t *testing.T) {
 	var logs logBuffer
-	c := clustertest.Start(t, clustertest.Options{
-		Log: logs.logger(),
-		Register: func(_ cluster.Node, reg *wire.Registry) {
-			reg.Register(22, 0, 5, func(_ context.Context, r *wire.Request) wire.Reply {
-				r.Logger().Warn().Str("txn_id", *r.Body.(*kmsg.InitProducerIDRequest).TransactionalID).Msg("handler line")
-				return wire.Now(r.Body.(*kmsg.InitProducerIDRequest).ResponseKind())
-			})
-		},
+	c := startInitPID(t, logs.logger(), func(_ context.Context, r *wire.Request) wire.Reply {
+		r.Logger().Warn().Str("txn_id", *r.Body.(*kmsg.InitProducerIDRequest).TransactionalID).Msg("handler line")
+		return wire.Now(r.Body.(*kmsg.InitProducerIDRequest).ResponseKind())
 	})
 	ctx := localCtx(t)
 	req := kmsg.NewPtrInitProducerIDRequest()
