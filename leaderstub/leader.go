@@ -51,6 +51,14 @@ type Config struct {
 	// that partition (00_produce.go): the Produce request's timeout, at
 	// most this (default DefaultPrevTxnMarkerWait). Tests shorten it.
 	PrevTxnMarkerWait time.Duration
+	// ProducerIDExpiration is how long a producer with no open
+	// transaction is kept on a partition after its last write (Kafka's
+	// producer.id.expiration.ms; default DefaultProducerIDExpiration),
+	// checked every ProducerIDExpirationCheck (default
+	// DefaultProducerIDExpirationCheck, or the expiration if shorter).
+	// See expire.go.
+	ProducerIDExpiration      time.Duration
+	ProducerIDExpirationCheck time.Duration
 }
 
 // DefaultPrevTxnMarkerWait is the default Config.PrevTxnMarkerWait.
@@ -74,8 +82,9 @@ type Leader struct {
 	markersMu sync.Mutex
 	markers   []ReceivedMarker
 
-	stop      chan struct{}
-	closeOnce sync.Once
+	stop       chan struct{}
+	background sync.WaitGroup // expireLoop; Close waits for it
+	closeOnce  sync.Once
 }
 
 // ReceivedMarker is one partition of a WriteTxnMarkers request as this
@@ -112,6 +121,14 @@ func Open(cfg Config) (*Leader, error) {
 	if cfg.PrevTxnMarkerWait <= 0 {
 		cfg.PrevTxnMarkerWait = DefaultPrevTxnMarkerWait
 	}
+	if cfg.ProducerIDExpiration <= 0 {
+		cfg.ProducerIDExpiration = DefaultProducerIDExpiration
+	}
+	if cfg.ProducerIDExpirationCheck <= 0 {
+		// A short expiration (tests, throwaway clusters) is checked
+		// as often as it lasts.
+		cfg.ProducerIDExpirationCheck = min(DefaultProducerIDExpirationCheck, cfg.ProducerIDExpiration)
+	}
 	l := &Leader{
 		cfg:        cfg,
 		log:        cfg.Log.With().Int32("leader", cfg.NodeID).Logger(),
@@ -146,6 +163,8 @@ func Open(cfg Config) (*Leader, error) {
 		return nil, err
 	}
 	l.registrar = newRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.space.Log(), l.log)
+	l.background.Add(1)
+	go l.expireLoop()
 	return l, nil
 }
 
@@ -198,6 +217,7 @@ func (l *Leader) Close() error {
 	var err error
 	l.closeOnce.Do(func() {
 		close(l.stop)
+		l.background.Wait()
 		l.registrar.close()
 		err = l.space.Close()
 		l.metrics.unregister()

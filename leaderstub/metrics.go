@@ -10,12 +10,14 @@ import (
 // metrics are the leader's Prometheus series, labelled with the node id so
 // that several leaders can share one registry (txncoord up).
 type metrics struct {
-	reg        prometheus.Registerer
-	commits    prometheus.Counter
-	commitOps  prometheus.Histogram
-	batches    prometheus.Counter
-	markers    *prometheus.CounterVec
-	collectors []prometheus.Collector
+	reg       prometheus.Registerer
+	commits   prometheus.Counter
+	commitOps prometheus.Histogram
+	batches   prometheus.Counter
+	markers   *prometheus.CounterVec
+	// producersExpired counts producer entries forgotten (expire.go).
+	producersExpired prometheus.Counter
+	collectors       []prometheus.Collector
 	// fsyncs counts commits, readable without a registry (benchmarks).
 	fsyncs atomic.Int64
 }
@@ -33,8 +35,10 @@ func newMetrics(reg prometheus.Registerer, nodeID int32) *metrics {
 		markers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "txncoord_leader_markers_total",
 			Help: "WriteTxnMarkers partitions by request version and error code", ConstLabels: labels},
 			[]string{"wtm_version", "error_code"}),
+		producersExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: "txncoord_leader_producers_expired_total",
+			Help: "producer entries forgotten on a partition after ProducerIDExpiration without a write", ConstLabels: labels}),
 	}
-	m.collectors = []prometheus.Collector{m.commits, m.commitOps, m.batches, m.markers}
+	m.collectors = []prometheus.Collector{m.commits, m.commitOps, m.batches, m.markers, m.producersExpired}
 	if reg != nil {
 		for _, c := range m.collectors {
 			reg.Register(c) // a duplicate (re-opened leader) keeps the first series

@@ -221,6 +221,7 @@ type persistOp struct {
 	dropped        []int64
 	droppedAborted []int64
 	logStart       int64
+	expired        []int64 // producer ids forgotten (expire.go)
 }
 
 func (o *persistOp) apply(r groupcommit.Root) error {
@@ -240,6 +241,11 @@ func (o *persistOp) apply(r groupcommit.Root) error {
 	}
 	if o.aborted != nil {
 		if err := aborted.Put(u64(o.aborted.LastOffset), o.aborted.marshal()); err != nil {
+			return err
+		}
+	}
+	for _, pid := range o.expired {
+		if err := producers.Delete(u64(pid)); err != nil {
 			return err
 		}
 	}

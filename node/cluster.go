@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -28,6 +29,7 @@ type EmbeddedConfig struct {
 	MarkerVersionDiscovery bool
 	UnsafeNoSync           bool
 	RetentionBytes         int64
+	ProducerIDExpiration   time.Duration // 0: Kafka's one day (LeaderConfig)
 	// Listeners, optional, are already-bound listeners by node id (tests
 	// bind 127.0.0.1:0 first and write the cluster file from them).
 	Listeners map[int32]net.Listener
@@ -135,7 +137,8 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, log zerolog.Logger) LeaderConfig {
 	return LeaderConfig{
 		View: e.View, NodeID: id, KafkaVersion: kafkaVersion, DataDir: e.cfg.DataDir, Shared: e.Shared,
-		RetentionBytes: e.cfg.RetentionBytes, UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
+		RetentionBytes: e.cfg.RetentionBytes, ProducerIDExpiration: e.cfg.ProducerIDExpiration,
+		UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
 		Metrics:     prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics),
 		Coordinator: e.inProcess.leaderClient(),
 	}

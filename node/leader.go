@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -25,7 +26,10 @@ type LeaderConfig struct {
 	KafkaVersion   string
 	DataDir        string
 	RetentionBytes int64
-	UnsafeNoSync   bool
+	// ProducerIDExpiration: how long a producer with no open transaction
+	// is kept on a partition after its last write (0: Kafka's one day).
+	ProducerIDExpiration time.Duration
+	UnsafeNoSync         bool
 	// Shared, when set, holds the leader's data as its space
 	// "leader-<id>" (`txncoord up`); the caller closes it.
 	Shared   *groupcommit.Log
@@ -69,16 +73,17 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		coordCl = leaderstub.DialCoordinatorWith(cfg.View.Coordinator().Addr, dial, log)
 	}
 	l, err := leaderstub.Open(leaderstub.Config{
-		NodeID:         cfg.NodeID,
-		KafkaVersion:   self.KafkaVersion,
-		View:           cfg.View,
-		DataDir:        filepath.Join(cfg.DataDir, fmt.Sprintf("leader-%d", cfg.NodeID)),
-		Shared:         cfg.Shared,
-		Coordinator:    coordCl,
-		RetentionBytes: cfg.RetentionBytes,
-		NoSync:         cfg.UnsafeNoSync,
-		Log:            log,
-		Metrics:        cfg.Metrics,
+		NodeID:               cfg.NodeID,
+		KafkaVersion:         self.KafkaVersion,
+		View:                 cfg.View,
+		DataDir:              filepath.Join(cfg.DataDir, fmt.Sprintf("leader-%d", cfg.NodeID)),
+		Shared:               cfg.Shared,
+		Coordinator:          coordCl,
+		RetentionBytes:       cfg.RetentionBytes,
+		ProducerIDExpiration: cfg.ProducerIDExpiration,
+		NoSync:               cfg.UnsafeNoSync,
+		Log:                  log,
+		Metrics:              cfg.Metrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("leader %d: %w", cfg.NodeID, err)

@@ -378,3 +378,37 @@ func TestBadInputExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// --producer-id-expiration reaches the leaders of `up`: an idempotent
+// producer's state is listed by `txncoord producers`, then forgotten once
+// the expiration has passed without a write.
+func TestUpExpiresProducers(t *testing.T) {
+	base := freePortRun(t, 5)
+	adminAddr := fmt.Sprintf("127.0.0.1:%d", base+4)
+	up := startUp(t, "--data-dir", t.TempDir(), "--listen", fmt.Sprintf("127.0.0.1:%d", base),
+		"--topics", "events:1", "--admin-listen", adminAddr, "--producer-id-expiration", "4s")
+	defer up.stop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(up.bootstrap), kgo.RecordPartitioner(kgo.ManualPartitioner())) // idempotent by default
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "events", Partition: 0, Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	listed := func() int {
+		var producers []map[string]any
+		cliJSON(t, &producers, "producers", "--topic", "events", "--partition", "0", "--admin", up.adminURL, "-o", "json")
+		return len(producers)
+	}
+	if n := listed(); n != 1 {
+		t.Fatalf("%d producers listed after one idempotent produce, want 1", n)
+	}
+	for deadline := time.Now().Add(20 * time.Second); listed() != 0; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the producer was still listed 20 s after its 4 s expiration")
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/node"
 	"github.com/txncoord/txncoord/security"
 )
@@ -41,6 +42,11 @@ func retentionFlag() cli.Flag {
 	return &cli.Int64Flag{Name: "retention-bytes", Value: 1 << 30, EnvVars: env("retention-bytes"), Usage: "per-partition log size kept by leaders"}
 }
 
+func producerExpirationFlag() cli.Flag {
+	return &cli.DurationFlag{Name: "producer-id-expiration", Value: leaderstub.DefaultProducerIDExpiration, EnvVars: env("producer-id-expiration"),
+		Usage: "leaders forget a producer with no open transaction this long after its last write (Kafka's producer.id.expiration.ms), checked every 10 minutes or as often as it lasts if shorter"}
+}
+
 func upCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "up",
@@ -59,7 +65,7 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 			&cli.IntFlag{Name: "default-partitions", Value: 3, EnvVars: env("default-partitions"), Usage: "partitions of auto-created topics"},
 			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: "admin HTTP API address"},
 			&cli.BoolFlag{Name: "secure", EnvVars: env("secure"), Usage: "TLS + SASL on every listener and a token on the admin API, with a local CA and credentials generated under DATA_DIR/security"},
-			discoveryFlag(), noSyncFlag(), retentionFlag(),
+			discoveryFlag(), noSyncFlag(), retentionFlag(), producerExpirationFlag(),
 		},
 		Action: runUp,
 	}
@@ -118,7 +124,7 @@ func runUp(c *cli.Context) error {
 	e, err := node.StartEmbedded(node.EmbeddedConfig{
 		File: file, DataDir: dataDir, AdminListen: c.String("admin-listen"),
 		MarkerVersionDiscovery: c.Bool("marker-version-discovery"), UnsafeNoSync: c.Bool("unsafe-no-fsync"),
-		RetentionBytes: c.Int64("retention-bytes"), Log: logger,
+		RetentionBytes: c.Int64("retention-bytes"), ProducerIDExpiration: c.Duration("producer-id-expiration"), Log: logger,
 	})
 	if err != nil {
 		return err
@@ -233,7 +239,7 @@ func leaderCommand() *cli.Command {
 			&cli.IntFlag{Name: "node-id", Value: -1, EnvVars: env("node-id"), Usage: "this leader's node id in the cluster file"},
 			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir")},
 			&cli.StringFlag{Name: "kafka-version", EnvVars: env("kafka-version"), Usage: "override this leader's kafka_version (rolling upgrade or downgrade)"},
-			noSyncFlag(), retentionFlag(),
+			noSyncFlag(), retentionFlag(), producerExpirationFlag(),
 		},
 		Action: func(c *cli.Context) error {
 			view, err := loadCluster(c)
@@ -246,7 +252,8 @@ func leaderCommand() *cli.Command {
 			l, err := node.StartLeader(node.LeaderConfig{
 				View: view, NodeID: int32(c.Int("node-id")), KafkaVersion: c.String("kafka-version"),
 				DataDir: c.String("data-dir"), RetentionBytes: c.Int64("retention-bytes"),
-				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: node.NewMetrics(),
+				ProducerIDExpiration: c.Duration("producer-id-expiration"),
+				UnsafeNoSync:         c.Bool("unsafe-no-fsync"), Log: logger, Metrics: node.NewMetrics(),
 			})
 			if err != nil {
 				if strings.Contains(err.Error(), "not a leader") {
