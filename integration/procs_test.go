@@ -150,6 +150,23 @@ func (p *proc) kill() {
 	<-p.done
 }
 
+// stop sends SIGTERM and fails the test unless the process exits with
+// status 0 within 15 s: a graceful stop finishes what is in flight.
+func (p *proc) stop(t testing.TB) {
+	t.Helper()
+	start := time.Now()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		if !p.cmd.ProcessState.Success() {
+			t.Fatalf("%s exited with %s after SIGTERM\n%s", p.name, p.cmd.ProcessState, tail(p.log))
+		}
+		t.Logf("%s stopped in %v", p.name, time.Since(start).Round(time.Millisecond))
+	case <-time.After(15 * time.Second):
+		t.Fatalf("%s did not stop within 15 s of SIGTERM\n%s", p.name, tail(p.log))
+	}
+}
+
 func tail(path string) string {
 	b, _ := os.ReadFile(path)
 	if len(b) > 4000 {
@@ -281,6 +298,14 @@ func (pc *procCluster) StartLeader(id int32) {
 func (pc *procCluster) BounceCoordinator() {
 	pc.t.Helper()
 	pc.Coord.kill()
+	pc.StartCoordinator()
+}
+
+// RestartCoordinator stops the coordinator gracefully (SIGTERM, exit 0
+// within 15 s) and starts it again.
+func (pc *procCluster) RestartCoordinator() {
+	pc.t.Helper()
+	pc.Coord.stop(pc.t)
 	pc.StartCoordinator()
 }
 
