@@ -246,6 +246,13 @@ func (l *Leader) registerWithRetry(ctx context.Context, regs []*registration, ow
 		select {
 		case <-time.After(backoff): // a retry backoff, not a synchronization
 		case <-ctx.Done():
+			// The request's context ended (the server's Shutdown
+			// deadline, or the 20 s bound): answer with the last
+			// codes instead of retrying.
+			retry = nil
+		}
+		if len(retry) == 0 {
+			break
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)
 		pending = retry

@@ -308,7 +308,7 @@ func (r *registrar) register(ctx context.Context, regs []*registration) {
 		// Counted before close can wait (both under mu).
 		r.senders.Add(1)
 		r.mu.Unlock()
-		r.sendNow(regs)
+		r.sendNow(ctx, regs)
 		r.senders.Done()
 	} else {
 		r.queue = append(r.queue, regs...)
@@ -352,7 +352,7 @@ func (r *registrar) loop() {
 			r.senders.Add(1)
 			go func() {
 				defer r.senders.Done()
-				r.send(batch)
+				r.send(r.ctx, batch)
 				r.mu.Lock()
 				r.inFlight--
 				r.mu.Unlock()
@@ -366,8 +366,11 @@ func (r *registrar) loop() {
 }
 
 // sendNow sends regs from the caller's goroutine, one request per
-// transaction (perTxn); each reg gets its answer on reg.result.
-func (r *registrar) sendNow(regs []*registration) {
+// transaction (perTxn); each reg gets its answer on reg.result. ctx is the
+// Produce request's: the coordinator's wait for a previous transaction's
+// markers (wire.CallerDone) ends with it, and the registrar's close comes
+// only after the leader's server has drained its Produce handlers.
+func (r *registrar) sendNow(ctx context.Context, regs []*registration) {
 	byKey := map[txnKey][]*registration{}
 	var order []txnKey
 	for _, reg := range regs {
@@ -381,7 +384,7 @@ func (r *registrar) sendNow(regs []*registration) {
 		r.mu.Lock()
 		r.requests++
 		r.mu.Unlock()
-		r.send(&pendingBatch{byKey: map[txnKey][]*registration{k: byKey[k]}, keyOf: map[string]txnKey{k.txnID: k}, order: []txnKey{k}})
+		r.send(ctx, &pendingBatch{byKey: map[txnKey][]*registration{k: byKey[k]}, keyOf: map[string]txnKey{k.txnID: k}, order: []txnKey{k}})
 	}
 }
 
@@ -424,8 +427,9 @@ func (r *registrar) take() *pendingBatch {
 	return &pendingBatch{byKey: byKey, keyOf: keyOf, order: order}
 }
 
-// send sends one batch and answers each registration.
-func (r *registrar) send(b *pendingBatch) {
+// send sends one batch and answers each registration; parent bounds the
+// request (the registrar's context, or the Produce request's for sendNow).
+func (r *registrar) send(parent context.Context, b *pendingBatch) {
 	byKey, keyOf, order := b.byKey, b.keyOf, b.order
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
 	for _, k := range order {
@@ -445,7 +449,7 @@ func (r *registrar) send(b *pendingBatch) {
 		}
 		req.Transactions = append(req.Transactions, t)
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, 15*time.Second) // close cancels r.ctx
+	ctx, cancel := context.WithTimeout(parent, 15*time.Second)
 	var df *groupcommit.Deferral
 	if r.deferTo != nil {
 		df = groupcommit.NewDeferral(r.deferTo)

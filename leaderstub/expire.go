@@ -12,7 +12,11 @@ import (
 // client gets a new one each time it starts: a long-lived `txncoord up`
 // behind a test suite would grow without end, and so would its restart.
 // Forgetting is what Kafka does: a retry of a batch older than the
-// expiration is then taken as a new producer's (no duplicate check).
+// expiration is then taken as a new producer's (no duplicate check), and
+// a marker for a forgotten producer is accepted as for one never seen. A
+// producer with an open transaction, or a batch held for its previous
+// marker, is never forgotten, so the LSO and the aborted index do not
+// change.
 
 // DefaultProducerIDExpiration is Kafka's producer.id.expiration.ms default
 // (one day); DefaultProducerIDExpirationCheck its check interval
