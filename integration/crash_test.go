@@ -162,44 +162,38 @@ func TestCrashCoordinatorAndLeader(t *testing.T) {
 // record: groupcommit.Deferral): the whole process is SIGKILLed three
 // times under load and restarted on its data dir; zero anomalies.
 func TestCrashEmbedded(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: builds the binary and runs processes")
-	}
-	const topic, partitions = "crash", 6
-	pc := startUpProcess(t, map[string]int32{topic: partitions})
-	adm := pc.admin()
-	ctx := testCtx(t, 3*time.Minute)
-	drivers := []string{"kgo-tv2", "kgo-tv2", "kgo-tv2", "kgo-tv2", "kgo-tv1"}
-	run := startCrashWorkload(t, pc, topic, partitions, drivers, 8, 0)
-	waitProgress(ctx, t, adm, 300, topic)
-	for range 3 {
-		pc.BounceCoordinator() // the one `txncoord up` process
-		progress := endOffsets(ctx, adm, topic)
-		waitProgress(ctx, t, adm, progress+300, topic)
-	}
-	run.stopAndCheck(t, "3 SIGKILLs of txncoord up")
+	restartEmbeddedUnderLoad(t, "crash", []string{"kgo-tv2", "kgo-tv2", "kgo-tv2", "kgo-tv2", "kgo-tv1"}, 3,
+		(*procCluster).BounceCoordinator, "3 SIGKILLs of txncoord up")
 }
 
 // TestStopEmbeddedUnderLoad: `txncoord up` stopped gracefully (SIGTERM)
-// twice while the TV2 and TV1 producers of TestCrashEmbedded run exits 0
-// within 15 s each time (in-process registrations and markers in flight
-// end with it), and the history checker finds no anomaly.
+// twice while TV2 and TV1 producers run exits 0 within 15 s each time
+// (in-process registrations and markers in flight end with it), and the
+// history checker finds no anomaly.
 func TestStopEmbeddedUnderLoad(t *testing.T) {
+	restartEmbeddedUnderLoad(t, "stop", []string{"kgo-tv2", "kgo-tv2", "kgo-tv2", "kgo-tv1"}, 2,
+		(*procCluster).RestartCoordinator, "2 graceful stops of txncoord up under load")
+}
+
+// restartEmbeddedUnderLoad runs drivers against one `txncoord up` process
+// on a 6-partition topic, restarts it with restart times times, each after
+// 300 more records, and checks the history.
+func restartEmbeddedUnderLoad(t *testing.T, topic string, drivers []string, times int, restart func(*procCluster), what string) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary and runs processes")
 	}
-	const topic, partitions = "stop", 6
+	const partitions = 6
 	pc := startUpProcess(t, map[string]int32{topic: partitions})
 	adm := pc.admin()
 	ctx := testCtx(t, 3*time.Minute)
-	run := startCrashWorkload(t, pc, topic, partitions, []string{"kgo-tv2", "kgo-tv2", "kgo-tv2", "kgo-tv1"}, 8, 0)
+	run := startCrashWorkload(t, pc, topic, partitions, drivers, 8, 0)
 	waitProgress(ctx, t, adm, 300, topic)
-	for range 2 {
-		pc.RestartCoordinator() // the one `txncoord up` process
+	for range times {
+		restart(pc) // the one `txncoord up` process
 		progress := endOffsets(ctx, adm, topic)
 		waitProgress(ctx, t, adm, progress+300, topic)
 	}
-	run.stopAndCheck(t, "2 graceful stops of txncoord up under load")
+	run.stopAndCheck(t, what)
 }
 
 // waitPrepareCommit polls DescribeTransactions until one of ids is in
