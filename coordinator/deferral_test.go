@@ -23,7 +23,7 @@ import (
 func openShared(t *testing.T) (*groupcommit.Log, *Coordinator, *fakeMarkers, *groupcommit.Space) {
 	t.Helper()
 	shared := gctest.Open(t, groupcommit.Options{})
-	store, err := txnlog.OpenBoltIn(shared, "coordinator", txnlog.BoltOptions{Log: zerolog.Nop()})
+	store, err := txnlog.OpenBoltIn(shared, "coordinator")
 	if err != nil {
 		t.Fatal(err)
 	}

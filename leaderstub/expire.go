@@ -49,16 +49,10 @@ func (l *Leader) expireLoop() {
 // the deletions are durable (an error if they failed: the store is then
 // offline, as after any failed write).
 func (l *Leader) ExpireProducers() (int, error) {
-	cutoff := l.cfg.Now().Add(-l.cfg.ProducerIDExpiration).UnixMilli()
-	l.mu.Lock()
-	parts := make([]*partition, 0, len(l.partitions))
-	for _, p := range l.partitions {
-		parts = append(parts, p)
-	}
-	l.mu.Unlock()
+	cutoff := l.nowMillis() - l.cfg.ProducerIDExpiration.Milliseconds()
 	var ops []*writeOp
 	expired := 0
-	for _, p := range parts {
+	for _, p := range l.sortedPartitions() {
 		if op, n := l.expirePartition(p, cutoff); op != nil {
 			ops = append(ops, op)
 			expired += n

@@ -294,8 +294,8 @@ func (l *Leader) changes() <-chan struct{} {
 	return l.changed
 }
 
-// sortedPartitions lists the partitions (for tests and DescribeProducers of
-// everything).
+// sortedPartitions lists the partitions (for tests, DescribeProducers of
+// everything and producer expiry).
 func (l *Leader) sortedPartitions() []*partition {
 	l.mu.Lock()
 	out := make([]*partition, 0, len(l.partitions))

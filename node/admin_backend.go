@@ -32,24 +32,28 @@ func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
 		TransactionalID: d.TransactionalID, CoordinatorID: b.nodeID, ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch,
 		State: d.State, TimeoutMs: d.TimeoutMs, StartTimeMs: d.StartTimestamp, LastUpdateTimeMs: d.LastUpdateTimestamp,
 		DurationMs: -1, TransactionVersion: d.ClientTransactionVersion, StuckReason: d.StuckReason,
-		Partitions: make([]markersender.TopicPartition, 0, len(d.Partitions)),
+		Partitions: markerPartitions(d.Partitions),
 	}
 	if d.State != txnlog.Empty.String() && d.StartTimestamp > 0 {
 		t.DurationMs = time.Now().UnixMilli() - d.StartTimestamp
 	}
-	for _, p := range d.Partitions {
-		t.Partitions = append(t.Partitions, markersender.TopicPartition{Topic: p.Topic, Partition: p.Partition})
-	}
 	if c := d.Completing; c != nil {
-		t.Completing = &admin.Completing{Result: "abort", ProducerEpoch: c.ProducerEpoch}
+		t.Completing = &admin.Completing{Result: "abort", ProducerEpoch: c.ProducerEpoch, Partitions: markerPartitions(c.Partitions)}
 		if c.Commit {
 			t.Completing.Result = "commit"
 		}
-		for _, p := range c.Partitions {
-			t.Completing.Partitions = append(t.Completing.Partitions, markersender.TopicPartition{Topic: p.Topic, Partition: p.Partition})
-		}
 	}
 	return t
+}
+
+// markerPartitions converts store partitions for the admin API (an empty
+// list, never null).
+func markerPartitions(tps []txnlog.TopicPartition) []markersender.TopicPartition {
+	out := make([]markersender.TopicPartition, 0, len(tps))
+	for _, p := range tps {
+		out = append(out, markersender.TopicPartition{Topic: p.Topic, Partition: p.Partition})
+	}
+	return out
 }
 
 func (b *adminBackend) Transactions(f admin.ListFilter) []admin.Txn {

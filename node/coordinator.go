@@ -58,7 +58,7 @@ const markerClientID = "txncoord-markers"
 // shared file, or DATA_DIR/coordinator/txnlog.db.
 func openTxnLog(cfg CoordinatorConfig) (*txnlog.BoltStore, error) {
 	if cfg.Shared != nil {
-		return txnlog.OpenBoltIn(cfg.Shared, "coordinator", txnlog.BoltOptions{Log: cfg.Log})
+		return txnlog.OpenBoltIn(cfg.Shared, "coordinator")
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "coordinator"), 0o755); err != nil {
 		return nil, err

@@ -58,7 +58,7 @@ func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 
 // OpenBoltIn opens (creating if needed) the store as the space name of a
 // shared log. Closing the store leaves the log open.
-func OpenBoltIn(l *groupcommit.Log, name string, opts BoltOptions) (*BoltStore, error) {
+func OpenBoltIn(l *groupcommit.Log, name string) (*BoltStore, error) {
 	s := &BoltStore{}
 	space, err := l.Space(name, s.spaceOptions())
 	if err != nil {
