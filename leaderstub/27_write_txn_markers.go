@@ -25,12 +25,15 @@ package leaderstub
 //     (a TV2 batch at the bumped epoch that arrived first, 00_produce.go).
 //
 // Version notes: v2 adds TransactionVersion (KIP-1228); at v0/v1 the TV is
-// 0 and the legacy ≥ rule applies. A negative TV is INVALID_REQUEST for its
-// partitions, with a log line; TV above 2 gets the strict rule.
+// 0 and the legacy ≥ rule applies. TV above 2 gets the strict rule. TV -1
+// is Kafka's TV_UNKNOWN, which Kafka 4.2 refuses on a leader append
+// (ProducerAppendInfo.appendEndTxnMarker throws IllegalArgumentException,
+// which the append path answers as UNKNOWN_SERVER_ERROR): the same here,
+// per partition, with a log line, nothing written. Any other negative TV
+// is below 2, so Kafka applies the legacy rule to it, and so does this.
 
 import (
 	"context"
-	"errors"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -43,6 +46,8 @@ import (
 const (
 	writeTxnMarkersMinVersion = 0
 	writeTxnMarkersMaxVersion = 2
+	// tvUnknown is Kafka's TransactionVersion.TV_UNKNOWN.
+	tvUnknown int8 = -1
 )
 
 // markerResult is one partition's outcome, resolved when durable.
@@ -130,14 +135,18 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	if l.space.Err() != nil {
 		return kerr.KafkaStorageError.Code, nil
 	}
+	ruleTV := tv
+	switch {
+	case tv == tvUnknown:
+		logger().Warn().Msg("marker refused: TransactionVersion -1 (TV_UNKNOWN) on a leader append; UNKNOWN_SERVER_ERROR, as Kafka answers")
+		return kerr.UnknownServerError.Code, nil
+	case tv < 0:
+		ruleTV = 0 // below 2: Kafka's legacy rule
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.entry(m.ProducerID)
-	if err := checkMarker(e, m.ProducerEpoch, m.CoordinatorEpoch, tv); err != nil {
-		if errors.Is(err, errNegativeTV) {
-			logger().Warn().Msg("marker refused: negative TransactionVersion")
-			return kerr.InvalidRequest.Code, nil
-		}
+	if err := checkMarker(e, m.ProducerEpoch, m.CoordinatorEpoch, ruleTV); err != nil {
 		logger().Info().Err(err).Int16("current_epoch", e.Epoch).Int32("current_coordinator_epoch", e.CoordinatorEpoch).
 			Bool("txn_open", e.txnOpen()).Msg("marker rejected")
 		return errCode(err), nil

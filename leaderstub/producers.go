@@ -161,8 +161,10 @@ var errNegativeTV = errors.New("negative transaction version")
 //
 // then a stored coordinator epoch above the marker's is
 // TRANSACTION_COORDINATOR_FENCED (52). TransactionVersion above 2 gets the
-// strict rule (KIP-1228: future versions keep TV2 semantics); a negative
-// one is refused (INVALID_REQUEST) before anything else.
+// strict rule (KIP-1228: future versions keep TV2 semantics). The caller
+// maps a negative TV first (27_write_txn_markers.go: -1 is answered
+// UNKNOWN_SERVER_ERROR, any other gets the legacy rule, as in Kafka); one
+// that reaches here anyway is errNegativeTV.
 func checkMarker(e producerEntry, markerEpoch int16, coordinatorEpoch int32, tv int8) error {
 	if tv < 0 {
 		return errNegativeTV
