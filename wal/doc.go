@@ -1,0 +1,48 @@
+// Package wal is the process's write-ahead log: records appended by any
+// goroutine, made durable by one writer with one fdatasync per group
+// commit, read back in order at open. It pairs with a bbolt backend the
+// way etcd's WAL does: the log makes a write durable quickly; an applier
+// copies it into bbolt later and then calls TruncateFront behind itself.
+//
+// It owns one directory of segment files named for their first record
+// (fmt.Sprintf("%016x.wal", firstPos)); nothing else writes there. It
+// knows nothing of what the records mean.
+//
+// Durability order, which the tests check under a simulated power loss
+// (waltest.CrashFS):
+//   - a record is reported durable (Durable, WaitDurable, OnDurable) only
+//     after the fdatasync that covers it returned nil;
+//   - a full segment is fdatasync'd BEFORE the next one is created, and
+//     the directory is fsync'd BEFORE a record of the new segment is
+//     reported durable; so only the last segment can have a torn tail;
+//   - at open, every segment is fdatasync'd BEFORE its records are called
+//     durable (the previous process may have died between write and sync).
+//
+// Group commit: Append frames the records into a pending buffer under a
+// mutex and wakes the writer; the writer takes the whole buffer, writes it
+// (a few writes when a segment rolls) and syncs once. Records that arrive
+// during that fdatasync share the next one. There is no timer, as in
+// hashicorp/raft: a lone record is written at once.
+//
+// Fail-stop: the first failed write, fdatasync, file creation or
+// directory sync fails the log for good (Err, errors.Is(err, ErrFailed)).
+// Every waiter, callback and later Append gets that error, and nothing
+// queued is reported durable. A failed fsync is never retried: Linux may
+// have dropped the dirty pages and marked them clean, so a retry that
+// succeeds would vouch for data that is not on disk (PostgreSQL's
+// "fsyncgate", 2018). Only a restart, which rereads and resyncs, goes on.
+//
+// Damage: a frame carries its length, its Pos and a CRC-32C over both and
+// the data. At open a bad frame in the last segment that no valid later
+// frame follows is a torn write: it is cut, with a Warn line naming file
+// and offset. Anything else (a bad frame followed by a good one, a bad
+// frame in an earlier segment, a missing segment) is refused with an
+// ErrCorrupt error naming file and offset: cutting there could drop
+// records that were reported durable, so an operator decides. A torn
+// write whose later pages reached the disk before its earlier ones looks
+// like that too and is refused as well: the safe side.
+//
+// Left out: preallocation, a lock against a second process on the same
+// directory, checksums of whole segments, and a bound on the queue
+// (Append never waits; callers bound it by waiting for durability).
+package wal

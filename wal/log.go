@@ -1,0 +1,486 @@
+package wal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Pos is the index of a record: the first record ever appended is 1; 0
+// means "nothing".
+type Pos uint64
+
+// Options configures a Log.
+type Options struct {
+	FS          FS    // nil: the real OS (OSFS)
+	SegmentSize int64 // roll to a new segment file when one would exceed it; default 64 MiB
+	// NoSync skips fdatasync (and directory syncs): a record is called
+	// durable once written. Benchmarks and the explicit unsafe opt-in
+	// only; Open logs a Warn line.
+	NoSync bool
+	Log    zerolog.Logger
+	// OnSync, if set, is called on the writer goroutine after each
+	// successful group commit.
+	OnSync func(SyncStats)
+}
+
+// SyncStats describes one group commit.
+type SyncStats struct {
+	Records int
+	Bytes   int
+	Took    time.Duration // writes and fdatasyncs
+}
+
+// Stats are counters since Open.
+type Stats struct {
+	Appends int64 // Append calls that queued records
+	Records int64 // records queued
+	Syncs   int64 // fdatasync calls on segment files
+	Bytes   int64 // bytes written to segment files
+	Failed  bool
+}
+
+var (
+	// ErrClosed answers calls on a closed Log.
+	ErrClosed = errors.New("wal: closed")
+	// ErrFailed is in the chain of the sticky error of a failed Log.
+	ErrFailed = errors.New("wal: failed")
+)
+
+const defaultSegmentSize = 64 << 20
+
+// failure is the sticky error: the operation, the file and the cause (the
+// errno when there is one). Its chain holds ErrFailed and the cause.
+type failure struct {
+	op, file string
+	err      error
+}
+
+func (f *failure) Error() string   { return "wal: " + f.op + " " + f.file + ": " + f.err.Error() }
+func (f *failure) Unwrap() []error { return []error{ErrFailed, f.err} }
+
+// fail builds the sticky error; an *os.PathError is unwrapped because the
+// failure names the file itself.
+func failed(op, file string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &failure{op: op, file: file, err: err}
+}
+
+// segment is one file of the log.
+type segment struct {
+	first Pos    // Pos of its first record (and its name)
+	path  string // dir joined with the name
+}
+
+func segmentName(first Pos) string { return fmt.Sprintf("%016x.wal", uint64(first)) }
+
+// pending is what Append queued and the writer has not taken yet: framed
+// records, in order.
+type pending struct {
+	buf   []byte
+	sizes []int // frame sizes, in order: where a segment may roll
+	first Pos   // Pos of the first frame in buf
+}
+
+// callback is one OnDurable registration.
+type callback struct {
+	p  Pos
+	fn func(error)
+}
+
+// Log is a write-ahead log in one directory. Its methods are safe for
+// concurrent use.
+type Log struct {
+	dir  string
+	fs   FS
+	opts Options
+	log  zerolog.Logger
+
+	// truncMu keeps TruncateFront from removing a file Read is reading.
+	truncMu sync.RWMutex
+
+	mu        sync.Mutex
+	segs      []segment // oldest first; the last is being written
+	last      Pos
+	durable   Pos
+	err       error // sticky failure
+	closing   bool  // Close was called: Append refuses
+	closed    bool  // the writer is gone: nothing more becomes durable
+	queue     pending
+	callbacks []callback
+	// delivering is set while the writer runs callbacks: OnDurable then
+	// queues even a ready one, so that callbacks run in order of Pos.
+	delivering bool
+	// advanced is closed and replaced whenever durable, err or closed
+	// change: WaitDurable's wake-up.
+	advanced chan struct{}
+
+	// Writer goroutine only.
+	active     File
+	activePath string
+	activeSize int64
+	spare      pending
+
+	wake      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	appends, records, syncs, bytes atomic.Int64
+}
+
+// First is the first record still held, 0 if none.
+func (l *Log) First() Pos {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if first := l.segs[0].first; l.last >= first {
+		return first
+	}
+	return 0
+}
+
+// Last is the last record appended, durable or not.
+func (l *Log) Last() Pos {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+// Durable is the last record made durable.
+func (l *Log) Durable() Pos {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.durable
+}
+
+// Err is the sticky failure, nil if none; errors.Is(err, ErrFailed).
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Stats returns the counters.
+func (l *Log) Stats() Stats {
+	return Stats{Appends: l.appends.Load(), Records: l.records.Load(), Syncs: l.syncs.Load(),
+		Bytes: l.bytes.Load(), Failed: l.Err() != nil}
+}
+
+// Append queues copies of recs, in order, and returns the Pos of the last.
+// It never waits for the disk: WaitDurable or OnDurable does. The order of
+// the log is the order of Append calls; the records of one call are
+// contiguous. After a failure it returns the sticky error, after Close
+// ErrClosed.
+func (l *Log) Append(recs ...[]byte) (Pos, error) {
+	// Checksum the data outside the lock; only the Pos is hashed under it.
+	partial := make([]uint32, len(recs))
+	for i, rec := range recs {
+		if len(rec) > maxRecord {
+			return 0, fmt.Errorf("wal: record of %d bytes, the limit is %d", len(rec), maxRecord)
+		}
+		partial[i] = dataCRC(rec)
+	}
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return 0, l.err
+	}
+	if l.closing {
+		l.mu.Unlock()
+		return 0, ErrClosed
+	}
+	if len(recs) == 0 {
+		last := l.last
+		l.mu.Unlock()
+		return last, nil
+	}
+	q := &l.queue
+	if len(q.sizes) == 0 {
+		q.first = l.last + 1
+	}
+	for i, rec := range recs {
+		l.last++
+		q.buf = appendFrame(q.buf, l.last, rec, partial[i])
+		q.sizes = append(q.sizes, headerSize+len(rec))
+	}
+	last := l.last
+	l.mu.Unlock()
+
+	l.appends.Add(1)
+	l.records.Add(int64(len(recs)))
+	select {
+	case l.wake <- struct{}{}:
+	default: // the writer is already woken
+	}
+	return last, nil
+}
+
+// WaitDurable returns nil once Durable() >= p, the sticky error if the log
+// failed first, ErrClosed if it was closed before p was appended, and
+// ctx.Err() if ctx ends first.
+func (l *Log) WaitDurable(ctx context.Context, p Pos) error {
+	for {
+		l.mu.Lock()
+		err, advanced := l.outcomeLocked(p), l.advanced
+		l.mu.Unlock()
+		if err != errNotYet {
+			return err
+		}
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// errNotYet: p is neither durable nor ever going to be refused yet.
+var errNotYet = errors.New("not yet")
+
+// outcomeLocked is what a waiter for p is answered now, errNotYet if
+// nothing yet.
+func (l *Log) outcomeLocked(p Pos) error {
+	switch {
+	case p <= l.durable:
+		return nil
+	case l.err != nil:
+		return l.err
+	case l.closed:
+		return ErrClosed
+	}
+	return errNotYet
+}
+
+// OnDurable calls fn(nil) once p is durable, fn(err) if the log fails
+// first (fn(ErrClosed) if it is closed before p was appended). fn runs on
+// the writer goroutine, so it must be short, or at once on the caller's
+// if the outcome is already known. Callbacks registered for increasing p
+// run in order of p.
+func (l *Log) OnDurable(p Pos, fn func(error)) {
+	l.mu.Lock()
+	if err := l.outcomeLocked(p); err != errNotYet && !l.delivering {
+		l.mu.Unlock()
+		fn(err)
+		return
+	}
+	l.callbacks = append(l.callbacks, callback{p, fn})
+	l.mu.Unlock()
+}
+
+// advanceLocked wakes the waiters after durable, err or closed changed.
+// The caller then runs deliver; until it has, OnDurable queues even a
+// ready callback, so that it cannot overtake one for an earlier Pos.
+func (l *Log) advanceLocked() {
+	close(l.advanced)
+	l.advanced = make(chan struct{})
+	l.delivering = len(l.callbacks) > 0
+}
+
+// deliver runs the callbacks whose outcome is known, in order of Pos,
+// until none is left; on the writer goroutine.
+func (l *Log) deliver() {
+	for {
+		l.mu.Lock()
+		var ready []callback
+		var outcomes []error
+		keep := l.callbacks[:0]
+		for _, cb := range l.callbacks {
+			if err := l.outcomeLocked(cb.p); err != errNotYet {
+				ready = append(ready, cb)
+				outcomes = append(outcomes, err)
+			} else {
+				keep = append(keep, cb)
+			}
+		}
+		clear(l.callbacks[len(keep):])
+		l.callbacks = keep
+		l.delivering = len(ready) > 0
+		l.mu.Unlock()
+		if len(ready) == 0 {
+			return
+		}
+		// Stable: callbacks for one Pos run in the order registered.
+		order := make([]int, len(ready))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmpPos(ready[a].p, ready[b].p) })
+		for _, i := range order {
+			ready[i].fn(outcomes[i])
+		}
+	}
+}
+
+func cmpPos(a, b Pos) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Close writes and syncs what is queued, stops the writer and closes the
+// file. Later Appends return ErrClosed. It returns the sticky error if the
+// log failed.
+func (l *Log) Close() error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.closing = true
+		l.mu.Unlock()
+		close(l.stop)
+		<-l.done
+		cerr := l.active.Close()
+		if err := l.Err(); err != nil {
+			l.closeErr = err
+		} else if cerr != nil {
+			l.closeErr = fmt.Errorf("wal: close %s: %w", l.activePath, cerr)
+		}
+	})
+	return l.closeErr
+}
+
+// run is the writer goroutine: it takes everything queued, writes it and
+// syncs once, so records that arrive during an fdatasync share the next
+// one. No timer: a lone record is written at once.
+func (l *Log) run() {
+	defer close(l.done)
+	for {
+		select {
+		case <-l.wake:
+			l.flush()
+		case <-l.stop:
+			l.flush() // Append refuses now: this empties the queue
+			l.mu.Lock()
+			l.closed = true
+			l.advanceLocked()
+			l.mu.Unlock()
+			l.deliver() // ErrClosed to callbacks for Pos never appended
+			return
+		}
+	}
+}
+
+// flush commits the queue until it is empty.
+func (l *Log) flush() {
+	for {
+		l.mu.Lock()
+		if len(l.queue.sizes) == 0 || l.err != nil {
+			l.mu.Unlock()
+			return
+		}
+		batch := l.queue
+		l.queue, l.spare = l.spare, pending{}
+		l.queue.buf, l.queue.sizes = l.queue.buf[:0], l.queue.sizes[:0]
+		l.mu.Unlock()
+
+		start := time.Now()
+		err := l.commit(batch)
+		took := time.Since(start)
+		last := batch.first + Pos(len(batch.sizes)) - 1
+
+		l.mu.Lock()
+		if err != nil {
+			if l.err == nil {
+				l.err = err
+				var f *failure
+				errors.As(err, &f)
+				l.log.Error().Str("file", f.file).Err(err).Msg("wal: write failed; the log refuses every write from now on")
+			}
+			// Records queued behind the failed batch are never
+			// written: a hole before them would be unreadable.
+			l.queue = pending{}
+		} else {
+			l.durable = last
+		}
+		l.advanceLocked()
+		l.mu.Unlock()
+		l.spare = batch
+		l.deliver()
+		if err == nil && l.opts.OnSync != nil {
+			l.opts.OnSync(SyncStats{Records: len(batch.sizes), Bytes: len(batch.buf), Took: took})
+		}
+	}
+}
+
+// commit writes a batch, rolling segments where they would exceed the
+// segment size, then syncs. On error it returns the failure (never
+// retried: after a failed fdatasync the kernel may have dropped the dirty
+// pages and marked them clean, so a retry that succeeds proves nothing).
+func (l *Log) commit(b pending) error {
+	pos, off := b.first, 0
+	for i := 0; i < len(b.sizes); {
+		if l.activeSize > 0 && l.activeSize+int64(b.sizes[i]) > l.opts.SegmentSize {
+			if err := l.roll(pos); err != nil {
+				return err
+			}
+		}
+		// As many frames as fit; at least one, in an empty segment.
+		j, n := i+1, b.sizes[i]
+		for j < len(b.sizes) && l.activeSize+int64(n+b.sizes[j]) <= l.opts.SegmentSize {
+			n += b.sizes[j]
+			j++
+		}
+		written, err := l.active.Write(b.buf[off : off+n])
+		l.activeSize += int64(written)
+		l.bytes.Add(int64(written))
+		if err != nil {
+			return failed("write", l.activePath, err)
+		}
+		pos, off, i = pos+Pos(j-i), off+n, j
+	}
+	return l.sync()
+}
+
+func (l *Log) sync() error {
+	if l.opts.NoSync {
+		return nil
+	}
+	l.syncs.Add(1)
+	if err := l.active.Sync(); err != nil {
+		return failed("fdatasync", l.activePath, err)
+	}
+	return nil
+}
+
+// roll starts the segment whose first record is first. The full segment
+// is synced BEFORE the next one is created: at open, only the last
+// segment may have a torn tail.
+func (l *Log) roll(first Pos) error {
+	if err := l.sync(); err != nil {
+		return err
+	}
+	if err := l.active.Close(); err != nil {
+		return failed("close", l.activePath, err)
+	}
+	path := filepath.Join(l.dir, segmentName(first))
+	f, err := l.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
+	if err != nil {
+		return failed("create", path, err)
+	}
+	l.active, l.activePath, l.activeSize = f, path, 0
+	if !l.opts.NoSync {
+		// The new file's directory entry must be durable before its
+		// records are called durable.
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return failed("sync dir", l.dir, err)
+		}
+	}
+	l.mu.Lock()
+	l.segs = append(l.segs, segment{first: first, path: path})
+	l.mu.Unlock()
+	return nil
+}
