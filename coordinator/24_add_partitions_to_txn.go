@@ -26,7 +26,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
-	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -101,30 +100,30 @@ const maxConcurrentWait = 2 * time.Second
 // waits for the entry's next write and tries again, until maxConcurrentWait.
 // It blocks: call it from a Reply, never from a handler.
 //
-// With a Deferral for the store's Log (an in-process leader of `txncoord
-// up`, see handleAddPartitionsToTxn) an accepted registration is answered
-// once queued rather than durable, its write deferred to the caller.
+// For an in-process caller (a leader of `txncoord up`, which shares the
+// process log, see handleAddPartitionsToTxn) an accepted registration is
+// answered once appended rather than durable.
 //
 // An in-process caller that gives up (wire.CallerDone of the handler's
 // ctx) ends the wait too: an Inline caller waits for this Reply itself.
-func (c *Coordinator) addPartitionsWaiting(ctx context.Context, first *partitionResult, retry func() *partitionResult, until time.Time, df *groupcommit.Deferral) *partitionResult {
-	return settle(c, first, func(pr *partitionResult) *decision { return pr.d }, retry, until, df, wire.CallerDone(ctx))
+func (c *Coordinator) addPartitionsWaiting(ctx context.Context, first *partitionResult, retry func() *partitionResult, until time.Time, inProcess bool) *partitionResult {
+	return settle(c, first, func(pr *partitionResult) *decision { return pr.d }, retry, until, inProcess, wire.CallerDone(ctx))
 }
 
 // settle waits, while v's decision answers CONCURRENT_TRANSACTIONS (a
 // transition of the id in flight, or a previous transaction's markers
 // being written), for the id's next write and decides again with again,
-// until until; then it returns the last result. An acceptance whose write
-// can be deferred to df (decision.deferTo) is returned without waiting for
-// it. A close of giveUp (nil: never) ends the wait as until does. It
-// blocks: call it from a Reply, never from a handler.
-func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func() T, until time.Time, df *groupcommit.Deferral, giveUp <-chan struct{}) T {
+// until until; then it returns the last result. With appended set (an
+// in-process caller), an acceptance is returned as soon as its write is
+// appended: the caller's own later write is durable only with it. A close
+// of giveUp (nil: never) ends the wait as until does. It blocks: call it
+// from a Reply, never from a handler.
+func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func() T, until time.Time, appended bool, giveUp <-chan struct{}) T {
 	deadline := time.NewTimer(time.Until(until))
 	defer deadline.Stop()
-	space := c.space()
 	for {
 		d := decisionOf(v)
-		if d != nil && d.deferTo(df, space) {
+		if d != nil && appended && d.decided == 0 {
 			return v
 		}
 		if d == nil || d.wait().Err != kerr.ConcurrentTransactions.Code || d.changed == nil {
@@ -195,7 +194,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 		}
 		pr := add()
 		return func() (kmsg.Response, error) {
-			pr = c.addPartitionsWaiting(ctx, pr, add, time.Now().Add(maxConcurrentWait), nil)
+			pr = c.addPartitionsWaiting(ctx, pr, add, time.Now().Add(maxConcurrentWait), false)
 			for _, name := range pr.topics.names {
 				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 				rt.Topic = name
@@ -213,11 +212,11 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 	// transaction while the previous one's markers are still being
 	// written: it holds data at the bumped epoch back until the marker.
 	overlap := r.ClientID != nil && *r.ClientID == cluster.LeaderClientID
-	// An in-process leader writing in the coordinator's Log passes a
-	// Deferral: it gets its accepted registrations once queued, and its
-	// data writes carry them (durable only together), so the
-	// registration and the data share one commit instead of two.
-	df := groupcommit.DeferralFrom(ctx)
+	// An in-process leader shares the process log: it gets its accepted
+	// registrations once appended, and its data, appended after them, is
+	// durable only with them, so the registration and the data share one
+	// group commit instead of two.
+	inProcess := r.InProcess()
 	results := make([]*partitionResult, len(req.Transactions))
 	retries := make([]func() *partitionResult, len(req.Transactions))
 	ids := make([]string, len(req.Transactions))
@@ -238,7 +237,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 	return func() (kmsg.Response, error) {
 		until := time.Now().Add(maxConcurrentWait) // one budget for the whole batch
 		for i := range results {
-			pr := c.addPartitionsWaiting(ctx, results[i], retries[i], until, df)
+			pr := c.addPartitionsWaiting(ctx, results[i], retries[i], until, inProcess)
 			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			rtx.TransactionalID = ids[i]
 			for _, name := range pr.topics.names {

@@ -53,7 +53,7 @@ func (c *Coordinator) handleEndTxn(ctx context.Context, r *wire.Request) wire.Re
 		// CONCURRENT_TRANSACTIONS (the previous transaction's markers
 		// still being written): wait for it rather than make the client
 		// back off and retry.
-		d = settle(c, d, func(d *decision) *decision { return d }, decide, start.Add(maxConcurrentWait), nil, wire.CallerDone(ctx))
+		d = settle(c, d, func(d *decision) *decision { return d }, decide, start.Add(maxConcurrentWait), false, wire.CallerDone(ctx))
 		o := d.wait()
 		resp.ErrorCode = oldFenced(o.Err, req.Version, 2)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/cluster"
-	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/txnlog"
 )
@@ -229,9 +228,6 @@ var errStore = kerr.CoordinatorNotAvailable.Code
 type write struct {
 	done chan struct{} // closed when it ended
 	err  error         // set before done is closed
-	// ticket is the store op, when the store is Conditional (Queued):
-	// other writers of its Log can make their writes conditional on it.
-	ticket groupcommit.Ticket
 }
 
 // decision is a core step's result after the durable write, if any.
@@ -252,38 +248,6 @@ type decision struct {
 	own     *write
 }
 
-// deferTo hands df the write an acceptance rests on instead of waiting for
-// it to be durable, and reports whether it did: d must accept (decided 0)
-// and its write (its own, or the one it was decided on) must be a ticket
-// of df's Log, so that the caller's own write can carry it
-// (groupcommit.Deferral). An acceptance that rests on durable state only
-// needs nothing. A refusal, or a store outside df's Log, waits as usual.
-func (d *decision) deferTo(df *groupcommit.Deferral, space *groupcommit.Space) bool {
-	if d.decided != 0 || !df.For(space) {
-		return false
-	}
-	w := d.own
-	if w == nil {
-		w = d.after
-	}
-	if w == nil {
-		return true
-	}
-	if !w.ticket.Queued() {
-		return false
-	}
-	df.Defer(w.ticket)
-	return true
-}
-
-// space is the groupcommit space of a Conditional store, nil otherwise.
-func (c *Coordinator) space() *groupcommit.Space {
-	if cs, ok := c.cfg.Store.(txnlog.Conditional); ok {
-		return cs.Space()
-	}
-	return nil
-}
-
 // step runs decide for id under its lock. If the outcome persists
 // something, the write is queued and runs in a goroutine owned by the
 // coordinator; Err is set to errStore if it fails. Markers are sent only
@@ -302,13 +266,6 @@ func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pe
 }
 
 func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
-	return c.stepAfter(id, create, speculate, nil, decide)
-}
-
-// stepAfter is stepWith whose write, if any, is durable only with the
-// writes of after (a Conditional store's SubmitAfter; another store waits
-// for them first).
-func (c *Coordinator) stepAfter(id string, create, speculate bool, after []groupcommit.Ticket, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
 	var pidErr error
 	pids := func() int64 {
 		pid, err := c.pids.nextID(c.ctx)
@@ -383,10 +340,7 @@ func (c *Coordinator) stepAfter(id string, create, speculate bool, after []group
 	// Queue the write now, under the entry lock, so one id's writes
 	// reach the store in decision order.
 	var result <-chan error
-	if cs, ok := c.cfg.Store.(txnlog.Conditional); ok {
-		w.ticket = cs.SubmitAfter(after, batch)
-		result = w.ticket.Done()
-	} else if sub, ok := c.cfg.Store.(txnlog.Submitter); ok && len(after) == 0 {
+	if sub, ok := c.cfg.Store.(txnlog.Submitter); ok {
 		result = sub.Submit(batch)
 	}
 	// Waiters for the next decision (a registration held back by a
@@ -413,15 +367,7 @@ func (c *Coordinator) stepAfter(id string, create, speculate bool, after []group
 			if prev != nil {
 				<-prev.done // a store without Submit: keep the order by waiting
 			}
-			for _, t := range after {
-				// Not in the store's Log: wait for them instead.
-				if err = t.Wait(); err != nil {
-					break
-				}
-			}
-			if err == nil {
-				err = c.cfg.Store.Apply(c.ctx, batch)
-			}
+			err = c.cfg.Store.Apply(c.ctx, batch)
 		}
 		e.mu.Lock()
 		e.inflight--
@@ -509,10 +455,10 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 	}
 	now := c.nowMs()
 	wasPending := false
-	// With markers written by leaders of this process whose writes are
-	// not durable yet (txn.Written), Complete is written after them: it
-	// is durable only if they are (invariant 2).
-	d := c.stepAfter(txn.TransactionalID, false, false, txn.Written, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
+	// Markers written by leaders of this process may not be durable yet:
+	// Complete is appended after them to the same log, so it is durable
+	// only if they are (invariant 2).
+	d := c.stepWith(txn.TransactionalID, false, false, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		wasPending = pending
 		return Complete(cur, pending, txn, now)
 	})
@@ -542,15 +488,6 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 		select {
 		case <-c.stop:
 		case <-time.After(time.Second):
-			if errors.Is(d.own.err, groupcommit.ErrDependencyFailed) {
-				// A marker write it rested on failed: the marker is
-				// not on disk, so send the markers again (a leader
-				// that stopped answers KAFKA_STORAGE_ERROR until it
-				// is restarted) rather than complete without it.
-				txn.Written = nil
-				c.sendMarkers(txn)
-				return
-			}
 			c.MarkersWritten(txn)
 		}
 	})

@@ -16,11 +16,12 @@
 // transaction as Completing until they are, and the id's next EndTxn, abort
 // or InitProducerId waits for it (txnlog.Completion, overlap_tv2.txt).
 //
-// In `txncoord up`, where the transaction log and the leaders share one
-// groupcommit Log: an in-process leader's accepted registration is
-// answered once queued, its ticket deferred to the leader's data write
-// (groupcommit.Deferral), and a Complete record is written after the
-// leaders' queued marker writes (Txn.Written), durable only with them.
+// In `txncoord up`, where the transaction log and the leaders append to one
+// process log (package storage): an in-process leader's accepted
+// registration is answered once appended (wire.Request.InProcess), and its
+// data, appended after it, is durable only with it; the Complete record is
+// appended after the leaders' marker writes, so it is durable only with
+// them. The order of the log is the whole protocol.
 //
 // Producer ids come from blocks whose end is durable before any id of the
 // block is handed out. The coordinator epoch is bumped and persisted at

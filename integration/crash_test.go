@@ -157,9 +157,9 @@ func TestCrashCoordinatorAndLeader(t *testing.T) {
 }
 
 // TestCrashEmbedded: the same for `txncoord up`, where the coordinator and
-// the leaders write one shared file and a commit carries writes that rest
-// on each other (a registration and its data, markers and their Complete
-// record: groupcommit.Deferral): the whole process is SIGKILLed three
+// the leaders append to one process log and a group commit carries writes
+// that rest on each other (a registration and its data, markers and their
+// Complete record, durable together by the log's order): the whole process is SIGKILLed three
 // times under load and restarted on its data dir; zero anomalies.
 func TestCrashEmbedded(t *testing.T) {
 	restartEmbeddedUnderLoad(t, "crash", []string{"kgo-tv2", "kgo-tv2", "kgo-tv2", "kgo-tv2", "kgo-tv1"}, 3,

@@ -66,7 +66,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -85,9 +84,6 @@ type producePart struct {
 	batches [][]byte
 	headers []batchHeader
 	fresh   bool // registered just now for a TV2 producer
-	// after are the coordinator's queued writes the registration rests
-	// on (registration.after): the data write is durable only with them.
-	after []groupcommit.Ticket
 	base  int64
 	op    *writeOp
 	// held is closed once a held-back batch was appended (op set) or
@@ -267,7 +263,6 @@ func (l *Leader) registerWithRetry(ctx context.Context, regs []*registration, ow
 			continue
 		}
 		pp.fresh = version >= 12
-		pp.after = append(pp.after, reg.after...)
 	}
 }
 
@@ -386,15 +381,15 @@ func (l *Leader) appendLocked(pp *producePart) {
 		next := appendDataBatch(e, h, p.nextOffset, p.nextOffset+int64(h.LastOffsetDelta))
 		entry = &next
 	}
-	op := &persistOp{key: p.key, batches: map[int64][]byte{}}
+	op := &persistOp{key: p.key}
 	pp.base = p.nextOffset
 	for i, raw := range pp.batches {
 		h := pp.headers[i]
 		base := p.nextOffset
 		setBaseOffset(raw, base)
-		op.batches[base] = raw
+		op.batches = append(op.batches, opBatch{base: base, raw: raw})
 		p.appendIndex(batchIndex{Base: base, Last: base + int64(h.LastOffsetDelta), Size: int64(len(raw)),
-			MaxTimestamp: h.MaxTimestamp, ProducerID: h.ProducerID, Transactional: h.transactional()})
+			MaxTimestamp: h.MaxTimestamp, ProducerID: h.ProducerID, Transactional: h.transactional(), raw: raw})
 	}
 	if entry != nil {
 		p.setEntry(*entry)
@@ -404,7 +399,8 @@ func (l *Leader) appendLocked(pp *producePart) {
 	op.logStart = p.logStart
 	end := p.nextOffset
 	l.metrics.batches.Add(float64(len(pp.batches)))
-	pp.op = l.enqueueAfter(pp.after, op.apply, func() { p.advanceHW(end); l.notify() })
+	pp.op = l.enqueue(op, func() { p.advanceHW(end); l.notify() })
+	p.keepRaw(pp.op.pos, end)
 }
 
 func (l *Leader) produceResponse(req *kmsg.ProduceRequest, parts []*producePart, version int16) *kmsg.ProduceResponse {

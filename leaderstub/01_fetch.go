@@ -24,8 +24,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.etcd.io/bbolt"
 
-	"github.com/txncoord/txncoord/groupcommit"
+	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -123,15 +124,19 @@ func (l *Leader) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartition
 		upper = lso
 	}
 	limit := min(int(rp.PartitionMaxBytes), budget)
-	var keys []int64
+	// Each batch's bytes: in memory until the process log's applier has
+	// written them to bbolt (batchIndex.raw), then in bbolt.
+	var parts []fetchedBatch
 	size := 0
 	end := rp.FetchOffset
+	inBolt := false
 	for i := p.findBatch(rp.FetchOffset); i < len(p.batches) && p.batches[i].Base < upper; i++ {
 		b := p.batches[i]
 		if size+int(b.Size) > limit && (size > 0 || !first) {
 			break
 		}
-		keys = append(keys, b.Base)
+		parts = append(parts, fetchedBatch{base: b.Base, raw: b.raw})
+		inBolt = inBolt || b.raw == nil
 		size += int(b.Size)
 		end = b.Last + 1
 	}
@@ -146,31 +151,34 @@ func (l *Leader) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartition
 		}
 	}
 	p.mu.RUnlock()
-	if len(keys) == 0 {
+	if len(parts) == 0 {
 		return 0
 	}
-	var out []byte
-	err := l.space.View(func(r groupcommit.Root) error {
-		root := r.Bucket(bucketPartitions)
-		if root == nil {
-			return nil
-		}
-		pb := root.Bucket(p.key)
-		if pb == nil {
-			return nil
-		}
-		log := pb.Bucket(bucketLog)
-		out = make([]byte, 0, size)
-		for _, k := range keys {
-			v := log.Get(u64(k))
+	out := make([]byte, 0, size)
+	read := func(log *bbolt.Bucket) {
+		for _, b := range parts {
+			v := b.raw
+			if v == nil && log != nil {
+				v = log.Get(u64(b.base))
+			}
 			if v == nil {
 				break // dropped by retention meanwhile
 			}
 			out = append(out, v...)
 		}
+	}
+	if !inBolt {
+		read(nil)
+	} else if err := l.space.View(func(r storage.Root) error {
+		var log *bbolt.Bucket
+		if root := r.Bucket(bucketPartitions); root != nil {
+			if pb := root.Bucket(p.key); pb != nil {
+				log = pb.Bucket(bucketLog)
+			}
+		}
+		read(log)
 		return nil
-	})
-	if err != nil {
+	}); err != nil {
 		fp.ErrorCode = kerr.KafkaStorageError.Code
 		return 0
 	}
@@ -186,4 +194,11 @@ func isClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// fetchedBatch is one batch a Fetch returns: its bytes if still in
+// memory, else read from bbolt at base.
+type fetchedBatch struct {
+	base int64
+	raw  []byte
 }

@@ -17,10 +17,10 @@ package leaderstub
 //     when accepted (Kafka appends it; with TV≥2 at the same epoch this is
 //     the KAFKA-19999 "idempotent retry" with a duplicate control batch);
 //   - the response is sent after every append is durable, except to an
-//     in-process marker sender that passes a groupcommit.Deferral for this
-//     leader's Log (`txncoord up`): it gets the answer once the appends
-//     are queued, with their tickets, and writes the transaction's
-//     Complete record after them (durable only together);
+//     in-process marker sender (`txncoord up`, wire.Request.InProcess),
+//     which shares the process log: it gets the answer once the appends
+//     are in the log, and appends the transaction's Complete record after
+//     them (durable only with them, by the order of the log);
 //   - an applied marker wakes the producer's data batches held back for it
 //     (a TV2 batch at the bumped epoch that arrived first, 00_produce.go).
 //
@@ -39,7 +39,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -59,10 +58,10 @@ type markerResult struct {
 
 func (l *Leader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
-	df := groupcommit.DeferralFrom(ctx)
-	if !df.For(l.space) {
-		df = nil
-	}
+	// An in-process caller (the marker sender of `txncoord up`) shares
+	// this process's log: it is answered once the markers are appended,
+	// and the Complete record it appends next is durable only with them.
+	inProcess := r.InProcess()
 	version := r.Version
 	var results []*markerResult
 	for _, m := range req.Markers {
@@ -95,8 +94,7 @@ func (l *Leader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wir
 					i++
 					switch {
 					case res.op == nil:
-					case df != nil:
-						df.Defer(res.op.ticket)
+					case inProcess:
 					default:
 						if err := res.op.wait(); err != nil {
 							res.code = errCode(err)
@@ -157,7 +155,7 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	now := l.nowMillis()
 	offset := p.nextOffset
 	raw := controlBatch(offset, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, now)
-	op := &persistOp{key: p.key, batches: map[int64][]byte{offset: raw}}
+	op := &persistOp{key: p.key, batches: []opBatch{{base: offset, raw: raw}}}
 	if e.txnOpen() {
 		first := e.TxnFirstOffset
 		if !m.Committed {
@@ -177,11 +175,12 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	p.setEntry(next)
 	op.entry = &next
 	p.appendIndex(batchIndex{Base: offset, Last: offset, Size: int64(len(raw)), MaxTimestamp: now,
-		ProducerID: m.ProducerID, Control: true, Transactional: true})
+		ProducerID: m.ProducerID, Control: true, Transactional: true, raw: raw})
 	op.dropped, op.droppedAborted = p.retain(l.cfg.RetentionBytes)
 	op.logStart = p.logStart
 	end := p.nextOffset
-	w := l.enqueue(op.apply, func() { p.advanceHW(end); l.notify() })
+	w := l.enqueue(op, func() { p.advanceHW(end); l.notify() })
+	p.keepRaw(w.pos, end)
 	// Batches held back for this transaction's marker (00_produce.go)
 	// may go now: they take the partition lock after this function
 	// releases it, so their data gets offsets after the marker and their

@@ -15,11 +15,10 @@ import (
 //	go test -run '^$' -bench BenchmarkProduce -benchtime 3s ./leaderstub/
 func BenchmarkProduce(b *testing.B) {
 	for _, mode := range []struct {
-		name    string
-		perReqs bool
-	}{{"group-commit", false}, {"fsync-per-request", true}} {
+		name string
+	}{{"group-commit"}} {
 		b.Run(mode.name, func(b *testing.B) {
-			f := newFixtureWith(b, func(c *Config) { c.SyncPerRequest = mode.perReqs })
+			f := newFixtureWith(b, func(c *Config) {})
 			var nextPID atomic.Int64
 			b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
 			b.ResetTimer()

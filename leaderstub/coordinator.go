@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
-	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -221,10 +220,6 @@ type registration struct {
 	partition  int32
 	result     chan int16
 	code       int16 // the coordinator's answer, set by register
-	// after are the coordinator's writes an accepted registration rests
-	// on, when the coordinator answered before they were durable (a
-	// groupcommit.Deferral): the partition's data write must carry them.
-	after []groupcommit.Ticket
 }
 
 type txnKey struct {
@@ -251,11 +246,7 @@ type txnKey struct {
 // a batch is answered only when its slowest transaction is registered,
 // which at 64 producers held registrations 4 ms (p90 17 ms) behind others.
 type registrar struct {
-	coord CoordinatorClient
-	// deferTo is the leader's Log, whose Deferral each request carries: a
-	// coordinator writing in the same Log (in-process) answers accepted
-	// registrations once queued. Nil: wait for durable answers.
-	deferTo     *groupcommit.Log
+	coord       CoordinatorClient
 	log         zerolog.Logger
 	maxInFlight int
 	perTxn      bool
@@ -276,13 +267,13 @@ type registrar struct {
 // DefaultRegistrationsInFlight is the default of Config.RegistrationsInFlight.
 const DefaultRegistrationsInFlight = 16
 
-func newRegistrar(coord CoordinatorClient, maxInFlight int, deferTo *groupcommit.Log, log zerolog.Logger) *registrar {
+func newRegistrar(coord CoordinatorClient, maxInFlight int, log zerolog.Logger) *registrar {
 	if maxInFlight <= 0 {
 		maxInFlight = DefaultRegistrationsInFlight
 	}
 	cheap, _ := coord.(interface{ requestsAreCheap() bool })
 	perTxn := cheap != nil && cheap.requestsAreCheap()
-	r := &registrar{coord: coord, deferTo: deferTo, log: log, maxInFlight: maxInFlight, perTxn: perTxn, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	r := &registrar{coord: coord, log: log, maxInFlight: maxInFlight, perTxn: perTxn, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	go r.loop()
 	return r
@@ -450,17 +441,8 @@ func (r *registrar) send(parent context.Context, b *pendingBatch) {
 		req.Transactions = append(req.Transactions, t)
 	}
 	ctx, cancel := context.WithTimeout(parent, 15*time.Second)
-	var df *groupcommit.Deferral
-	if r.deferTo != nil {
-		df = groupcommit.NewDeferral(r.deferTo)
-		ctx = groupcommit.WithDeferral(ctx, df)
-	}
 	resp, err := r.coord.AddPartitionsToTxn(ctx, req)
 	cancel()
-	var after []groupcommit.Ticket
-	if df != nil {
-		after = df.Tickets()
-	}
 	codes := map[txnKey]map[string]map[int32]int16{}
 	topLevel := int16(0)
 	switch {
@@ -495,9 +477,6 @@ func (r *registrar) send(parent context.Context, b *pendingBatch) {
 					c = kerr.UnknownServerError.Code // the coordinator left the partition out
 				}
 				code = c
-			}
-			if code == 0 {
-				reg.after = after
 			}
 			reg.result <- code
 		}

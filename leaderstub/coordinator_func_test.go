@@ -119,7 +119,7 @@ func TestCoordinatorFuncErrors(t *testing.T) {
 	// Through a leader's registrar the error is the retriable
 	// NOT_ENOUGH_REPLICAS, as for an unreachable coordinator over TCP.
 	down.Store(true)
-	r := newRegistrar(coord, 1, nil, zerolog.Nop())
+	r := newRegistrar(coord, 1, zerolog.Nop())
 	defer r.close()
 	reg := &registration{txnID: "a", pid: 1, topic: "t", partition: 0}
 	r.register(ctx, []*registration{reg})
@@ -201,7 +201,7 @@ func TestRegistrarPerTransactionInProcess(t *testing.T) {
 		}
 		return nil, fmt.Errorf("unexpected %T", req)
 	})
-	r := newRegistrar(coord, 1, nil, zerolog.Nop())
+	r := newRegistrar(coord, 1, zerolog.Nop())
 	defer r.close()
 	var releaseOnce sync.Once
 	defer releaseOnce.Do(func() { close(release) }) // before close, if the test fails early

@@ -1,7 +1,8 @@
 // Package leaderstub is the embedded partition leader: partition logs,
 // producer state, the last stable offset, the aborted-transaction index and
-// the KIP-1228 marker validation, in its own bbolt store (its own file, or
-// its bucket of the file the nodes of `txncoord up` share: groupcommit).
+// the KIP-1228 marker validation. Its state is written through the process
+// log into bbolt (package storage): its own file and log, or its bucket of
+// the file the nodes of `txncoord up` share.
 //
 // It must not import the coordinator: it talks to the coordinator over the
 // Kafka protocol (AddPartitionsToTxn v4/v5, InitProducerId) through
@@ -13,14 +14,14 @@
 // 01_fetch.go, 02_list_offsets.go, 22_init_producer_id.go,
 // 27_write_txn_markers.go, 61_describe_producers.go); producers.go holds the
 // pure validation (checkDataBatch, checkMarker = reference §2 table);
-// store.go its groupcommit space; partition.go the in-memory
+// store.go its records (persistOp) and their codec; partition.go the in-memory
 // index, LSO and retention; batch.go record batch v2 parsing and the control
 // batch.
 //
 // Durability order: a batch or marker is validated and given its offset in
-// memory under the partition lock, queued to the single writer, and only
-// after the bbolt commit (fsync) does the high watermark move and the
-// client get its answer. Fetch reads only below the high watermark, and a
+// memory under the partition lock, appended to the process log, and only
+// after the log's group commit (fdatasync) does the high watermark move and
+// the client get its answer. Fetch reads only below the high watermark, and a
 // completed transaction keeps holding the LSO until its marker is durable.
 //
 // Beyond Kafka: a TV2 producer's batch at a bumped epoch that arrives while

@@ -15,7 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/cluster"
-	"github.com/txncoord/txncoord/groupcommit"
+	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -27,12 +28,13 @@ type Config struct {
 	NodeID       int32
 	KafkaVersion string // this leader's profile ("4.2"); may differ from the cluster file (upgrade tests)
 	View         *cluster.View
-	DataDir      string // the bbolt file is DataDir/leader-<NodeID>.db, unless Shared is set
-	// Shared, when set, is a file shared with other nodes of this process
-	// (`txncoord up`): the leader writes in its bucket "leader-<NodeID>"
-	// and its commits share fsyncs with theirs. The caller closes it after
-	// the leader. DataDir and NoSync are then unused.
-	Shared         *groupcommit.Log
+	DataDir      string // the bbolt file is DataDir/leader-<NodeID>.db and its log DataDir/wal, unless Shared is set
+	// Shared, when set, is the store of this process shared with its
+	// other nodes (`txncoord up`): the leader writes in its bucket
+	// "leader-<NodeID>" and its records share the process log with
+	// theirs. It must know KindLeader. The caller closes it after the
+	// leader. DataDir and NoSync are then unused.
+	Shared         *storage.Store
 	Coordinator    CoordinatorClient
 	RetentionBytes int64 // per partition, default 1 GiB
 	NoSync         bool  // only for an explicit unsafe opt-in; never the default
@@ -40,9 +42,6 @@ type Config struct {
 	Now            func() time.Time
 	Metrics        prometheus.Registerer // may be nil
 
-	// SyncPerRequest turns group commit off: one bbolt Update (fsync) per
-	// write. Only the benchmark's baseline uses it.
-	SyncPerRequest bool
 	// RegistrationsInFlight bounds the AddPartitionsToTxn requests this
 	// leader has in flight to the coordinator at once (default 8).
 	RegistrationsInFlight int
@@ -69,7 +68,8 @@ const DefaultPrevTxnMarkerWait = 10 * time.Second
 type Leader struct {
 	cfg       Config
 	log       zerolog.Logger
-	space     *groupcommit.Space
+	space     *storage.Space
+	own       *storage.Store // the leader's own store (no Config.Shared)
 	registrar *registrar
 	metrics   *metrics
 
@@ -137,39 +137,48 @@ func Open(cfg Config) (*Leader, error) {
 		stop:       make(chan struct{}),
 	}
 	l.metrics = newMetrics(cfg.Metrics, cfg.NodeID)
-	sopts := groupcommit.SpaceOptions{FailStop: true, OnCommit: l.metrics.observeCommit, Closed: errStoreClosed}
+	sopts := storage.SpaceOptions{Closed: errStoreClosed, OnApplied: l.applied}
 	name := "leader-" + strconv.Itoa(int(cfg.NodeID))
-	var err error
-	if cfg.Shared != nil {
-		l.space, err = cfg.Shared.Space(name, sopts)
-	} else {
+	st := cfg.Shared
+	if st == nil {
 		if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 			l.metrics.unregister()
 			return nil, fmt.Errorf("leaderstub: data dir: %w", err)
 		}
-		l.space, err = groupcommit.OpenSpace(filepath.Join(cfg.DataDir, name+".db"),
-			groupcommit.Options{NoSync: cfg.NoSync, PerOp: cfg.SyncPerRequest}, sopts)
-		if err == nil && cfg.NoSync {
+		var err error
+		st, err = storage.Open(filepath.Join(cfg.DataDir, name+".db"), storage.Options{NoSync: cfg.NoSync, Log: l.log,
+			Kinds: map[storage.Kind]storage.ApplyFunc{storage.KindLeader: ApplyRecord}, OnSync: l.metrics.observeSync})
+		if err != nil {
+			l.metrics.unregister()
+			return nil, fmt.Errorf("leaderstub: %w", err)
+		}
+		if cfg.NoSync {
 			l.log.Warn().Msg("NoSync is on: acknowledged writes can be lost on a crash")
 		}
+		l.own = st
+		name = "" // a file of its own: the leader's buckets at its top level
 	}
-	if err != nil {
+	var err error
+	if l.space, err = st.Space(name, storage.KindLeader, sopts); err != nil {
+		if l.own != nil {
+			l.own.Close()
+		}
 		l.metrics.unregister()
 		return nil, fmt.Errorf("leaderstub: %w", err)
 	}
 	if err := l.recover(); err != nil {
-		l.space.Close()
+		l.closeStore()
 		l.metrics.unregister()
 		return nil, err
 	}
-	l.registrar = newRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.space.Log(), l.log)
+	l.registrar = newRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.log)
 	l.background.Add(1)
 	go l.expireLoop()
 	return l, nil
 }
 
 func (l *Leader) recover() error {
-	return l.space.View(func(r groupcommit.Root) error {
+	return l.space.View(func(r storage.Root) error {
 		root := r.Bucket(bucketPartitions)
 		if root == nil {
 			return nil
@@ -219,7 +228,7 @@ func (l *Leader) Close() error {
 		close(l.stop)
 		l.background.Wait()
 		l.registrar.close()
-		err = l.space.Close()
+		err = l.closeStore()
 		l.metrics.unregister()
 	})
 	return err
@@ -327,4 +336,27 @@ func errCode(err error) int16 {
 		return kerr.NotLeaderForPartition.Code
 	}
 	return kerr.KafkaStorageError.Code
+}
+
+// closeStore closes the leader's space, and its store if it owns one.
+func (l *Leader) closeStore() error {
+	err := l.space.Close()
+	if l.own != nil {
+		err = errors.Join(err, l.own.Close())
+	}
+	return err
+}
+
+// applied drops the in-memory bytes of the batches the process log's
+// applier has written to bbolt.
+func (l *Leader) applied(pos wal.Pos) {
+	l.mu.Lock()
+	parts := make([]*partition, 0, len(l.partitions))
+	for _, p := range l.partitions {
+		parts = append(parts, p)
+	}
+	l.mu.Unlock()
+	for _, p := range parts {
+		p.applied(pos)
+	}
 }

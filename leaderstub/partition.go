@@ -7,11 +7,13 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/txncoord/txncoord/groupcommit"
+	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/wal"
 )
 
 // batchIndex is the in-memory index entry of one stored batch; the bytes
-// live only in bbolt and are read on Fetch.
+// live in bbolt and are read on Fetch, except while the batch is durable
+// in the process log but not yet applied to bbolt (raw).
 type batchIndex struct {
 	Base, Last    int64
 	Size          int64
@@ -19,6 +21,9 @@ type batchIndex struct {
 	ProducerID    int64
 	Control       bool
 	Transactional bool
+	// raw is the stored batch until the process log's applier has
+	// written it to bbolt (keepRaw); Fetch reads it from bbolt after.
+	raw []byte
 }
 
 // abortedTxn is one entry of the aborted-transaction index, Kafka's
@@ -88,6 +93,48 @@ type partition struct {
 	// markerApplied is closed and cleared when a marker is applied; nil
 	// until a held batch waits on it (nextMarker).
 	markerApplied chan struct{}
+	// unapplied are this partition's appends not yet applied to bbolt,
+	// in log order: their batches keep their bytes (batchIndex.raw).
+	unapplied []unappliedAppend
+}
+
+// unappliedAppend is one append whose batches end before end, at log
+// position pos.
+type unappliedAppend struct {
+	pos wal.Pos
+	end int64
+}
+
+// keepRaw notes that the batches appended below end keep their bytes in
+// memory until the process log is applied up to pos. The caller holds mu.
+func (p *partition) keepRaw(pos wal.Pos, end int64) {
+	p.unapplied = append(p.unapplied, unappliedAppend{pos: pos, end: end})
+}
+
+// applied drops the bytes of the batches bbolt now holds (the log is
+// applied up to pos).
+func (p *partition) applied(pos wal.Pos) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	end := int64(-1)
+	for n < len(p.unapplied) && p.unapplied[n].pos <= pos {
+		end = p.unapplied[n].end
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	p.unapplied = append(p.unapplied[:0], p.unapplied[n:]...)
+	for i := len(p.batches) - 1; i >= 0; i-- {
+		if p.batches[i].Base >= end {
+			continue
+		}
+		if p.batches[i].raw == nil {
+			break // and so are all before it
+		}
+		p.batches[i].raw = nil
+	}
 }
 
 // heldBatch is one held-back produce batch (partition.held).
@@ -215,7 +262,7 @@ func (p *partition) retain(retentionBytes int64) (dropped []int64, droppedAborte
 // an aborted-index entry, and retention deletions.
 type persistOp struct {
 	key            []byte
-	batches        map[int64][]byte
+	batches        []opBatch
 	entry          *producerEntry
 	aborted        *abortedTxn
 	dropped        []int64
@@ -224,13 +271,19 @@ type persistOp struct {
 	expired        []int64 // producer ids forgotten (expire.go)
 }
 
-func (o *persistOp) apply(r groupcommit.Root) error {
+// opBatch is one batch of a persistOp, at its base offset.
+type opBatch struct {
+	base int64
+	raw  []byte
+}
+
+func (o *persistOp) apply(r storage.Root) error {
 	log, producers, aborted, meta, err := partitionBuckets(r, o.key)
 	if err != nil {
 		return err
 	}
-	for base, raw := range o.batches {
-		if err := log.Put(u64(base), raw); err != nil {
+	for _, b := range o.batches {
+		if err := log.Put(u64(b.base), b.raw); err != nil {
 			return err
 		}
 	}

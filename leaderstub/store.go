@@ -9,7 +9,8 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/txncoord/txncoord/groupcommit"
+	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/wal"
 )
 
 // The bbolt layout of a leader, at the top level of its own file
@@ -46,7 +47,7 @@ func parsePartitionKey(k []byte) (string, int32, error) {
 func u64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) }
 
 // partitionBuckets opens (creating) the sub-buckets of one partition.
-func partitionBuckets(tx groupcommit.Root, key []byte) (log, producers, aborted, meta *bbolt.Bucket, err error) {
+func partitionBuckets(tx storage.Root, key []byte) (log, producers, aborted, meta *bbolt.Bucket, err error) {
 	root, err := tx.CreateBucketIfNotExists(bucketPartitions)
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -67,30 +68,177 @@ func partitionBuckets(tx groupcommit.Root, key []byte) (log, producers, aborted,
 	return log, producers, aborted, meta, err
 }
 
-// writeOp is one queued durable change of this leader.
+// writeOp is one appended change of this leader.
 type writeOp struct {
-	ticket groupcommit.Ticket // also handed to a Deferral (27_write_txn_markers.go)
+	pos  wal.Pos
+	done <-chan error
 }
 
 // wait blocks until the op is durable or failed.
-func (op *writeOp) wait() error { return <-op.ticket.Done() }
+func (op *writeOp) wait() error { return <-op.done }
 
 var errStoreClosed = errors.New("leaderstub: store closed")
 
-// enqueue queues a change behind every change queued before it; durable
-// runs once it is fsync'd. Callers enqueue while holding the partition
-// lock, so a partition's changes are committed in offset order. The space
-// is FailStop: after a failed commit memory is ahead of disk, so the
-// leader refuses every later write (KAFKA_STORAGE_ERROR), as Kafka takes a
-// failed log dir offline.
-func (l *Leader) enqueue(apply func(groupcommit.Root) error, durable func()) *writeOp {
-	return l.enqueueAfter(nil, apply, durable)
+// enqueue appends a change to the process log behind every change appended
+// before it; durable runs once it is fsync'd. Callers enqueue while
+// holding the partition lock, so a partition's changes are in the log in
+// offset order. After a failed write the whole process's log stops
+// (fail-stop): memory is then ahead of disk, and every later write is
+// refused (KAFKA_STORAGE_ERROR), as Kafka takes a failed log dir offline.
+func (l *Leader) enqueue(op *persistOp, durable func()) *writeOp {
+	pos, done := l.space.Submit(op.encode(), durable)
+	return &writeOp{pos: pos, done: done}
 }
 
-// enqueueAfter is enqueue for a change durable only with the writes of
-// after (the coordinator's registration of a transaction whose data this
-// is, answered before it was durable): if one of them fails, this change
-// fails unwritten and the space stops, as on a failed commit.
-func (l *Leader) enqueueAfter(after []groupcommit.Ticket, apply func(groupcommit.Root) error, durable func()) *writeOp {
-	return &writeOp{ticket: l.space.SubmitAfter(after, apply, durable)}
+// persistOp record, version 1 (big endian; n is a uvarint):
+//
+//	u8 version (1)
+//	n + partition key
+//	n batches, each: i64 base offset, n + the batch
+//	u8 has entry [, n + producerEntry.marshal()]
+//	u8 has aborted [, 34 bytes AbortedTxn]
+//	n dropped base offsets (i64 each), n dropped aborted keys (i64 each)
+//	i64 log start
+//	n expired producer ids (i64 each)
+const persistOpVersion = 1
+
+func (o *persistOp) encode() []byte {
+	size := 64 + len(o.key) + 8*(len(o.dropped)+len(o.droppedAborted)+len(o.expired))
+	for _, b := range o.batches {
+		size += 16 + len(b.raw)
+	}
+	out := make([]byte, 0, size)
+	out = append(out, persistOpVersion)
+	out = appendBytes(out, o.key)
+	out = binary.AppendUvarint(out, uint64(len(o.batches)))
+	for _, b := range o.batches {
+		out = binary.BigEndian.AppendUint64(out, uint64(b.base))
+		out = appendBytes(out, b.raw)
+	}
+	if o.entry != nil {
+		out = append(out, 1)
+		out = appendBytes(out, o.entry.marshal())
+	} else {
+		out = append(out, 0)
+	}
+	if o.aborted != nil {
+		out = append(out, 1)
+		out = append(out, o.aborted.marshal()...)
+	} else {
+		out = append(out, 0)
+	}
+	out = appendInt64s(out, o.dropped)
+	out = appendInt64s(out, o.droppedAborted)
+	out = binary.BigEndian.AppendUint64(out, uint64(o.logStart))
+	return appendInt64s(out, o.expired)
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+func appendInt64s(b []byte, vs []int64) []byte {
+	b = binary.AppendUvarint(b, uint64(len(vs)))
+	for _, v := range vs {
+		b = binary.BigEndian.AppendUint64(b, uint64(v))
+	}
+	return b
+}
+
+var errBadRecord = errors.New("leaderstub: corrupt log record")
+
+// recordReader reads a persistOp record; the first failure sticks.
+type recordReader struct {
+	b   []byte
+	err error
+}
+
+func (r *recordReader) take(n int) []byte {
+	if r.err != nil || n < 0 || n > len(r.b) {
+		r.err = errBadRecord
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *recordReader) uvarint() int {
+	if r.err != nil {
+		return 0
+	}
+	v, k := binary.Uvarint(r.b)
+	if k <= 0 || v > uint64(len(r.b)) {
+		r.err = errBadRecord
+		return 0
+	}
+	r.b = r.b[k:]
+	return int(v)
+}
+
+func (r *recordReader) bytes() []byte { return r.take(r.uvarint()) }
+
+func (r *recordReader) int64() int64 {
+	v := r.take(8)
+	if v == nil {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(v))
+}
+
+func (r *recordReader) int64s() []int64 {
+	n := r.uvarint()
+	var out []int64
+	for range n {
+		out = append(out, r.int64())
+	}
+	return out
+}
+
+func decodePersistOp(raw []byte) (*persistOp, error) {
+	r := &recordReader{b: raw}
+	if v := r.take(1); v == nil || v[0] != persistOpVersion {
+		return nil, fmt.Errorf("%w: unknown version", errBadRecord)
+	}
+	o := &persistOp{key: r.bytes()}
+	for n := r.uvarint(); n > 0 && r.err == nil; n-- {
+		base := r.int64()
+		o.batches = append(o.batches, opBatch{base: base, raw: r.bytes()})
+	}
+	if f := r.take(1); f != nil && f[0] == 1 {
+		e, err := unmarshalEntry(r.bytes())
+		if err != nil && r.err == nil {
+			r.err = err
+		}
+		o.entry = &e
+	}
+	if f := r.take(1); f != nil && f[0] == 1 {
+		a, ok := unmarshalAborted(r.take(34))
+		if !ok && r.err == nil {
+			r.err = errBadRecord
+		}
+		o.aborted = &a
+	}
+	o.dropped = r.int64s()
+	o.droppedAborted = r.int64s()
+	o.logStart = r.int64()
+	o.expired = r.int64s()
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errBadRecord
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return o, nil
+}
+
+// ApplyRecord is the storage codec of KindLeader: it writes one leader
+// change into the leader's buckets.
+func ApplyRecord(root storage.Root, raw []byte) error {
+	o, err := decodePersistOp(raw)
+	if err != nil {
+		return err
+	}
+	return o.apply(root)
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/txncoord/txncoord/cluster"
-	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/negotiation"
 )
 
@@ -48,12 +47,6 @@ type Config struct {
 	Log           zerolog.Logger
 	// Metrics registers the txncoord_marker* collectors; nil skips it.
 	Metrics prometheus.Registerer
-	// DeferTo is the coordinator's groupcommit Log when leaders in this
-	// process write in it too (`txncoord up`): each request carries a
-	// groupcommit.Deferral for it, such a leader answers once its marker
-	// writes are queued, and their tickets go to MarkersWritten in
-	// Txn.Written. Nil: every answer waits for the leader's fsync.
-	DeferTo *groupcommit.Log
 	// Dial opens a connection to a leader (a TCP wire.Client, or an
 	// in-process wire.LocalClient for a leader in this process); nil uses
 	// wire.Dial.

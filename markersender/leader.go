@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/negotiation"
 )
 
@@ -108,20 +107,8 @@ func (s *Sender) takeBatch(l *leaderState) []queued {
 func (s *Sender) sendBatch(l *leaderState, conn *negotiation.LeaderConn, batch []queued) {
 	req := buildRequest(batch)
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
-	var df *groupcommit.Deferral
-	if s.cfg.DeferTo != nil {
-		df = groupcommit.NewDeferral(s.cfg.DeferTo)
-		ctx = groupcommit.WithDeferral(ctx, df)
-	}
 	resp, err := conn.WriteTxnMarkers(ctx, req)
 	cancel()
-	var written []groupcommit.Ticket
-	if df != nil {
-		// Not mapped to transactions: every transaction of the request
-		// completes after all of them (a few extra dependencies, all
-		// queued before its Complete anyway).
-		written = df.Tickets()
-	}
 	st := conn.Status()
 	s.m.versionInUse.WithLabelValues(leaderLabel(l.node.NodeID)).Set(float64(st.InUse))
 	if err != nil {
@@ -136,7 +123,6 @@ func (s *Sender) sendBatch(l *leaderState, conn *negotiation.LeaderConn, batch [
 	var check []queued
 	renegotiate := false
 	at := s.newRetryAt()
-	carried := map[*txnState]bool{}
 	s.mu.Lock()
 	for _, q := range batch {
 		code, ok := codes[markerKey{q.ts.txn.ProducerID, q.ps.tp}]
@@ -151,10 +137,6 @@ func (s *Sender) sendBatch(l *leaderState, conn *negotiation.LeaderConn, batch [
 		q.ps.v2Closes = 0
 		switch act := actionFor(code); act {
 		case actDone:
-			if code == 0 && len(written) > 0 && !carried[q.ts] {
-				carried[q.ts] = true // once per transaction and request
-				q.ts.written = append(q.ts.written, written...)
-			}
 			outs = s.doneLocked(q, outs)
 		case actRetry:
 			s.retryLocked(q, errorName(code), at)

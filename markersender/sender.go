@@ -10,7 +10,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/txncoord/txncoord/cluster"
-	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/negotiation"
 )
 
@@ -49,9 +48,6 @@ type txnState struct {
 	// stuck is the reason the transaction is stuck ("" when not): no
 	// partition of it is sent until Retry.
 	stuck string
-	// written are the deferred marker writes of the requests that
-	// delivered its partitions (Txn.Written).
-	written []groupcommit.Ticket
 }
 
 // partState is one partition's marker.
@@ -395,7 +391,6 @@ func (s *Sender) doneLocked(q queued, outs []outcome) []outcome {
 	if len(q.ts.parts) == 0 {
 		delete(s.txns, q.ts.txn.TransactionalID)
 		txn := q.ts.txn
-		txn.Written = q.ts.written
 		if q.ts.stuck != "" {
 			s.m.stuck.Dec()
 		}

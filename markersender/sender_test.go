@@ -1,7 +1,6 @@
 package markersender_test
 
 import (
-	"context"
 	"encoding/json"
 	"runtime"
 	"strings"
@@ -11,10 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/txncoord/txncoord/cluster"
-	"github.com/txncoord/txncoord/groupcommit"
-	"github.com/txncoord/txncoord/groupcommit/gctest"
 	"github.com/txncoord/txncoord/markersender"
-	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/negotiation/testkit"
 )
 
@@ -302,56 +298,4 @@ func TestCloseStopsGoroutines(t *testing.T) {
 		}
 	}()
 	waitFor(t, 5*time.Second, func() (int, bool) { n := runtime.NumGoroutine(); return n, n <= before })
-}
-
-// With DeferTo set, a leader reached in-process that writes in the same
-// groupcommit Log answers once its marker writes are queued: the sender
-// reports their tickets in Txn.Written, so the coordinator can write
-// Complete after them. Over TCP, or without DeferTo, nothing is deferred.
-func TestMarkersWrittenCarryDeferredWrites(t *testing.T) {
-	shared := gctest.Open(t, groupcommit.Options{})
-	space := gctest.Space(t, shared, "leader-1", groupcommit.SpaceOptions{})
-	for _, c := range []struct {
-		name      string
-		inProcess bool
-		deferTo   *groupcommit.Log
-		want      bool
-	}{
-		{"in-process, same log", true, shared, true},
-		{"in-process, no DeferTo", true, nil, false},
-		{"tcp", false, shared, false},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			l, n := startLeader(t, 1, "4.2")
-			l.SetSpace(space)
-			rt := newRouter()
-			rt.set("a", -1, n)
-			cfg := markersender.Config{Router: rt, DeferTo: c.deferTo}
-			if c.inProcess {
-				cfg.Dial = func(context.Context, string) (negotiation.Transport, error) { return l.Local(), nil }
-			}
-			s := newSender(t, cfg)
-			s.Enqueue(txn("t", 7, 1, tps("a", 0, 1)))
-			rec := &recorder{}
-			s.Start(rec)
-			ev := rec.waitEvents(t, 1)
-			if ev[0].stuck {
-				t.Fatalf("stuck: %+v", ev[0])
-			}
-			written := ev[0].txn.Written
-			if got := len(written) > 0; got != c.want {
-				t.Fatalf("Txn.Written %v, want deferred writes: %v", written, c.want)
-			}
-			for _, tk := range written {
-				select {
-				case err := <-tk.Done():
-					if err != nil {
-						t.Fatalf("deferred marker write: %v", err)
-					}
-				case <-time.After(10 * time.Second):
-					t.Fatal("a deferred write never finished, or one write is reported twice")
-				}
-			}
-		})
-	}
 }

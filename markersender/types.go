@@ -2,7 +2,6 @@ package markersender
 
 import (
 	"github.com/txncoord/txncoord/cluster"
-	"github.com/txncoord/txncoord/groupcommit"
 )
 
 // TopicPartition names one partition.
@@ -27,11 +26,6 @@ type Txn struct {
 	// WriteTxnMarkers v2.
 	TransactionVersion int8
 	Partitions         []TopicPartition
-	// Written, set by the sender when it reports the markers written, are
-	// marker writes of leaders in this process that answered before their
-	// fsync (Config.DeferTo): the Complete record must be written after
-	// them (groupcommit.SubmitAfter). Empty when every marker is durable.
-	Written []groupcommit.Ticket
 }
 
 // Completer receives the outcome of a transaction's markers. The coordinator

@@ -20,11 +20,12 @@ type adminBackend struct {
 	nodeID int32
 	coord  *coordinator.Coordinator
 	sender *markersender.Sender
+	store  *txnlog.BoltStore
 }
 
 // AdminBackend is what the admin API of this coordinator serves.
 func (c *Coordinator) AdminBackend() admin.Backend {
-	return &adminBackend{nodeID: c.Node.NodeID, coord: c.Coordinator, sender: c.Sender}
+	return &adminBackend{nodeID: c.Node.NodeID, coord: c.Coordinator, sender: c.Sender, store: c.Store}
 }
 
 func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
@@ -108,4 +109,11 @@ func (b *adminBackend) RetryMarkers(id string) (admin.Txn, error) {
 
 func (b *adminBackend) Leaders() []markersender.LeaderStatus { return b.sender.Leaders() }
 func (b *adminBackend) Markers() []markersender.PendingTxn   { return b.sender.Markers() }
-func (b *adminBackend) Ready() error                         { return nil }
+
+// Ready fails once the process log stopped on a failed write (fail-stop).
+func (b *adminBackend) Ready() error {
+	if err := b.store.Err(); err != nil {
+		return fmt.Errorf("%w: %w", errStoreFailed, err)
+	}
+	return nil
+}

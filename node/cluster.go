@@ -16,8 +16,8 @@ import (
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordinator"
-	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/leaderstub"
+	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -43,9 +43,9 @@ type Embedded struct {
 	Leaders     []*Leader
 	Admin       *admin.Server
 	Metrics     *prometheus.Registry
-	// Shared is the one file every node writes in (nil for a data dir
-	// of the per-node layout, see openSharedLog).
-	Shared *groupcommit.Log
+	// Shared is the process's store: one log and one bbolt file every
+	// node writes in.
+	Shared *storage.Store
 
 	cfg       EmbeddedConfig
 	inProcess *inProcessCoordinator
@@ -98,7 +98,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 			e.Stop(context.Background())
 		}
 	}()
-	if e.Shared, err = openSharedLog(cfg.DataDir, cfg.UnsafeNoSync, e.Metrics); err != nil {
+	if e.Shared, err = openSharedStore(cfg.DataDir, cfg.UnsafeNoSync, e.Metrics, cfg.Log); err != nil {
 		return nil, err
 	}
 	e.inProcess = newInProcessCoordinator(e.View)

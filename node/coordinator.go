@@ -13,9 +13,9 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordinator"
-	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -31,7 +31,7 @@ type CoordinatorConfig struct {
 	UnsafeNoSync           bool
 	// Shared, when set, holds the transaction log as its space
 	// "coordinator" (`txncoord up`); the caller closes it.
-	Shared   *groupcommit.Log
+	Shared   *storage.Store
 	Listener net.Listener // optional: a listener already bound
 	// InProcessLeader, when set, returns the running server of a leader in
 	// this process that serves addr (its cluster file address) itself, or
@@ -87,6 +87,9 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	}
 	if cfg.Metrics != nil {
 		cfg.Metrics.MustRegister(storeCollector{store})
+		if cfg.Shared == nil { // a process of its own: its log's failure
+			newStoreObserver(nil).watch(cfg.Metrics, store)
+		}
 	}
 	sender := markersender.New(markersender.Config{
 		CoordinatorVersion: self.KafkaVersion,
@@ -95,9 +98,6 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		Discovery:          cfg.MarkerVersionDiscovery,
 		Log:                log,
 		Metrics:            cfg.Metrics,
-		// The leaders of `txncoord up` write in the same file: their
-		// marker writes and the Complete record can share a commit.
-		DeferTo: cfg.Shared,
 		Dial: func(ctx context.Context, addr string) (negotiation.Transport, error) {
 			if cfg.InProcessLeader != nil {
 				if srv := cfg.InProcessLeader(addr); srv != nil {

@@ -11,9 +11,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/txncoord/txncoord/cluster"
-	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -32,7 +32,7 @@ type LeaderConfig struct {
 	UnsafeNoSync         bool
 	// Shared, when set, holds the leader's data as its space
 	// "leader-<id>" (`txncoord up`); the caller closes it.
-	Shared   *groupcommit.Log
+	Shared   *storage.Store
 	Listener net.Listener // optional: a listener already bound
 	Log      zerolog.Logger
 	Metrics  prometheus.Registerer

@@ -7,15 +7,15 @@ import (
 )
 
 // storeCollector exposes the transaction log's group-commit counters:
-// fsync rounds (bbolt Updates) and the state transitions they carried, so
-// transitions per fsync is their ratio.
+// fsync rounds of the process log and the state transitions made durable,
+// so transitions per fsync is their ratio.
 type storeCollector struct {
 	store *txnlog.BoltStore
 }
 
 var (
 	descLogCommits = prometheus.NewDesc("txncoord_txnlog_fsyncs_total",
-		"Durable commits of the transaction log (one bbolt Update, fsync'd).", nil, nil)
+		"Group commits (one fdatasync each) of the process log the transaction log writes in.", nil, nil)
 	descLogBatches = prometheus.NewDesc("txncoord_txnlog_batches_total",
 		"Store writes committed (several share one fsync under group commit).", nil, nil)
 	descLogTransitions = prometheus.NewDesc("txncoord_txnlog_transitions_total",

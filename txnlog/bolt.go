@@ -2,14 +2,14 @@ package txnlog
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/txncoord/txncoord/groupcommit"
+	"github.com/txncoord/txncoord/storage"
 )
 
 var (
@@ -24,92 +24,87 @@ type BoltOptions struct {
 	// UnsafeNoSync skips fsync. It loses acknowledged transactions on a
 	// crash: only for benchmarks that measure everything but the disk.
 	UnsafeNoSync bool
-	// OpenTimeout bounds waiting for the file lock (default 5 s), so a
-	// second process on the same directory fails instead of hanging.
-	OpenTimeout time.Duration
-	Log         zerolog.Logger
+	Log          zerolog.Logger
 }
 
-// BoltStore is the bbolt Store. Its writes go through a groupcommit
-// space: every Apply or Submit queued while the previous commit is being
-// fsync'd shares the next one (hashicorp raft's group commit, no timer).
-// The space is a file of its own (OpenBolt) or, in `txncoord up`, one
-// bucket of the file the embedded leaders share (OpenBoltIn), so one fsync
-// round carries the coordinator's and the leaders' writes.
+// BoltStore is the Store whose state lives in bbolt and whose writes go
+// through the process log (package storage): a Batch is one log record,
+// durable at the log's next group commit, applied to the bbolt buckets
+// txns and meta in the background. The space is a file of its own
+// (OpenBolt) or the bucket "coordinator" of the process's shared file
+// (OpenBoltIn).
 type BoltStore struct {
-	space *groupcommit.Space
+	space *storage.Space
+	own   *storage.Store // closed by Close (OpenBolt)
 
 	mu    sync.Mutex
 	stats Stats
 }
 
-// OpenBolt opens (creating if needed) the store in a file of its own.
+// OpenBolt opens (creating if needed) the store in a file of its own, with
+// its log beside it.
 func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
-	s := &BoltStore{}
-	space, err := groupcommit.OpenSpace(path, groupcommit.Options{NoSync: opts.UnsafeNoSync, OpenTimeout: opts.OpenTimeout}, s.spaceOptions())
+	st, err := storage.Open(path, storage.Options{NoSync: opts.UnsafeNoSync, Log: opts.Log,
+		Kinds: map[storage.Kind]storage.ApplyFunc{storage.KindTxn: ApplyRecord}})
 	if err != nil {
 		return nil, fmt.Errorf("txnlog: %w", err)
 	}
 	if opts.UnsafeNoSync {
 		opts.Log.Warn().Str("path", path).Msg("txnlog: fsync disabled (UnsafeNoSync): acknowledged transactions can be lost on a crash")
 	}
-	return s.init(space)
-}
-
-// OpenBoltIn opens (creating if needed) the store as the space name of a
-// shared log. Closing the store leaves the log open.
-func OpenBoltIn(l *groupcommit.Log, name string) (*BoltStore, error) {
-	s := &BoltStore{}
-	space, err := l.Space(name, s.spaceOptions())
+	s, err := openIn(st, "")
 	if err != nil {
-		return nil, fmt.Errorf("txnlog: %w", err)
+		st.Close()
+		return nil, err
 	}
-	return s.init(space)
-}
-
-func (s *BoltStore) spaceOptions() groupcommit.SpaceOptions {
-	return groupcommit.SpaceOptions{Closed: ErrClosed, OnCommit: func(int) {
-		s.mu.Lock()
-		s.stats.Commits++
-		s.mu.Unlock()
-	}}
-}
-
-func (s *BoltStore) init(space *groupcommit.Space) (*BoltStore, error) {
-	s.space = space
-	if err := <-space.Submit(func(r groupcommit.Root) error {
-		if _, err := r.CreateBucketIfNotExists(bucketTxns); err != nil {
-			return err
-		}
-		_, err := r.CreateBucketIfNotExists(bucketMeta)
-		return err
-	}, nil); err != nil {
-		space.Close()
-		return nil, fmt.Errorf("txnlog: init: %w", err)
-	}
+	s.own = st
 	return s, nil
 }
 
-// Load reads the whole store.
+// OpenBoltIn opens the store as the space name of a process's shared
+// store (which must know KindTxn). Closing it leaves the store open.
+func OpenBoltIn(st *storage.Store, name string) (*BoltStore, error) {
+	return openIn(st, name)
+}
+
+func openIn(st *storage.Store, name string) (*BoltStore, error) {
+	space, err := st.Space(name, storage.KindTxn, storage.SpaceOptions{Closed: ErrClosed})
+	if err != nil {
+		return nil, fmt.Errorf("txnlog: %w", err)
+	}
+	return &BoltStore{space: space}, nil
+}
+
+// Load reads the whole store: every batch made durable so far is applied
+// to bbolt first.
 func (s *BoltStore) Load() (LoadedState, error) {
 	out := LoadedState{Txns: map[string]TxnMetadata{}}
-	err := s.space.View(func(r groupcommit.Root) error {
+	if err := s.space.Store().Apply(); err != nil {
+		return LoadedState{}, fmt.Errorf("txnlog: load: %w", err)
+	}
+	err := s.space.View(func(r storage.Root) error {
 		meta := r.Bucket(bucketMeta)
-		if raw := meta.Get(keyEpoch); raw != nil {
-			v, err := decodeMeta(raw)
-			if err != nil {
-				return fmt.Errorf("coordinator epoch: %w", err)
+		if meta != nil {
+			if raw := meta.Get(keyEpoch); raw != nil {
+				v, err := decodeMeta(raw)
+				if err != nil {
+					return fmt.Errorf("coordinator epoch: %w", err)
+				}
+				out.CoordinatorEpoch = int32(v)
 			}
-			out.CoordinatorEpoch = int32(v)
-		}
-		if raw := meta.Get(keyPIDHW); raw != nil {
-			v, err := decodeMeta(raw)
-			if err != nil {
-				return fmt.Errorf("pid high-water mark: %w", err)
+			if raw := meta.Get(keyPIDHW); raw != nil {
+				v, err := decodeMeta(raw)
+				if err != nil {
+					return fmt.Errorf("pid high-water mark: %w", err)
+				}
+				out.ProducerIDHighWater = v
 			}
-			out.ProducerIDHighWater = v
 		}
-		return r.Bucket(bucketTxns).ForEach(func(k, v []byte) error {
+		txns := r.Bucket(bucketTxns)
+		if txns == nil {
+			return nil
+		}
+		return txns.ForEach(func(k, v []byte) error {
 			m, err := DecodeTxn(v)
 			if err != nil {
 				return fmt.Errorf("transaction %q: %w", k, err)
@@ -124,8 +119,8 @@ func (s *BoltStore) Load() (LoadedState, error) {
 	return out, nil
 }
 
-// Apply queues b for the writer and waits until it is durable. If ctx ends
-// first, Apply returns ctx's error, but the batch may still be committed.
+// Apply appends b and waits until it is durable. If ctx ends first, Apply
+// returns ctx's error, but the batch may still be committed.
 func (s *BoltStore) Apply(ctx context.Context, b Batch) error {
 	select {
 	case err := <-s.Submit(b):
@@ -135,37 +130,159 @@ func (s *BoltStore) Apply(ctx context.Context, b Batch) error {
 	}
 }
 
-// Submit queues b behind every batch queued before it and returns at once;
-// the channel gets nil once b is durable, or its error. Callers that need
-// their writes committed in order (one transactional id's pipelined
-// transitions) call it in that order, without waiting for the first write
-// to be durable before queueing the next: both usually share one Update.
-// A batch that fails fails alone (groupcommit retries the others).
+// Submit appends b behind every record appended before it and returns at
+// once; the channel gets nil once b is durable, or the log's failure.
+// Callers that need their writes committed in order (one transactional
+// id's pipelined transitions) call it in that order.
 func (s *BoltStore) Submit(b Batch) <-chan error {
-	return s.SubmitAfter(nil, b).Done()
-}
-
-// Space is the groupcommit space the store writes in.
-func (s *BoltStore) Space() *groupcommit.Space { return s.space }
-
-// SubmitAfter is Submit for a batch that must never be durable without the
-// writes of after (groupcommit.Space.SubmitAfter): it fails, unwritten,
-// if one of them fails.
-func (s *BoltStore) SubmitAfter(after []groupcommit.Ticket, b Batch) groupcommit.Ticket {
-	return s.space.SubmitAfter(after, func(r groupcommit.Root) error { return writeBatch(r, b) }, func() {
+	if err := b.check(); err != nil {
+		ch := make(chan error, 1)
+		ch <- err
+		return ch
+	}
+	n := uint64(len(b.Puts) + len(b.Deletes))
+	_, done := s.space.Submit(encodeBatch(b), func() {
 		s.mu.Lock()
 		s.stats.Batches++
-		s.stats.Transitions += uint64(len(b.Puts) + len(b.Deletes))
+		s.stats.Transitions += n
 		s.mu.Unlock()
 	})
+	return done
 }
 
-func writeBatch(r groupcommit.Root, b Batch) error {
-	txns := r.Bucket(bucketTxns)
+func (b Batch) check() error {
 	for _, m := range b.Puts {
 		if m.TransactionalID == "" {
 			return errors.New("txnlog: transaction without an id")
 		}
+	}
+	return nil
+}
+
+// Stats returns the store's counters; Commits are the process log's group
+// commits (each one fdatasync), shared with the other spaces.
+func (s *BoltStore) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Commits = s.space.Store().Stats().Syncs
+	return st
+}
+
+// Err is the failure that stopped the process log's writes, nil if none.
+func (s *BoltStore) Err() error { return s.space.Err() }
+
+// Close waits for the queued batches and refuses more with ErrClosed; a
+// store of its own closes its file and log.
+func (s *BoltStore) Close() error {
+	err := s.space.Close()
+	if s.own != nil {
+		err = errors.Join(err, s.own.Close())
+	}
+	return err
+}
+
+// Batch record, version 1:
+//
+//	u8 version (1)
+//	uvarint puts, each: uvarint len + EncodeTxn
+//	uvarint deletes, each: uvarint len + id
+//	i32 coordinator epoch, i64 producer-id high-water mark
+const batchRecordVersion = 1
+
+func encodeBatch(b Batch) []byte {
+	out := []byte{batchRecordVersion}
+	out = binary.AppendUvarint(out, uint64(len(b.Puts)))
+	for _, m := range b.Puts {
+		enc := EncodeTxn(m)
+		out = binary.AppendUvarint(out, uint64(len(enc)))
+		out = append(out, enc...)
+	}
+	out = binary.AppendUvarint(out, uint64(len(b.Deletes)))
+	for _, id := range b.Deletes {
+		out = binary.AppendUvarint(out, uint64(len(id)))
+		out = append(out, id...)
+	}
+	out = binary.BigEndian.AppendUint32(out, uint32(b.CoordinatorEpoch))
+	return binary.BigEndian.AppendUint64(out, uint64(b.ProducerIDHighWater))
+}
+
+func decodeBatch(raw []byte) (Batch, error) {
+	var b Batch
+	if len(raw) == 0 {
+		return b, ErrCorrupt
+	}
+	if raw[0] != batchRecordVersion {
+		return b, fmt.Errorf("%w: batch version %d", ErrUnknownVersion, raw[0])
+	}
+	rest := raw[1:]
+	chunk := func() ([]byte, bool) {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || uint64(len(rest)-k) < n {
+			return nil, false
+		}
+		v := rest[k : k+int(n)]
+		rest = rest[k+int(n):]
+		return v, true
+	}
+	count := func() (int, bool) {
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)) {
+			return 0, false
+		}
+		rest = rest[k:]
+		return int(n), true
+	}
+	puts, ok := count()
+	if !ok {
+		return b, ErrCorrupt
+	}
+	for range puts {
+		v, ok := chunk()
+		if !ok {
+			return b, ErrCorrupt
+		}
+		m, err := DecodeTxn(v)
+		if err != nil {
+			return b, err
+		}
+		b.Puts = append(b.Puts, m)
+	}
+	dels, ok := count()
+	if !ok {
+		return b, ErrCorrupt
+	}
+	for range dels {
+		v, ok := chunk()
+		if !ok {
+			return b, ErrCorrupt
+		}
+		b.Deletes = append(b.Deletes, string(v))
+	}
+	if len(rest) != 12 {
+		return b, ErrCorrupt
+	}
+	b.CoordinatorEpoch = int32(binary.BigEndian.Uint32(rest))
+	b.ProducerIDHighWater = int64(binary.BigEndian.Uint64(rest[4:]))
+	return b, nil
+}
+
+// ApplyRecord is the storage codec of KindTxn: it writes one Batch record
+// into the space's buckets.
+func ApplyRecord(r storage.Root, raw []byte) error {
+	b, err := decodeBatch(raw)
+	if err != nil {
+		return err
+	}
+	txns, err := r.CreateBucketIfNotExists(bucketTxns)
+	if err != nil {
+		return err
+	}
+	meta, err := r.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	for _, m := range b.Puts {
 		if err := txns.Put([]byte(m.TransactionalID), EncodeTxn(m)); err != nil {
 			return err
 		}
@@ -175,7 +292,6 @@ func writeBatch(r groupcommit.Root, b Batch) error {
 			return err
 		}
 	}
-	meta := r.Bucket(bucketMeta)
 	if b.CoordinatorEpoch > 0 {
 		if err := meta.Put(keyEpoch, encodeMeta(int64(b.CoordinatorEpoch))); err != nil {
 			return err
@@ -198,14 +314,3 @@ func writeBatch(r groupcommit.Root, b Batch) error {
 	}
 	return nil
 }
-
-// Stats returns the store's counters.
-func (s *BoltStore) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats
-}
-
-// Close commits the batches already queued, then refuses more with
-// ErrClosed; a store of its own closes its file.
-func (s *BoltStore) Close() error { return s.space.Close() }

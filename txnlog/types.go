@@ -3,8 +3,6 @@ package txnlog
 import (
 	"context"
 	"fmt"
-
-	"github.com/txncoord/txncoord/groupcommit"
 )
 
 // State is a transaction's state, with Kafka's ids (TransactionState.java),
@@ -165,21 +163,9 @@ type Submitter interface {
 	Submit(b Batch) <-chan error
 }
 
-// Conditional is implemented by a store that writes in a groupcommit Log
-// (BoltStore): its writes and those of the Log's other writers can be made
-// conditions of each other (groupcommit.SubmitAfter, groupcommit.Deferral).
-type Conditional interface {
-	// SubmitAfter is Submit for a write durable only with the writes of
-	// after; the ticket's Done gets what Submit's channel would.
-	SubmitAfter(after []groupcommit.Ticket, b Batch) groupcommit.Ticket
-	// Space is where the store writes.
-	Space() *groupcommit.Space
-}
-
 // Stats counts a store's work, for metrics and benchmarks.
 type Stats struct {
-	// Commits is the number of durable writes (bbolt Updates, each one
-	// fsync round).
+	// Commits is the number of group commits (each one fsync round).
 	Commits uint64
 	// Batches is the number of Apply calls committed.
 	Batches uint64

@@ -67,7 +67,7 @@ type LocalClient struct {
 // callerValues is the context an in-process handler runs with: the
 // server's (its cancellation, as on a connection) with the caller's
 // values, so an in-process caller can hand the handler what a connection
-// cannot carry (a groupcommit.Deferral).
+// cannot carry.
 type callerValues struct {
 	context.Context // the server's
 	caller          context.Context

@@ -39,6 +39,14 @@ type Request struct {
 	logger    zerolog.Logger
 }
 
+// InProcess reports whether the request comes from a LocalClient: a
+// caller in this process, which shares the process's write-ahead log. A
+// handler may answer such a caller as soon as its write is appended
+// rather than durable: whatever the caller appends next, and waits for
+// before answering anyone outside the process, is durable only with it,
+// as the log is ordered.
+func (r *Request) InProcess() bool { return r.inProcess }
+
 // Logger is Log with the request's fields (api key, version, and the
 // correlation id, or for an in-process call the remote and call id), built
 // on first use: zerolog's With copies and formats every field at once, and

@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/txncoord/txncoord/node"
+	"github.com/txncoord/txncoord/storage"
 )
 
 // TestFindHanging makes a hanging transaction the way one arises in
@@ -48,8 +49,16 @@ func TestFindHanging(t *testing.T) {
 	up.cmd.Process.Kill()
 	<-up.done
 	// `up` keeps every node in one file, each in its own bucket: drop
-	// the coordinator's.
-	db, err := bbolt.Open(filepath.Join(dataDir, node.SharedLogFile), 0o600, &bbolt.Options{Timeout: 5 * time.Second})
+	// the coordinator's, once the process log is applied to it (or its
+	// records would be replayed into it again).
+	st, err := storage.Open(filepath.Join(dataDir, node.SharedStoreFile), storage.Options{Kinds: node.RecordCodecs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(filepath.Join(dataDir, node.SharedStoreFile), 0o600, &bbolt.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

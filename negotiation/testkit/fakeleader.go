@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/txncoord/txncoord/groupcommit"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -57,7 +56,6 @@ type FakeLeader struct {
 	conns     int
 	stop      chan struct{}
 	noWTM     bool
-	space     *groupcommit.Space // SetSpace
 }
 
 // StartFakeLeader listens on 127.0.0.1 (a free port) with the profile of
@@ -120,18 +118,6 @@ func (l *FakeLeader) Local() *wire.LocalClient {
 		return nil
 	}
 	return l.srv.Local("").WithClientID("txncoord-markers").AtCallerVersion().Inline()
-}
-
-// SetSpace makes the leader write each WriteTxnMarkers request it answers
-// NONE as one op in space, as a leader of `txncoord up` writes in the
-// shared file: with a groupcommit.Deferral for space's Log in the request's
-// context (an in-process caller), the op's ticket is deferred to the caller
-// and the answer does not wait for it; otherwise the answer waits until
-// the op is durable.
-func (l *FakeLeader) SetSpace(space *groupcommit.Space) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.space = space
 }
 
 // Script appends answers for the next WriteTxnMarkers requests.
@@ -205,7 +191,7 @@ func (l *FakeLeader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request)
 	if len(l.script) > 0 {
 		act, l.script = l.script[0], l.script[1:]
 	}
-	stop, space := l.stop, l.space
+	stop := l.stop
 	l.mu.Unlock()
 	switch {
 	case act.Close:
@@ -216,21 +202,7 @@ func (l *FakeLeader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request)
 			return nil, fmt.Errorf("fake leader: stopped while hanging")
 		}
 	}
-	resp := wire.ErrorResponse(req, act.Code)
-	if space != nil && act.Code == 0 {
-		t := space.SubmitAfter(nil, func(groupcommit.Root) error { return nil }, nil)
-		if df := groupcommit.DeferralFrom(ctx); df.For(space) {
-			df.Defer(t)
-			return wire.Now(resp)
-		}
-		return func() (kmsg.Response, error) {
-			if err := <-t.Done(); err != nil {
-				return wire.ErrorResponse(req, 56), nil // KAFKA_STORAGE_ERROR
-			}
-			return resp, nil
-		}
-	}
-	return wire.Now(resp)
+	return wire.Now(wire.ErrorResponse(req, act.Code))
 }
 
 func (l *FakeLeader) handleDescribeProducers(_ context.Context, r *wire.Request) wire.Reply {

@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/storage"
 )
 
 // twoLeaderFile is a cluster file (coordinator, two 4.2 leaders, topic
@@ -94,9 +95,9 @@ func topLevelBuckets(t *testing.T, path string) []string {
 	return names
 }
 
-// `txncoord up` keeps every node in one file, each in its own bucket, and
-// a restart on it loses nothing: the committed records and the
-// coordinator's state are back.
+// `txncoord up` keeps every node in one file, each in its own bucket, with
+// one process log beside it, and a restart on it loses nothing: the
+// committed records and the coordinator's state are back.
 func TestEmbeddedSharesOneFile(t *testing.T) {
 	dir := t.TempDir()
 	f, lns := twoLeaderFile(t)
@@ -110,8 +111,11 @@ func TestEmbeddedSharesOneFile(t *testing.T) {
 	runTV2Transactions(t, e.Bootstrap(), 3)
 	stopWithin(t, e.Stop)
 
-	if got := strings.Join(topLevelBuckets(t, filepath.Join(dir, SharedLogFile)), ","); got != "coordinator,leader-1,leader-2" {
-		t.Fatalf("buckets of %s: %s", SharedLogFile, got)
+	if got := strings.Join(topLevelBuckets(t, filepath.Join(dir, SharedStoreFile)), ","); got != "_storage,coordinator,leader-1,leader-2" {
+		t.Fatalf("buckets of %s: %s", SharedStoreFile, got)
+	}
+	if segs, err := filepath.Glob(filepath.Join(dir, storage.WALDir, "*.wal")); err != nil || len(segs) == 0 {
+		t.Fatalf("no log segment in %s: %v %v", storage.WALDir, segs, err)
 	}
 	for _, old := range []string{"coordinator/txnlog.db", "leader-1/leader-1.db"} {
 		if _, err := os.Stat(filepath.Join(dir, old)); err == nil {
@@ -132,8 +136,9 @@ func TestEmbeddedSharesOneFile(t *testing.T) {
 }
 
 // A data dir written before the shared file (one file per node, as the
-// separate-process nodes still write) keeps that layout under `up`.
-func TestEmbeddedKeepsPerNodeLayout(t *testing.T) {
+// separate-process nodes still write) is refused by `up` with a message
+// saying what to do, and left as it was.
+func TestEmbeddedRefusesPerNodeLayout(t *testing.T) {
 	dir := t.TempDir()
 	f, lns := twoLeaderFile(t)
 	view := cluster.NewView(f)
@@ -156,16 +161,11 @@ func TestEmbeddedKeepsPerNodeLayout(t *testing.T) {
 	}
 
 	f, lns = twoLeaderFile(t)
-	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: dir, Listeners: lns, MarkerVersionDiscovery: true, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
+	_, err = StartEmbedded(EmbeddedConfig{File: f, DataDir: dir, Listeners: lns, MarkerVersionDiscovery: true, Log: zerolog.Nop()})
+	if err == nil || !strings.Contains(err.Error(), "per-node layout") {
+		t.Fatalf("up on a per-node data dir: %v, want a refusal naming the layout", err)
 	}
-	defer stopWithin(t, e.Stop)
-	if e.Shared != nil {
-		t.Fatal("a per-node data dir was given the shared file")
-	}
-	countCommitted(t, e.Bootstrap(), 12)
-	if _, err := os.Stat(filepath.Join(dir, SharedLogFile)); err == nil {
-		t.Fatalf("%s created in a per-node data dir", SharedLogFile)
+	if _, err := os.Stat(filepath.Join(dir, SharedStoreFile)); err == nil {
+		t.Fatalf("%s created in a per-node data dir", SharedStoreFile)
 	}
 }

@@ -1,0 +1,119 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/txncoord/txncoord/leaderstub"
+	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/txnlog"
+	"github.com/txncoord/txncoord/wal"
+)
+
+// SharedStoreFile is the bbolt file `txncoord up` keeps every node's state
+// in, each node in its own top-level bucket ("coordinator",
+// "leader-<id>"); the process log is the folder storage.WALDir beside it.
+const SharedStoreFile = "txncoord.db"
+
+// RecordCodecs are the record kinds of every component a process may run:
+// what storage.Open needs to replay any process log of txncoord.
+var RecordCodecs = map[storage.Kind]storage.ApplyFunc{
+	storage.KindTxn:    txnlog.ApplyRecord,
+	storage.KindLeader: leaderstub.ApplyRecord,
+}
+
+// openSharedStore opens DATA_DIR/txncoord.db and the process log beside
+// it: every node of `txncoord up` appends to that one log, so one
+// fdatasync carries the records of every node, and the order of the log
+// makes a record durable only with those appended before it (the
+// coordinator's registration before the leader's data, a leader's marker
+// before the coordinator's Complete).
+func openSharedStore(dataDir string, noSync bool, reg prometheus.Registerer, log zerolog.Logger) (*storage.Store, error) {
+	if legacy, err := hasPerNodeFiles(dataDir); err != nil {
+		return nil, err
+	} else if legacy {
+		return nil, fmt.Errorf("data dir %s has the per-node layout of txncoord before the shared store (coordinator/txnlog.db, leader-N/leader-N.db), "+
+			"which `txncoord up` no longer opens: start it with the release that wrote it, or run its nodes as separate processes (txncoord coordinator / txncoord leader), which still open that layout", dataDir)
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
+	obs := newStoreObserver(reg)
+	st, err := storage.Open(filepath.Join(dataDir, SharedStoreFile), storage.Options{NoSync: noSync, Log: log,
+		Kinds: RecordCodecs, OnSync: obs.sync, OnApply: obs.apply})
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	obs.watch(reg, st)
+	return st, nil
+}
+
+// storeObserver exports a process store's work and its failure.
+type storeObserver struct {
+	took, records, pages prometheus.Histogram
+}
+
+func newStoreObserver(reg prometheus.Registerer) *storeObserver {
+	o := &storeObserver{
+		took: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "txncoord_store_commit_seconds",
+			Help:    "Duration of one group commit of the process log (the write and its fdatasync).",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16)}),
+		records: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "txncoord_store_commit_ops",
+			Help:    "Records (of every node) carried by one group commit of the process log.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 12)}),
+		pages: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "txncoord_store_apply_pages",
+			Help:    "4 KiB pages written by one bbolt commit of the log's applier.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 14)}),
+	}
+	if reg != nil {
+		reg.MustRegister(o.took, o.records, o.pages)
+	}
+	return o
+}
+
+func (o *storeObserver) sync(s wal.SyncStats) {
+	o.took.Observe(s.Took.Seconds())
+	o.records.Observe(float64(s.Records))
+}
+
+func (o *storeObserver) apply(s storage.ApplyStats) { o.pages.Observe(float64(s.Pages)) }
+
+// watch exports whether st stopped on a failed write.
+func (o *storeObserver) watch(reg prometheus.Registerer, st interface{ Err() error }) {
+	if reg == nil {
+		return
+	}
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "txncoord_store_write_failures_total",
+		Help: "Failed writes or fdatasyncs of the process log or its bbolt file: the first one stops every write of the process (fail-stop)."},
+		func() float64 {
+			if st.Err() != nil {
+				return 1
+			}
+			return 0
+		}))
+}
+
+// hasPerNodeFiles reports whether dataDir holds the per-node layout of
+// txncoord before the shared file (and not the shared file).
+func hasPerNodeFiles(dataDir string) (bool, error) {
+	if _, err := os.Stat(filepath.Join(dataDir, SharedStoreFile)); err == nil {
+		return false, nil
+	}
+	matches, err := filepath.Glob(filepath.Join(dataDir, "leader-*", "leader-*.db"))
+	if err != nil {
+		return false, err
+	}
+	if len(matches) > 0 {
+		return true, nil
+	}
+	_, err = os.Stat(filepath.Join(dataDir, "coordinator", "txnlog.db"))
+	return err == nil, nil
+}
+
+// errStoreFailed wraps a store failure for /readyz.
+var errStoreFailed = errors.New("storage failed: every write of this process has stopped; restart it once the cause is fixed")

@@ -1,0 +1,152 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/txncoord/txncoord/wal"
+)
+
+// SpaceOptions configures a Space.
+type SpaceOptions struct {
+	// OnApplied is called, on the applier, after bbolt holds every record
+	// up to the position it gets: the space may drop what it kept in
+	// memory for reads until then.
+	OnApplied func(wal.Pos)
+	// Closed is the error appends get once the space is closed
+	// (ErrClosed when nil).
+	Closed error
+}
+
+// Space is one component's part of a Store.
+type Space struct {
+	st   *Store
+	name string // "": the whole file
+	kind Kind
+	opts SpaceOptions
+
+	mu       sync.Mutex
+	closed   bool
+	inFlight sync.WaitGroup
+	once     sync.Once
+}
+
+// Space returns the space name (a top-level bucket; "" for the whole
+// file) whose records kind applies. One component per name.
+func (st *Store) Space(name string, kind Kind, opts SpaceOptions) (*Space, error) {
+	if len(name) > 255 {
+		return nil, fmt.Errorf("storage: space name %q too long", name)
+	}
+	if st.opts.Kinds[kind] == nil {
+		return nil, fmt.Errorf("storage: space %q: no codec for kind %d", name, kind)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, ok := st.spaces[name]; ok {
+		return nil, fmt.Errorf("storage: space %q is open already", name)
+	}
+	if name != "" {
+		if err := st.db.Update(func(tx *bbolt.Tx) error {
+			_, err := tx.CreateBucketIfNotExists([]byte(name))
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("storage: space %q: %w", name, err)
+		}
+	}
+	sp := &Space{st: st, name: name, kind: kind, opts: opts}
+	st.spaces[name] = sp
+	return sp, nil
+}
+
+// Store is the store the space writes in.
+func (s *Space) Store() *Store { return s.st }
+
+// Append puts rec in the log behind every record appended before it (by
+// any space) and returns its position at once. It is durable once the
+// store is durable up to that position (Store.WaitDurable).
+func (s *Space) Append(rec []byte) (wal.Pos, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return 0, s.closedErr()
+	}
+	s.mu.Unlock()
+	return s.st.append(s, rec)
+}
+
+// Submit appends rec and returns its position and a channel that gets nil
+// once it is durable, or the store's failure. durable, if set, runs first,
+// in log order with every other space's callbacks, on the log's writer:
+// keep it short.
+func (s *Space) Submit(rec []byte, durable func()) (wal.Pos, <-chan error) {
+	ch := make(chan error, 1)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ch <- s.closedErr()
+		return 0, ch
+	}
+	s.inFlight.Add(1)
+	s.mu.Unlock()
+	pos, err := s.st.append(s, rec)
+	if err != nil {
+		s.inFlight.Done()
+		ch <- err
+		return 0, ch
+	}
+	s.st.wal.OnDurable(pos, func(err error) {
+		if err == nil && durable != nil {
+			durable()
+		}
+		ch <- err
+		s.inFlight.Done()
+	})
+	return pos, ch
+}
+
+// View runs fn in a read-only transaction on the space's root. It sees
+// what the applier has written: a component reads there what it does not
+// keep in memory (OnApplied says when it may stop keeping it).
+func (s *Space) View(fn func(Root) error) error {
+	return s.st.db.View(func(tx *bbolt.Tx) error {
+		root, err := spaceRoot(tx, s.name, false)
+		if err != nil {
+			return err
+		}
+		return fn(root)
+	})
+}
+
+// Err is the failure that stopped the store's writes, nil if none.
+func (s *Space) Err() error { return s.st.Err() }
+
+func (s *Space) closedErr() error {
+	if s.opts.Closed != nil {
+		return s.opts.Closed
+	}
+	return ErrClosed
+}
+
+// Close refuses new appends, waits for the space's submitted records to be
+// durable (or failed) and applies them to bbolt, so the space can be opened
+// again in the same store and read everything it wrote.
+func (s *Space) Close() error {
+	var err error
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		s.inFlight.Wait()
+		if e := s.st.wal.WaitDurable(context.Background(), s.st.wal.Last()); e == nil {
+			err = s.st.Apply()
+		}
+		s.st.mu.Lock()
+		delete(s.st.spaces, s.name)
+		s.st.mu.Unlock()
+	})
+	return err
+}
+

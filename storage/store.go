@@ -1,0 +1,492 @@
+package storage
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.etcd.io/bbolt"
+
+	"github.com/txncoord/txncoord/wal"
+)
+
+// Root is where a space's buckets live: the bbolt transaction itself for
+// a space that owns the whole file, or its top-level bucket in a shared
+// one. Both *bbolt.Tx and *bbolt.Bucket implement it.
+type Root interface {
+	Bucket(name []byte) *bbolt.Bucket
+	CreateBucketIfNotExists(name []byte) (*bbolt.Bucket, error)
+}
+
+// Kind names the codec of a record: which component's Apply reads it.
+type Kind uint8
+
+// ApplyFunc writes one record of its Kind into the root of the space that
+// appended it. It runs on the applier (and at open, during replay) inside
+// a bbolt write transaction shared with other records.
+type ApplyFunc func(root Root, rec []byte) error
+
+// Options configures a Store.
+type Options struct {
+	// NoSync skips fdatasync in the log and bbolt: acknowledged writes
+	// can be lost on a crash. Only for --unsafe-no-fsync and benchmarks.
+	NoSync bool
+	// Kinds are the codecs of the records this store may hold; a record
+	// of another kind refuses the open.
+	Kinds map[Kind]ApplyFunc
+	// ApplyInterval is how long durable records may wait for the
+	// applier (default 100 ms): the longer, the fewer bbolt commits.
+	ApplyInterval time.Duration
+	// ApplyBytes starts the applier early when that many bytes of
+	// records wait (default 8 MiB).
+	ApplyBytes int
+	// OpenTimeout bounds waiting for bbolt's file lock (default 5 s).
+	OpenTimeout time.Duration
+	// FS is the log's file layer (nil: the operating system's).
+	FS wal.FS
+	// SegmentSize is the log's segment size (0: wal's default).
+	SegmentSize int64
+	// OnSync, if set, observes each group commit of the log.
+	OnSync func(wal.SyncStats)
+	// OnApply, if set, observes each bbolt commit of the applier.
+	OnApply func(ApplyStats)
+	Log     zerolog.Logger
+}
+
+// ApplyStats describes one bbolt commit of the applier.
+type ApplyStats struct {
+	Records int
+	Pages   int64
+	Took    time.Duration
+}
+
+// Stats counts a store's work.
+type Stats struct {
+	Appends uint64 // records appended
+	Syncs   uint64 // log group commits (one fdatasync each)
+	Bytes   uint64 // bytes written to the log
+	Applies uint64 // bbolt commits of the applier
+	Pages   uint64 // bbolt pages written by the applier
+}
+
+// WALDir is the folder of the log, beside the bbolt file.
+const WALDir = "wal"
+
+var (
+	bucketStorage = []byte("_storage")
+	keyApplied    = []byte("applied")
+)
+
+// ErrClosed answers an append to a closed space or store.
+var ErrClosed = errors.New("storage: closed")
+
+// Store is one process's log and bbolt file.
+type Store struct {
+	opts Options
+	db   *bbolt.DB
+	wal  *wal.Log
+	path string
+
+	mu       sync.Mutex
+	spaces   map[string]*Space
+	waiting  []record // appended, not yet applied, in log order
+	waitSize int
+	applied  wal.Pos
+	err      error // sticky: an apply failed
+	closed   bool
+	stats    Stats
+
+	applyNow chan chan struct{}
+	kick     chan struct{}
+	stop     chan struct{}
+	stopped  chan struct{}
+	once     sync.Once
+}
+
+// record is one appended record the applier has not written yet.
+type record struct {
+	pos   wal.Pos
+	space *Space
+	body  []byte
+}
+
+// Open opens (creating) the bbolt file dbPath and the log in the folder
+// WALDir beside it, and replays the log past the position bbolt was
+// applied up to. A bbolt file without the log (written before the log
+// existed) is taken over as it is, with one log line.
+func Open(dbPath string, opts Options) (st *Store, err error) {
+	if opts.ApplyInterval <= 0 {
+		opts.ApplyInterval = 100 * time.Millisecond
+	}
+	if opts.ApplyBytes <= 0 {
+		opts.ApplyBytes = 8 << 20
+	}
+	if opts.OpenTimeout <= 0 {
+		opts.OpenTimeout = 5 * time.Second
+	}
+	defer func() {
+		// bbolt panics on some damaged files: say which file, never
+		// crash with a stack trace.
+		if r := recover(); r != nil {
+			st, err = nil, fmt.Errorf("%s: damaged: %v", dbPath, r)
+		}
+	}()
+	walDir := filepath.Join(filepath.Dir(dbPath), WALDir)
+	_, statErr := os.Stat(walDir)
+	freshWAL := os.IsNotExist(statErr)
+	existed := fileExists(dbPath)
+	// NoFreelistSync and the hashmap freelist: one page less written per
+	// commit and cheap allocation in a growing file; the freelist is
+	// rebuilt by a scan at open.
+	db, err := bbolt.Open(dbPath, 0o600, &bbolt.Options{Timeout: opts.OpenTimeout, NoSync: opts.NoSync,
+		NoFreelistSync: true, FreelistType: bbolt.FreelistMapType})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dbPath, err)
+	}
+	st = &Store{opts: opts, db: db, path: dbPath, spaces: map[string]*Space{},
+		applyNow: make(chan chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	if st.applied, err = st.readApplied(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if freshWAL && st.applied > 0 {
+		db.Close()
+		return nil, fmt.Errorf("%s: the log folder %s is missing, but the store was applied from a log up to record %d: records after it would be lost", dbPath, walDir, st.applied)
+	}
+	st.wal, err = wal.Open(walDir, wal.Options{FS: opts.FS, NoSync: opts.NoSync, SegmentSize: opts.SegmentSize, Log: opts.Log, OnSync: st.onSync})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if existed && freshWAL {
+		opts.Log.Info().Str("file", dbPath).Str("wal", walDir).Msg("storage: data written before the write-ahead log: taken over as it is; writes now go through the log")
+	}
+	if err := st.replay(); err != nil {
+		st.wal.Close()
+		db.Close()
+		return nil, err
+	}
+	go st.applier()
+	return st, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func (st *Store) readApplied() (wal.Pos, error) {
+	var applied wal.Pos
+	err := st.db.View(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketStorage)
+		if b == nil {
+			return nil
+		}
+		if v := b.Get(keyApplied); v != nil {
+			if len(v) != 8 {
+				return fmt.Errorf("%s: applied position of %d bytes", st.path, len(v))
+			}
+			applied = wal.Pos(binary.BigEndian.Uint64(v))
+		}
+		return nil
+	})
+	return applied, err
+}
+
+// replay writes the log's records past the applied position into bbolt,
+// in chunks of one bbolt commit each.
+func (st *Store) replay() error {
+	first, last := st.wal.First(), st.wal.Last()
+	if last == 0 || last <= st.applied {
+		return nil
+	}
+	if first > st.applied+1 {
+		return fmt.Errorf("%s: the log starts at record %d but the store was applied up to %d only: records %d-%d are missing",
+			st.path, first, st.applied, st.applied+1, first-1)
+	}
+	const chunk = 4096
+	var batch []record
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := st.write(batch); err != nil {
+			return fmt.Errorf("%s: replaying the log: %w", st.path, err)
+		}
+		st.applied = batch[len(batch)-1].pos
+		batch = batch[:0]
+		return nil
+	}
+	n := 0
+	err := st.wal.Read(st.applied+1, func(p wal.Pos, rec []byte) error {
+		kind, name, body, err := splitRecord(rec)
+		if err != nil {
+			return fmt.Errorf("record %d: %w", p, err)
+		}
+		if st.opts.Kinds[kind] == nil {
+			return fmt.Errorf("record %d: unknown kind %d", p, kind)
+		}
+		batch = append(batch, record{pos: p, space: &Space{name: name, kind: kind}, body: append([]byte(nil), body...)})
+		n++
+		if len(batch) == chunk {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", st.path, err)
+	}
+	st.opts.Log.Info().Str("file", st.path).Int("records", n).Uint64("applied", uint64(st.applied)).Msg("storage: log replayed")
+	return nil
+}
+
+// record framing: kind, the space's name, the component's bytes.
+func frameRecord(kind Kind, name string, body []byte) []byte {
+	b := make([]byte, 0, 2+len(name)+len(body))
+	b = append(b, byte(kind), byte(len(name)))
+	b = append(b, name...)
+	return append(b, body...)
+}
+
+func splitRecord(rec []byte) (Kind, string, []byte, error) {
+	if len(rec) < 2 || len(rec) < 2+int(rec[1]) {
+		return 0, "", nil, fmt.Errorf("record of %d bytes: too short", len(rec))
+	}
+	n := int(rec[1])
+	return Kind(rec[0]), string(rec[2 : 2+n]), rec[2+n:], nil
+}
+
+// write applies records to bbolt in one transaction, with the position of
+// the last one.
+func (st *Store) write(recs []record) error {
+	return st.db.Update(func(tx *bbolt.Tx) error {
+		for _, r := range recs {
+			root, err := spaceRoot(tx, r.space.name, true)
+			if err != nil {
+				return err
+			}
+			apply := st.opts.Kinds[r.space.kind]
+			if apply == nil {
+				return fmt.Errorf("record %d: unknown kind %d", r.pos, r.space.kind)
+			}
+			if err := apply(root, r.body); err != nil {
+				return fmt.Errorf("record %d of %q: %w", r.pos, r.space.name, err)
+			}
+		}
+		b, err := tx.CreateBucketIfNotExists(bucketStorage)
+		if err != nil {
+			return err
+		}
+		return b.Put(keyApplied, binary.BigEndian.AppendUint64(nil, uint64(recs[len(recs)-1].pos)))
+	})
+}
+
+func spaceRoot(tx *bbolt.Tx, name string, create bool) (Root, error) {
+	if name == "" {
+		return tx, nil
+	}
+	if create {
+		return tx.CreateBucketIfNotExists([]byte(name))
+	}
+	b := tx.Bucket([]byte(name))
+	if b == nil {
+		return nil, fmt.Errorf("storage: space %q has no bucket", name)
+	}
+	return b, nil
+}
+
+func (st *Store) onSync(s wal.SyncStats) {
+	st.mu.Lock()
+	st.stats.Syncs++
+	st.stats.Bytes += uint64(s.Bytes)
+	st.mu.Unlock()
+	if st.opts.OnSync != nil {
+		st.opts.OnSync(s)
+	}
+}
+
+// append puts one record of sp in the log; the caller learns its position.
+func (st *Store) append(sp *Space, body []byte) (wal.Pos, error) {
+	rec := frameRecord(sp.kind, sp.name, body)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.err != nil {
+		return 0, st.err
+	}
+	if st.closed {
+		return 0, ErrClosed
+	}
+	pos, err := st.wal.Append(rec)
+	if err != nil {
+		return 0, err
+	}
+	st.waiting = append(st.waiting, record{pos: pos, space: sp, body: rec[2+len(sp.name):]})
+	st.waitSize += len(rec)
+	st.stats.Appends++
+	if st.waitSize >= st.opts.ApplyBytes {
+		select {
+		case st.kick <- struct{}{}:
+		default:
+		}
+	}
+	return pos, nil
+}
+
+// Err is the failure that stopped the store's writes, nil if none.
+func (st *Store) Err() error {
+	if err := st.wal.Err(); err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.err
+}
+
+// Last is the position of the last record appended.
+func (st *Store) Last() wal.Pos { return st.wal.Last() }
+
+// Durable is the position of the last durable record.
+func (st *Store) Durable() wal.Pos { return st.wal.Durable() }
+
+// WaitDurable waits until the log is durable up to p.
+func (st *Store) WaitDurable(ctx context.Context, p wal.Pos) error {
+	return st.wal.WaitDurable(ctx, p)
+}
+
+// Stats returns the store's counters.
+func (st *Store) Stats() Stats {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.stats
+}
+
+// Applied is the position bbolt holds every record up to.
+func (st *Store) Applied() wal.Pos {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.applied
+}
+
+// Apply writes every record durable now into bbolt before it returns.
+func (st *Store) Apply() error {
+	done := make(chan struct{})
+	select {
+	case st.applyNow <- done:
+		<-done
+	case <-st.stopped:
+	}
+	return st.Err()
+}
+
+func (st *Store) applier() {
+	defer close(st.stopped)
+	t := time.NewTicker(st.opts.ApplyInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			st.applyDurable()
+		case <-st.kick:
+			st.applyDurable()
+		case done := <-st.applyNow:
+			st.applyDurable()
+			close(done)
+		case <-st.stop:
+			st.applyDurable()
+			return
+		}
+	}
+}
+
+// applyDurable writes the durable prefix of the waiting records into bbolt
+// and truncates the log behind it.
+func (st *Store) applyDurable() {
+	durable := st.wal.Durable()
+	st.mu.Lock()
+	if st.err != nil {
+		st.mu.Unlock()
+		return
+	}
+	n := 0
+	for n < len(st.waiting) && st.waiting[n].pos <= durable {
+		n++
+	}
+	recs := st.waiting[:n:n]
+	st.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	start := time.Now()
+	pages := st.pagesWritten()
+	if err := st.write(recs); err != nil {
+		st.mu.Lock()
+		st.err = fmt.Errorf("storage: applying the log to %s: %w", st.path, err)
+		st.mu.Unlock()
+		st.opts.Log.Error().Err(err).Str("file", st.path).Msg("storage: applying the log failed: every write of the process stops")
+		return
+	}
+	pages = st.pagesWritten() - pages
+	last := recs[n-1].pos
+	size := 0
+	for _, r := range recs {
+		size += len(r.body) + 2 + len(r.space.name)
+	}
+	st.mu.Lock()
+	st.waiting = append(st.waiting[:0:0], st.waiting[n:]...)
+	st.waitSize -= size
+	st.applied = last
+	st.stats.Applies++
+	st.stats.Pages += uint64(pages)
+	spaces := make([]*Space, 0, len(st.spaces))
+	for _, sp := range st.spaces {
+		if sp.opts.OnApplied != nil {
+			spaces = append(spaces, sp)
+		}
+	}
+	st.mu.Unlock()
+	for _, sp := range spaces {
+		sp.opts.OnApplied(last)
+	}
+	if st.opts.OnApply != nil {
+		st.opts.OnApply(ApplyStats{Records: n, Pages: pages, Took: time.Since(start)})
+	}
+	st.mu.Lock()
+	closed := st.closed
+	st.mu.Unlock()
+	if closed {
+		return // the log is closed: the next open truncates
+	}
+	if err := st.wal.TruncateFront(last + 1); err != nil {
+		st.opts.Log.Warn().Err(err).Msg("storage: truncating the log")
+	}
+}
+
+// Close stops new appends, waits for what was appended to be durable,
+// applies it to bbolt and closes the log and the file.
+func (st *Store) Close() error {
+	var err error
+	st.once.Do(func() {
+		st.mu.Lock()
+		st.closed = true
+		st.mu.Unlock()
+		werr := st.wal.Close() // syncs what is queued
+		close(st.stop)
+		<-st.stopped
+		err = errors.Join(werr, st.db.Close())
+	})
+	return err
+}
+
+func (st *Store) pagesWritten() int64 {
+	s := st.db.Stats()
+	return s.TxStats.GetWrite()
+}
