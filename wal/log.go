@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -267,7 +268,8 @@ func (l *Log) outcomeLocked(p Pos) error {
 // first (fn(ErrClosed) if it is closed before p was appended). fn runs on
 // the writer goroutine, so it must be short, or at once on the caller's
 // if the outcome is already known. Callbacks registered for increasing p
-// run in order of p.
+// run in order of p; so do callbacks that fall due together, whatever
+// order they were registered in.
 func (l *Log) OnDurable(p Pos, fn func(error)) {
 	l.mu.Lock()
 	if err := l.outcomeLocked(p); err != errNotYet && !l.delivering {
@@ -291,15 +293,17 @@ func (l *Log) advanceLocked() {
 // deliver runs the callbacks whose outcome is known, in order of Pos,
 // until none is left; on the writer goroutine.
 func (l *Log) deliver() {
+	type due struct {
+		callback
+		err error
+	}
 	for {
 		l.mu.Lock()
-		var ready []callback
-		var outcomes []error
+		var ready []due
 		keep := l.callbacks[:0]
 		for _, cb := range l.callbacks {
 			if err := l.outcomeLocked(cb.p); err != errNotYet {
-				ready = append(ready, cb)
-				outcomes = append(outcomes, err)
+				ready = append(ready, due{cb, err})
 			} else {
 				keep = append(keep, cb)
 			}
@@ -312,25 +316,11 @@ func (l *Log) deliver() {
 			return
 		}
 		// Stable: callbacks for one Pos run in the order registered.
-		order := make([]int, len(ready))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(a, b int) int { return cmpPos(ready[a].p, ready[b].p) })
-		for _, i := range order {
-			ready[i].fn(outcomes[i])
+		slices.SortStableFunc(ready, func(a, b due) int { return cmp.Compare(a.p, b.p) })
+		for _, d := range ready {
+			d.fn(d.err)
 		}
 	}
-}
-
-func cmpPos(a, b Pos) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Close writes and syncs what is queued, stops the writer and closes the

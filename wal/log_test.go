@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
@@ -300,12 +301,13 @@ func TestOnDurableOrder(t *testing.T) {
 	record := func(p wal.Pos) func(error) {
 		return func(err error) { mu.Lock(); order = append(order, p); errs = append(errs, err); mu.Unlock() }
 	}
-	for i := 1; i <= 20; i++ {
-		p, err := l.Append([]byte{byte(i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		l.OnDurable(p, record(p))
+	last, err := l.Append(recordsN(20)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered out of order, due together: run in order of Pos.
+	for _, p := range rand.Perm(int(last)) {
+		l.OnDurable(wal.Pos(p+1), record(wal.Pos(p+1)))
 	}
 	mu.Lock()
 	if len(order) != 0 {

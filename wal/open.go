@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -104,7 +105,7 @@ func (l *Log) listSegments() ([]segment, error) {
 		}
 		segs = append(segs, segment{first: Pos(first), path: path})
 	}
-	slices.SortFunc(segs, func(a, b segment) int { return cmpPos(a.first, b.first) })
+	slices.SortFunc(segs, func(a, b segment) int { return cmp.Compare(a.first, b.first) })
 	return segs, nil
 }
 
