@@ -3,9 +3,12 @@ package integration
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -42,21 +45,151 @@ func quickstartCommands(t *testing.T, readme string) []string {
 	return cmds
 }
 
-// copyTracked copies the files git tracks (as they are in the work tree)
-// into dir: what a fresh clone of this change would hold.
+// checkoutFiles lists, relative to root and slash-separated, what a fresh
+// clone of this change holds: the files git tracks. Where git cannot say
+// (not installed, no .git, or "dubious ownership" when CI runs as root in
+// a checkout another user owns) it is the work tree less .git and what
+// the .gitignore files ignore, which in a fresh clone is the same set; the
+// test logs which it used.
+func checkoutFiles(t *testing.T, root string) []string {
+	t.Helper()
+	cmd := exec.Command("git", "-C", root, "ls-files", "-z")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err == nil {
+		return strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+	}
+	t.Logf("git ls-files failed (%v: %s): copying the work tree less .git and .gitignore's patterns instead",
+		err, strings.TrimSpace(stderr.String()))
+	return workTreeFiles(t, root)
+}
+
+// gitignore holds the patterns of one .gitignore file, in the forms this
+// repository uses: an optional leading / (anchored at the file's
+// directory), an optional trailing / (only directories), and path.Match
+// wildcards; a pattern with a / inside is anchored, one without matches a
+// name at any depth below, as in git.
+type gitignore []struct {
+	pattern  string
+	anchored bool
+	dirOnly  bool
+}
+
+// readGitignore reads dir/.gitignore (nil when there is none).
+func readGitignore(t *testing.T, dir string) gitignore {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, ".gitignore"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g gitignore
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.HasPrefix(line, "!") || strings.Contains(line, "**") || strings.Contains(line, "\\") {
+			t.Fatalf("%s/.gitignore pattern %q: the quickstart test's reader knows only /, trailing / and * ? [] (extend gitignore)", dir, line)
+		}
+		dirOnly := strings.HasSuffix(line, "/")
+		line = strings.TrimSuffix(line, "/")
+		anchored := strings.Contains(line, "/")
+		line = strings.TrimPrefix(line, "/")
+		if _, err := path.Match(line, ""); err != nil {
+			t.Fatalf("%s/.gitignore pattern %q: %v", dir, line, err)
+		}
+		g = append(g, struct {
+			pattern  string
+			anchored bool
+			dirOnly  bool
+		}{line, anchored, dirOnly})
+	}
+	return g
+}
+
+// ignores reports whether rel (slash-separated, relative to the
+// .gitignore's directory) is ignored by these patterns.
+func (g gitignore) ignores(rel string, isDir bool) bool {
+	for _, p := range g {
+		if p.dirOnly && !isDir {
+			continue
+		}
+		name := path.Base(rel)
+		if p.anchored {
+			name = rel
+		}
+		if ok, _ := path.Match(p.pattern, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// workTreeFiles lists the regular files under root, slash-separated, less
+// .git and what the .gitignore files (at the root and below) ignore.
+func workTreeFiles(t *testing.T, root string) []string {
+	t.Helper()
+	rules := map[string]gitignore{} // by directory, relative to root ("." for root)
+	ignored := func(rel string, isDir bool) bool {
+		for dir := path.Dir(rel); ; dir = path.Dir(dir) {
+			if g := rules[dir]; g != nil {
+				sub := rel
+				if dir != "." {
+					sub = strings.TrimPrefix(rel, dir+"/")
+				}
+				if g.ignores(sub, isDir) {
+					return true
+				}
+			}
+			if dir == "." {
+				return false
+			}
+		}
+	}
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (d.Name() == ".git" || ignored(rel, true)) {
+				return filepath.SkipDir
+			}
+			rules[rel] = readGitignore(t, p)
+			return nil
+		}
+		if d.Name() == ".git" || ignored(rel, false) {
+			return nil
+		}
+		files = append(files, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("listing the work tree: %v", err)
+	}
+	return files
+}
+
+// copyTracked copies what a fresh clone would hold (checkoutFiles), as the
+// files are in the work tree, into dir.
 func copyTracked(t *testing.T, root, dir string) {
 	t.Helper()
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
-	if err != nil {
-		t.Skipf("not a git checkout (%v): the quickstart test needs the tracked file list", err)
-	}
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		src := filepath.Join(root, name)
+	for _, name := range checkoutFiles(t, root) {
+		src := filepath.Join(root, filepath.FromSlash(name))
 		info, err := os.Stat(src)
 		if err != nil || info.IsDir() {
 			continue // deleted in the work tree
 		}
-		dst := filepath.Join(dir, name)
+		dst := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			t.Fatal(err)
 		}
