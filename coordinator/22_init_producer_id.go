@@ -5,8 +5,9 @@ package coordinator
 // Behavior:
 //   - null transactional id: a new producer id at epoch 0 (idempotent
 //     producers; leaders forward theirs here). Its block is durable first.
-//   - empty transactional id, or only one of producer id/epoch set:
-//     INVALID_REQUEST; timeout <= 0 or above the maximum:
+//   - empty transactional id, one longer than
+//     cluster.MaxTransactionalIDBytes, or only one of producer id/epoch
+//     set: INVALID_REQUEST; timeout <= 0 or above the maximum:
 //     INVALID_TRANSACTION_TIMEOUT.
 //   - otherwise the core's KIP-360 rules (core.go InitProducerID); an
 //     Ongoing transaction is fenced and aborted and the caller gets
@@ -22,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -45,7 +47,7 @@ func (c *Coordinator) handleInitProducerID(_ context.Context, r *wire.Request) w
 	if req.TransactionalID == nil {
 		pid, err := c.pids.nextID(c.ctx)
 		if err != nil {
-			return wire.Now(errResp(resp, errStore))
+			return wire.Now(errResp(resp, c.storeErrorCode()))
 		}
 		return wire.Now(okPID(resp, pid))
 	}
@@ -57,7 +59,7 @@ func (c *Coordinator) handleInitProducerID(_ context.Context, r *wire.Request) w
 		req.ProducerID, req.ProducerEpoch = -1, -1
 	}
 	switch {
-	case id == "" || (req.ProducerID == -1) != (req.ProducerEpoch == -1):
+	case id == "" || len(id) > cluster.MaxTransactionalIDBytes || (req.ProducerID == -1) != (req.ProducerEpoch == -1):
 		return wire.Now(errResp(resp, kerr.InvalidRequest.Code))
 	case req.TransactionTimeoutMillis <= 0 || int64(req.TransactionTimeoutMillis) > c.cfg.MaxTransactionTimeout.Milliseconds():
 		return wire.Now(errResp(resp, kerr.InvalidTransactionTimeout.Code))

@@ -219,15 +219,33 @@ func (c *Coordinator) lock(id string, create bool) *entry {
 	}
 }
 
-// errStore is the answer when the store cannot persist a transition:
-// clients retry COORDINATOR_NOT_AVAILABLE after rediscovering the
+// storeErrorCode is the answer when the store cannot persist a transition:
+// KAFKA_STORAGE_ERROR once the store has stopped on a failed write
+// (fail-stop: nothing is written until a restart, and a client must see
+// that at once rather than retry into a hang), else
+// COORDINATOR_NOT_AVAILABLE, which clients retry after rediscovering the
 // coordinator.
-var errStore = kerr.CoordinatorNotAvailable.Code
+func (c *Coordinator) storeErrorCode() int16 {
+	if c.storeFailed() != nil {
+		return kerr.KafkaStorageError.Code
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}
+
+// storeFailed is the store's fail-stop error, nil while it writes (or when
+// the store cannot tell).
+func (c *Coordinator) storeFailed() error {
+	if f, ok := c.cfg.Store.(interface{ Err() error }); ok {
+		return f.Err()
+	}
+	return nil
+}
 
 // write is one queued store write of an entry.
 type write struct {
 	done chan struct{} // closed when it ended
 	err  error         // set before done is closed
+	code int16         // the answer err maps to (storeErrorCode)
 }
 
 // decision is a core step's result after the durable write, if any.
@@ -250,7 +268,7 @@ type decision struct {
 
 // step runs decide for id under its lock. If the outcome persists
 // something, the write is queued and runs in a goroutine owned by the
-// coordinator; Err is set to errStore if it fails. Markers are sent only
+// coordinator; Err is set to storeErrorCode() if it fails. Markers are sent only
 // after the write is durable.
 //
 // Pipelining: with speculate set, a request that meets writes in flight is
@@ -290,7 +308,7 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 	d.Outcome = decide(cur, pending, pids)
 	if pidErr != nil {
 		c.log.Error().Err(pidErr).Str("txn_id", id).Msg("producer id block not durable")
-		d.Outcome = fail(errStore)
+		d.Outcome = fail(c.storeErrorCode())
 	}
 	d.decided = d.Err
 	if e == nil || (d.Persist == nil && !d.Delete) {
@@ -390,12 +408,21 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 			}
 		}
 		w.err = err
+		if err != nil {
+			w.code = c.storeErrorCode()
+		}
 		close(w.done)
 		e.notifyChanged()
 		e.mu.Unlock()
 		if err != nil {
-			c.log.Error().Err(err).Str("txn_id", id).Msg("transaction log write failed")
-			d.Outcome = fail(errStore)
+			if c.storeFailed() != nil {
+				// The store logged the failure once; one line per
+				// transaction would bury it.
+				c.log.Debug().Err(err).Str("txn_id", id).Msg("transaction log write failed: the store has stopped")
+			} else {
+				c.log.Error().Err(err).Str("txn_id", id).Msg("transaction log write failed")
+			}
+			d.Outcome = fail(w.code)
 			close(done)
 			return
 		}
@@ -426,7 +453,7 @@ func (d *decision) wait() Outcome {
 	if d.after != nil {
 		<-d.after.done
 		if d.after.err != nil && d.Err == 0 {
-			return fail(errStore)
+			return fail(d.after.code)
 		}
 	}
 	return d.Outcome
@@ -482,8 +509,8 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 	// A failed Complete write is retried, or the transaction would sit in
 	// Prepare* until the next restart.
 	c.background(func() {
-		if d.wait().Err == 0 {
-			return
+		if d.wait().Err == 0 || c.storeFailed() != nil {
+			return // done, or nothing is written until a restart, which resends the markers
 		}
 		select {
 		case <-c.stop:
