@@ -117,3 +117,34 @@ func hasPerNodeFiles(dataDir string) (bool, error) {
 
 // errStoreFailed wraps a store failure for /readyz.
 var errStoreFailed = errors.New("storage failed: every write of this process has stopped; restart it once the cause is fixed")
+
+// PrepareDataDir checks the data dir `txncoord up` is about to open. A dir
+// that holds a cluster.yaml has run before, so its store must be there: a
+// missing or empty txncoord.db beside it means the state was lost, and
+// starting an empty cluster there would silently forget every
+// transaction, so it is refused. forceNew starts over instead: the store
+// and its log are moved aside (never deleted) and their names returned.
+func PrepareDataDir(dataDir string, forceNew bool) (discarded []string, err error) {
+	db := filepath.Join(dataDir, SharedStoreFile)
+	if forceNew {
+		return storage.Discard(db)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "cluster.yaml")); err != nil {
+		return nil, nil // a new data dir
+	}
+	if legacy, err := hasPerNodeFiles(dataDir); err != nil || legacy {
+		return nil, err // openSharedStore says what to do with it
+	}
+	fi, err := os.Stat(db)
+	switch {
+	case os.IsNotExist(err):
+		return nil, fmt.Errorf("%s is missing, but %s has a cluster.yaml: the cluster's state is gone; "+
+			"restore the file, or start over with --force-new-cluster", db, dataDir)
+	case err != nil:
+		return nil, err
+	case fi.Size() == 0:
+		return nil, fmt.Errorf("%s is empty (0 bytes), but %s has a cluster.yaml: the cluster's state is gone; "+
+			"restore the file, or start over with --force-new-cluster", db, dataDir)
+	}
+	return nil, nil
+}

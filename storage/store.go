@@ -92,6 +92,7 @@ type Store struct {
 	db   *bbolt.DB
 	wal  *wal.Log
 	path string
+	lock *os.File // the data dir's LOCK, held until Close
 
 	mu       sync.Mutex
 	spaces   map[string]*Space
@@ -137,7 +138,20 @@ func Open(dbPath string, opts Options) (st *Store, err error) {
 			st, err = nil, fmt.Errorf("%s: damaged: %v", dbPath, r)
 		}
 	}()
-	walDir := filepath.Join(filepath.Dir(dbPath), WALDir)
+	dir := filepath.Dir(dbPath)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lock.Close()
+		}
+	}()
+	walDir := filepath.Join(dir, WALDir)
 	_, statErr := os.Stat(walDir)
 	freshWAL := os.IsNotExist(statErr)
 	existed := fileExists(dbPath)
@@ -149,7 +163,7 @@ func Open(dbPath string, opts Options) (st *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dbPath, err)
 	}
-	st = &Store{opts: opts, db: db, path: dbPath, spaces: map[string]*Space{},
+	st = &Store{opts: opts, db: db, path: dbPath, lock: lock, spaces: map[string]*Space{},
 		applyNow: make(chan chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if st.applied, err = st.readApplied(); err != nil {
 		db.Close()
@@ -481,7 +495,7 @@ func (st *Store) Close() error {
 		werr := st.wal.Close() // syncs what is queued
 		close(st.stop)
 		<-st.stopped
-		err = errors.Join(werr, st.db.Close())
+		err = errors.Join(werr, st.db.Close(), st.lock.Close())
 	})
 	return err
 }
