@@ -186,12 +186,13 @@ func (l *Log) Stats() Stats {
 // ErrClosed.
 func (l *Log) Append(recs ...[]byte) (Pos, error) {
 	// Checksum the data outside the lock; only the Pos is hashed under it.
-	partial := make([]uint32, len(recs))
-	for i, rec := range recs {
+	var small [8]uint32
+	partial := small[:0]
+	for _, rec := range recs {
 		if len(rec) > maxRecord {
 			return 0, fmt.Errorf("wal: record of %d bytes, the limit is %d", len(rec), maxRecord)
 		}
-		partial[i] = dataCRC(rec)
+		partial = append(partial, dataCRC(rec))
 	}
 	l.mu.Lock()
 	if l.err != nil {
@@ -247,7 +248,7 @@ func (l *Log) WaitDurable(ctx context.Context, p Pos) error {
 	}
 }
 
-// errNotYet: p is neither durable nor ever going to be refused yet.
+// errNotYet: no outcome for p yet.
 var errNotYet = errors.New("not yet")
 
 // outcomeLocked is what a waiter for p is answered now, errNotYet if
