@@ -13,7 +13,8 @@ import (
 // clients may ask any broker.
 //
 // Behavior:
-//   - transaction keys (key type 1) → the coordinator node;
+//   - transaction keys (key type 1) → the coordinator node; a key longer
+//     than MaxTransactionalIDBytes → INVALID_REQUEST;
 //   - group keys (key type 0) → COORDINATOR_NOT_AVAILABLE: txncoord has no
 //     group coordinator yet;
 //   - other key types → INVALID_REQUEST.
@@ -24,6 +25,14 @@ const (
 	FindCoordinatorMinVersion = 0
 	FindCoordinatorMaxVersion = 6
 )
+
+// MaxTransactionalIDBytes is the longest transactional id (UTF-8 bytes)
+// txncoord accepts. Kafka states no limit, but every string it serializes,
+// the __transaction_state key included, has an int16 length: an id longer
+// than 32767 bytes cannot be stored (its serializer throws "field is too
+// long to be serialized"). txncoord answers such an id INVALID_REQUEST
+// (FindCoordinator, InitProducerId) instead of storing what Kafka cannot.
+const MaxTransactionalIDBytes = 0x7fff
 
 // RegisterFindCoordinator registers the FindCoordinator handler.
 func (v *View) RegisterFindCoordinator(reg *wire.Registry) {
@@ -37,9 +46,12 @@ func (v *View) FindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	coord := v.Coordinator()
 	host, port := hostPort(coord.Addr)
-	answer := func(keyType int8) (nodeID int32, errCode int16, msg *string) {
+	answer := func(keyType int8, key string) (nodeID int32, errCode int16, msg *string) {
 		switch keyType {
 		case 1:
+			if len(key) > MaxTransactionalIDBytes {
+				return -1, kerr.InvalidRequest.Code, kmsg.StringPtr("transactional id longer than 32767 bytes")
+			}
 			return coord.NodeID, 0, nil
 		case 0:
 			return -1, kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr("txncoord has no group coordinator")
@@ -51,7 +63,7 @@ func (v *View) FindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 		for _, key := range req.CoordinatorKeys {
 			c := kmsg.NewFindCoordinatorResponseCoordinator()
 			c.Key = key
-			c.NodeID, c.ErrorCode, c.ErrorMessage = answer(req.CoordinatorType)
+			c.NodeID, c.ErrorCode, c.ErrorMessage = answer(req.CoordinatorType, key)
 			if c.ErrorCode == 0 {
 				c.Host, c.Port = host, port
 			}
@@ -59,7 +71,7 @@ func (v *View) FindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 		}
 		return resp
 	}
-	resp.NodeID, resp.ErrorCode, resp.ErrorMessage = answer(req.CoordinatorType)
+	resp.NodeID, resp.ErrorCode, resp.ErrorMessage = answer(req.CoordinatorType, req.CoordinatorKey)
 	if resp.ErrorCode == 0 {
 		resp.Host, resp.Port = host, port
 	}
