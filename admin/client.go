@@ -69,7 +69,13 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 	if resp.StatusCode >= 300 {
 		var eb ErrorBody
 		if json.Unmarshal(body, &eb) != nil || eb.Error == "" {
-			eb.Error = strings.TrimSpace(string(body))
+			// Not the API's own answer (a proxy's page, say): its
+			// first line, shortened, says enough.
+			first, _, _ := strings.Cut(strings.TrimSpace(string(body)), "\n")
+			if r := []rune(first); len(r) > 200 {
+				first = string(r[:200]) + "…"
+			}
+			eb.Error = first
 		}
 		return &APIError{Status: resp.StatusCode, Message: eb.Error}
 	}

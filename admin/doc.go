@@ -7,7 +7,10 @@
 // POST /v1/transactions/{id}/retry-markers (an addition to the contract),
 // GET /metrics (Prometheus), GET /healthz, GET /readyz, and Go's
 // /debug/pprof/ profiles (an addition to the contract).
-// Errors are JSON {"error": "..."} with the matching HTTP status.
+// Errors are JSON {"error": "..."} with the matching HTTP status; a known
+// path asked with another method is answered 405 with an Allow header.
+// Connections have read, write and idle timeouts (server.go timeouts), and
+// the bearer token's scheme is matched without regard to case.
 //
 // It must not hold transaction logic: it reads and asks through Backend.
 package admin

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,16 @@ import (
 
 	"github.com/txncoord/txncoord/security"
 )
+
+// timeouts bound every connection: a slow or idle client cannot hold one
+// open for good. WriteTimeout also bounds /debug/pprof/profile and trace:
+// their ?seconds= must stay below it (pprof refuses longer ones).
+var timeouts = struct{ readHeader, read, write, idle time.Duration }{
+	readHeader: 10 * time.Second,
+	read:       30 * time.Second,
+	write:      2 * time.Minute,
+	idle:       2 * time.Minute,
+}
 
 // Server serves the admin API.
 type Server struct {
@@ -42,7 +53,13 @@ func Start(addr string, b Backend, gatherer prometheus.Gatherer, auth Auth, log 
 		gatherer = prometheus.DefaultGatherer
 	}
 	s := &Server{ln: ln, log: log}
-	s.srv = &http.Server{Handler: security.RequireBearer(auth.Token, auth.Open, Handler(b, gatherer)), ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{
+		Handler:           security.RequireBearer(auth.Token, auth.Open, Handler(b, gatherer)),
+		ReadHeaderTimeout: timeouts.readHeader,
+		ReadTimeout:       timeouts.read,
+		WriteTimeout:      timeouts.write,
+		IdleTimeout:       timeouts.idle,
+	}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error().Err(err).Msg("admin server stopped")
@@ -128,9 +145,29 @@ func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowedMethods(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, http.StatusMethodNotAllowed, fmt.Errorf("method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+			return
+		}
 		writeError(w, http.StatusNotFound, fmt.Errorf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
 	return mux
+}
+
+// allowedMethods lists the methods mux serves r's path with, other than
+// through the catch-all "/": a known path asked with the wrong method is
+// answered 405 with them in Allow, an unknown path 404.
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // States are the transaction state names, as Kafka names them.

@@ -1,14 +1,18 @@
 package admin
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -88,7 +92,8 @@ func TestAdminAPI(t *testing.T) {
 		{"GET", "/healthz", 200, `"ok"`},
 		{"GET", "/readyz", 503, `recovering`},
 		{"GET", "/v1/nope", 404, `no such endpoint`},
-		{"DELETE", "/v1/transactions/a", 404, `no such endpoint`},
+		{"DELETE", "/v1/transactions/a", 405, `method DELETE not allowed on /v1/transactions/a (allowed: GET, HEAD)`},
+		{"DELETE", "/v1/nope", 404, `no such endpoint`},
 	}
 	for _, tc := range cases {
 		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
@@ -139,5 +144,134 @@ func TestClientAndToken(t *testing.T) {
 	}
 	if m, err := NewClient(s.URL()).Raw(ctx, "/metrics"); err != nil || strings.Contains(m, "401") {
 		t.Fatalf("/metrics must stay open: %v %q", err, m)
+	}
+}
+
+// A known path asked with a method it does not serve is answered 405 with
+// the methods it does serve in Allow (RFC 9110 §15.5.6); an unknown path
+// 404 without one.
+func TestWrongMethod(t *testing.T) {
+	b := &fakeBackend{txns: map[string]Txn{"a": {TransactionalID: "a", State: "Ongoing"}}}
+	srv := httptest.NewServer(Handler(b, prometheus.NewRegistry()))
+	defer srv.Close()
+	cases := []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"DELETE", "/v1/transactions/a", 405, "GET, HEAD"},
+		{"PUT", "/v1/transactions", 405, "GET, HEAD"},
+		{"GET", "/v1/transactions/a/abort", 405, "POST"},
+		{"GET", "/v1/transactions/a/retry-markers", 405, "POST"},
+		{"POST", "/v1/leaders", 405, "GET, HEAD"},
+		{"POST", "/healthz", 405, "GET, HEAD"},
+		{"DELETE", "/metrics", 405, "GET, HEAD"},
+		{"DELETE", "/v1/nope", 404, ""},
+		{"GET", "/v1/transactions/a/nope", 404, ""},
+	}
+	for _, tc := range cases {
+		req, _ := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var eb ErrorBody
+		err = json.NewDecoder(resp.Body).Decode(&eb)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || resp.Header.Get("Allow") != tc.allow || err != nil || eb.Error == "" {
+			t.Errorf("%s %s: %d Allow %q body %+v (%v), want %d Allow %q with an error body",
+				tc.method, tc.path, resp.StatusCode, resp.Header.Get("Allow"), eb, err, tc.status, tc.allow)
+		}
+	}
+}
+
+// The bearer scheme is case-insensitive (RFC 9110 §11.1); the token is not.
+func TestBearerScheme(t *testing.T) {
+	b := &fakeBackend{txns: map[string]Txn{}}
+	s, err := Start("127.0.0.1:0", b, prometheus.NewRegistry(), Auth{Token: "s3cret"}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	for header, status := range map[string]int{
+		"Bearer s3cret":   200,
+		"bearer s3cret":   200,
+		"BEARER s3cret":   200,
+		"bEaReR  s3cret ": 200,
+		"Bearer S3CRET":   401,
+		"bearer wrong":    401,
+		"Basic s3cret":    401,
+		"s3cret":          401,
+		"Bearers3cret":    401,
+		"":                401,
+	} {
+		req, _ := http.NewRequest("GET", s.URL()+"/v1/transactions", nil)
+		if header != "" {
+			req.Header.Set("Authorization", header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != status {
+			t.Errorf("Authorization %q: %d, want %d", header, resp.StatusCode, status)
+		}
+	}
+}
+
+// Every connection is bounded in time: reading the request, writing the
+// answer and waiting idle between requests. An idle keep-alive connection
+// is closed once the idle timeout has passed.
+func TestServerTimeouts(t *testing.T) {
+	b := &fakeBackend{txns: map[string]Txn{}}
+	start := func() *Server {
+		s, err := Start("127.0.0.1:0", b, prometheus.NewRegistry(), Auth{}, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Shutdown(context.Background()) })
+		return s
+	}
+	s := start()
+	if s.srv.ReadHeaderTimeout <= 0 || s.srv.ReadTimeout <= 0 || s.srv.WriteTimeout <= 0 || s.srv.IdleTimeout <= 0 {
+		t.Fatalf("timeouts: read header %v, read %v, write %v, idle %v; want all set",
+			s.srv.ReadHeaderTimeout, s.srv.ReadTimeout, s.srv.WriteTimeout, s.srv.IdleTimeout)
+	}
+	// pprof refuses a profile at least as long as the write timeout: the
+	// default 30 s profile must fit.
+	if s.srv.WriteTimeout <= 30*time.Second {
+		t.Fatalf("write timeout %v leaves no room for a 30 s /debug/pprof/profile", s.srv.WriteTimeout)
+	}
+
+	old := timeouts
+	defer func() { timeouts = old }()
+	timeouts.idle = 200 * time.Millisecond
+	s = start()
+	conn, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: admin\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("GET /healthz: %d, close %v", resp.StatusCode, resp.Close)
+	}
+	idleSince := time.Now()
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := r.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection: %v, want the server to close it (EOF)", err)
+	}
+	if idle := time.Since(idleSince); idle > 5*time.Second {
+		t.Fatalf("idle connection closed after %v, idle timeout 200ms", idle)
 	}
 }
