@@ -178,23 +178,25 @@ func (l *Local) generate() error {
 }
 
 // HowToConnect is the text `up --secure` prints: how a client reaches the
-// secured listener at bootstrap.
+// secured listener at bootstrap. It names the files that hold the secrets
+// (0600, under Dir) and never prints a secret itself: the text goes to a
+// terminal or a log that others may read.
 func (l *Local) HowToConnect(bootstrap, adminURL string) string {
-	r := strings.NewReplacer("BOOTSTRAP", bootstrap, "ADMIN", adminURL, "DIR", l.Dir,
-		"USER", l.ClientUser, "PASS", l.ClientPassword)
+	r := strings.NewReplacer("BOOTSTRAP", bootstrap, "ADMIN", adminURL, "DIR", l.Dir, "USER", l.ClientUser)
 	return r.Replace(`txncoord secure listener: TLS (CA DIR/ca.crt) + SASL PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512
-  user USER, password PASS (also in DIR/client.password); client certificate DIR/client.crt + DIR/client.key (optional)
-Go, franz-go (imports: crypto/tls, crypto/x509, os, kgo, github.com/twmb/franz-go/pkg/sasl/scram):
+  user USER, password in DIR/client.password (readable only by you); client certificate DIR/client.crt + DIR/client.key (optional)
+Go, franz-go (imports: crypto/tls, crypto/x509, os, strings, kgo, github.com/twmb/franz-go/pkg/sasl/scram):
   caPEM, _ := os.ReadFile("DIR/ca.crt")
   pool := x509.NewCertPool()
   pool.AppendCertsFromPEM(caPEM)
+  pass, _ := os.ReadFile("DIR/client.password")
   cl, err := kgo.NewClient(
       kgo.SeedBrokers("BOOTSTRAP"),
       kgo.DialTLSConfig(&tls.Config{RootCAs: pool}),
-      kgo.SASL(scram.Auth{User: "USER", Pass: "PASS"}.AsSha512Mechanism()),
+      kgo.SASL(scram.Auth{User: "USER", Pass: strings.TrimSpace(string(pass))}.AsSha512Mechanism()),
       kgo.TransactionalID("my-txn"),
   )
-kcat / librdkafka: -X security.protocol=SASL_SSL -X sasl.mechanisms=SCRAM-SHA-512 -X sasl.username=USER -X sasl.password=PASS -X ssl.ca.location=DIR/ca.crt
+kcat / librdkafka: -X security.protocol=SASL_SSL -X sasl.mechanisms=SCRAM-SHA-512 -X sasl.username=USER -X sasl.password="$(cat DIR/client.password)" -X ssl.ca.location=DIR/ca.crt
 admin API: curl -H "Authorization: Bearer $(cat DIR/admin.token)" ADMIN/v1/transactions
 `)
 }

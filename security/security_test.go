@@ -132,10 +132,13 @@ func TestGenerateLocal(t *testing.T) {
 		t.Fatalf("Settings.Server: %+v, %v", sc, err)
 	}
 	text := l.HowToConnect("127.0.0.1:9092", "http://127.0.0.1:9644")
-	for _, want := range []string{"kgo.DialTLSConfig", "AsSha512Mechanism()", l.ClientPassword, "127.0.0.1:9092", l.CAFile} {
+	for _, want := range []string{"kgo.DialTLSConfig", "AsSha512Mechanism()", l.ClientPasswordFile, "127.0.0.1:9092", l.CAFile} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("HowToConnect lacks %q:\n%s", want, text)
 		}
+	}
+	if strings.Contains(text, l.ClientPassword) || strings.Contains(text, l.AdminToken) {
+		t.Fatalf("HowToConnect prints a secret:\n%s", text)
 	}
 
 	again, err := GenerateLocal(dir)

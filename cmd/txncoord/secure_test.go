@@ -214,6 +214,21 @@ func TestSecureUp(t *testing.T) {
 		t.Fatalf("find-hanging over TLS + SASL: %+v", hanging)
 	}
 	up.stop(t)
+
+	// up --secure says where the password is, never the password itself;
+	// the file is readable by its owner only.
+	said := up.stderr.String() // the process has exited: no more writes
+	if !strings.Contains(said, filepath.Join(secDir, "client.password")) {
+		t.Errorf("up --secure does not name the client password file:\n%s", said)
+	}
+	if strings.Contains(said, password) || strings.Contains(said, token) {
+		t.Errorf("up --secure printed a secret:\n%s", said)
+	}
+	if st, err := os.Stat(filepath.Join(secDir, "client.password")); err != nil {
+		t.Error(err)
+	} else if st.Mode().Perm() != 0o600 {
+		t.Errorf("client.password mode %v, want 0600", st.Mode().Perm())
+	}
 }
 
 func leaderOf(t *testing.T, ctx context.Context, cl *kgo.Client, topic string, partition int32) int32 {
