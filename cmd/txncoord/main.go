@@ -8,7 +8,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -28,19 +30,45 @@ func main() {
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdout, stderr *os.File) int {
+// run runs the CLI and returns its exit code. Every error is printed as
+// one line on stderr: "txncoord: " and the error, its lines joined.
+func run(args []string, stdout, stderr io.Writer) int {
 	app := newApp()
 	app.Writer, app.ErrWriter = stdout, stderr
+	// `txncoord help NAME` with an unknown NAME lands here; urfave/cli
+	// gives it no way to return an error, so keep it for below.
+	var notFound error
+	app.CommandNotFound = func(_ *cli.Context, name string) {
+		notFound = unknownCommand(name)
+	}
 	err := app.Run(args)
+	if err == nil {
+		err = notFound
+	}
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "txncoord: %v\n", err)
+	fmt.Fprintf(stderr, "txncoord: %s\n", oneLine(err.Error()))
 	var ue usageError
 	if errors.As(err, &ue) {
 		return 2
 	}
 	return 1
+}
+
+// oneLine joins the lines of a (possibly joined) error with "; ".
+func oneLine(msg string) string {
+	var parts []string
+	for _, l := range strings.Split(msg, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, strings.TrimSuffix(l, ":"))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func unknownCommand(name string) error {
+	return usagef("unknown command %q (txncoord help lists the commands)", name)
 }
 
 func newApp() *cli.App {
@@ -49,11 +77,23 @@ func newApp() *cli.App {
 		Usage:                "Kafka transaction coordinator with KIP-1228 marker version negotiation",
 		Version:              version,
 		EnableBashCompletion: false,
-		HideHelpCommand:      true,
-		Flags:                logFlags(),
-		Before:               setupLogging,
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageError{err}
+		Description: "txncoord help [COMMAND [SUBCOMMAND]] (or COMMAND --help) shows a command's flags.",
+		// urfave/cli's help command reads one level only (help txn, not
+		// help txn abort): the root's action serves help instead.
+		HideHelpCommand: true,
+		Flags:           logFlags(),
+		// A name that is not a command lands in the root's action.
+		Action: func(c *cli.Context) error {
+			switch {
+			case c.Args().First() == "help":
+				return showHelp(c, c.Args().Tail())
+			case c.Args().Present():
+				return unknownCommand(c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
+		},
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return flagError(c, err)
 		},
 		// Errors are printed once, by run, with the exit code it picks.
 		ExitErrHandler: func(*cli.Context, error) {},
@@ -74,20 +114,88 @@ func newApp() *cli.App {
 				},
 			},
 		},
-		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(c.App.ErrWriter, "txncoord: unknown command %q (see txncoord --help)\n", name)
-			os.Exit(2)
-		},
 	}
-	markUsageErrors(app.Commands)
+	prepareCommands(app.Commands)
 	return app
 }
 
-// markUsageErrors makes flag errors of every (sub)command usage errors
-// (exit code 2); urfave/cli calls only the command's own OnUsageError.
-func markUsageErrors(cmds []*cli.Command) {
-	for _, c := range cmds {
-		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error { return usageError{err} }
-		markUsageErrors(c.Subcommands)
+// showHelp is `txncoord help [COMMAND [SUBCOMMAND]]`: the text of
+// `txncoord COMMAND SUBCOMMAND --help`, at any depth.
+func showHelp(c *cli.Context, path []string) error {
+	cmds := c.App.Commands
+	for i, name := range path {
+		var found *cli.Command
+		for _, cmd := range cmds {
+			if cmd.HasName(name) {
+				found = cmd
+			}
+		}
+		if found == nil {
+			return unknownCommand(strings.Join(path[:i+1], " "))
+		}
+		cmds = found.Subcommands
 	}
+	app := newApp()
+	app.Writer, app.ErrWriter = c.App.Writer, c.App.ErrWriter
+	return app.Run(append(append([]string{c.App.Name}, path...), "--help"))
+}
+
+// prepareCommands makes flag errors of every (sub)command usage errors
+// (exit code 2; urfave/cli calls only the command's own OnUsageError),
+// makes an unknown subcommand of a group (txn) and a positional argument
+// (commands take named flags only, as kafka-transactions.sh) usage
+// errors, and gives every command the global log flags, so that `txncoord
+// up --log-level debug` works as well as `txncoord --log-level debug up`.
+func prepareCommands(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = func(ctx *cli.Context, err error, _ bool) error { return flagError(ctx, err) }
+		if len(c.Subcommands) > 0 {
+			c.Action = func(ctx *cli.Context) error {
+				if ctx.Args().Present() {
+					return unknownCommand(ctx.Command.Name + " " + ctx.Args().First())
+				}
+				return cli.ShowSubcommandHelp(ctx)
+			}
+			prepareCommands(c.Subcommands)
+			continue
+		}
+		c.Flags = append(c.Flags, commandLogFlags()...)
+		c.Before = func(ctx *cli.Context) error {
+			if ctx.NArg() > 0 {
+				return usagef("unexpected argument %q: %s takes named flags only (see %s --help)", ctx.Args().First(), ctx.Command.HelpName, ctx.Command.HelpName)
+			}
+			return setupLogging(ctx)
+		}
+	}
+}
+
+// flagError words a flag parsing error of Go's flag package as the rest of
+// the CLI does (--name, not -name) and points at the command's help.
+func flagError(c *cli.Context, err error) error {
+	msg := err.Error()
+	dashed := func(s string) string { return "--" + strings.TrimLeft(s, "-") }
+	switch {
+	case strings.HasPrefix(msg, "flag provided but not defined: "):
+		msg = "unknown flag " + dashed(strings.TrimPrefix(msg, "flag provided but not defined: "))
+	case strings.HasPrefix(msg, "flag needs an argument: "):
+		msg = dashed(strings.TrimPrefix(msg, "flag needs an argument: ")) + " needs a value"
+	case strings.HasPrefix(msg, "invalid value "):
+		// invalid value "x" for flag -partition: parse error
+		if value, rest, ok := strings.Cut(strings.TrimPrefix(msg, "invalid value "), " for flag "); ok {
+			name, _, _ := strings.Cut(rest, ":")
+			msg = fmt.Sprintf("%s %s: not a valid value", dashed(name), value)
+		}
+	case strings.HasPrefix(msg, "invalid boolean value "):
+		// invalid boolean value "maybe" for -secure: parse error
+		if value, rest, ok := strings.Cut(strings.TrimPrefix(msg, "invalid boolean value "), " for "); ok {
+			name, _, _ := strings.Cut(rest, ":")
+			msg = fmt.Sprintf("%s %s: want true or false", dashed(name), value)
+		}
+	}
+	help := c.App.Name
+	if c.Command != nil && c.Command.HelpName != "" {
+		help = c.Command.HelpName
+	}
+	help += " --help"
+	return usagef("%s (see %s)", msg, help)
 }

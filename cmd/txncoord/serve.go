@@ -17,6 +17,7 @@ import (
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/leaderstub"
+	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/node"
 	"github.com/txncoord/txncoord/security"
 )
@@ -65,6 +66,7 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 			&cli.IntFlag{Name: "default-partitions", Value: 3, EnvVars: env("default-partitions"), Usage: "partitions of auto-created topics"},
 			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: "admin HTTP API address"},
 			&cli.BoolFlag{Name: "secure", EnvVars: env("secure"), Usage: "TLS + SASL on every listener and a token on the admin API, with a local CA and credentials generated under DATA_DIR/security"},
+			&cli.BoolFlag{Name: "force-new-cluster", EnvVars: env("force-new-cluster"), Usage: "start over: move the data dir's store and log aside (renamed, not deleted) and start an empty cluster"},
 			discoveryFlag(), noSyncFlag(), retentionFlag(), producerExpirationFlag(),
 		},
 		Action: runUp,
@@ -91,9 +93,8 @@ func parseTopics(s string) (map[string]int32, error) {
 }
 
 func runUp(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return usagef("up takes no positional arguments, got %q", c.Args().Slice())
-	}
+	sigs := stopSignals()
+	defer signal.Stop(sigs)
 	topics, err := parseTopics(c.String("topics"))
 	if err != nil {
 		return err
@@ -102,15 +103,28 @@ func runUp(c *cli.Context) error {
 	for _, v := range strings.Split(c.String("leaders"), ",") {
 		versions = append(versions, strings.TrimSpace(v))
 	}
+	if err := knownVersions("--leaders", versions...); err != nil {
+		return err
+	}
+	if err := knownVersions("--coordinator-version", c.String("coordinator-version")); err != nil {
+		return err
+	}
 	spec := node.EmbeddedSpec{
 		Listen: c.String("listen"), CoordinatorVersion: c.String("coordinator-version"),
 		LeaderVersions: versions, Topics: topics, DefaultPartitions: int32(c.Int("default-partitions")),
 	}
 	file, err := spec.ClusterFile()
 	if err != nil {
-		return usageError{fmt.Errorf("bad cluster settings:\n%w", err)}
+		return usageError{fmt.Errorf("bad cluster settings: %w", err)}
 	}
 	dataDir := c.String("data-dir")
+	discarded, err := node.PrepareDataDir(dataDir, c.Bool("force-new-cluster"))
+	if err != nil {
+		return err
+	}
+	for _, d := range discarded {
+		logger.Warn().Str("moved", d).Msg("--force-new-cluster: the previous store is discarded (moved aside)")
+	}
 	var local *security.Local
 	if c.Bool("secure") {
 		if local, err = security.GenerateLocal(filepath.Join(dataDir, "security")); err != nil {
@@ -139,14 +153,32 @@ func runUp(c *cli.Context) error {
 		fmt.Fprintln(c.App.ErrWriter, local.HowToConnect(e.Bootstrap(), adminURL))
 	}
 	fmt.Fprintf(c.App.Writer, "txncoord ready bootstrap=%s admin=%s\n", e.Bootstrap(), adminURL)
-	return waitAndStop(func(ctx context.Context) error { return e.Stop(ctx) })
+	return waitAndStop(sigs, func(ctx context.Context) error { return e.Stop(ctx) })
 }
 
-// waitAndStop blocks until SIGINT or SIGTERM, then stops gracefully. A
-// second signal exits at once.
-func waitAndStop(stop func(context.Context) error) error {
+// knownVersions says, as a usage error, which of the Kafka versions a flag
+// names txncoord does not know.
+func knownVersions(flag string, versions ...string) error {
+	for _, v := range versions {
+		if _, err := negotiation.Profile(v); err != nil {
+			return usagef("%s: unknown Kafka version %q (known: %s)", flag, v, strings.Join(negotiation.ProfileNames(), ", "))
+		}
+	}
+	return nil
+}
+
+// stopSignals starts catching SIGINT and SIGTERM. A node command calls it
+// before it starts anything, so that a signal that comes right after (or
+// before) the ready line stops it gracefully instead of killing it.
+func stopSignals() chan os.Signal {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	return sigs
+}
+
+// waitAndStop blocks until SIGINT or SIGTERM arrives on sigs, then stops
+// gracefully. A second signal exits at once.
+func waitAndStop(sigs chan os.Signal, stop func(context.Context) error) error {
 	sig := <-sigs
 	logger.Info().Str("signal", sig.String()).Msg("stopping")
 	go func() {
@@ -191,6 +223,8 @@ func coordinatorCommand() *cli.Command {
 			discoveryFlag(), noSyncFlag(),
 		},
 		Action: func(c *cli.Context) error {
+			sigs := stopSignals()
+			defer signal.Stop(sigs)
 			view, err := loadCluster(c)
 			if err != nil {
 				return err
@@ -218,7 +252,7 @@ func coordinatorCommand() *cli.Command {
 				adminURL = adm.URL()
 			}
 			fmt.Fprintf(c.App.Writer, "txncoord ready bootstrap=%s admin=%s\n", co.Server.Addr(), adminURL)
-			return waitAndStop(func(ctx context.Context) error {
+			return waitAndStop(sigs, func(ctx context.Context) error {
 				if adm != nil {
 					adm.Shutdown(ctx)
 				}
@@ -242,6 +276,8 @@ func leaderCommand() *cli.Command {
 			noSyncFlag(), retentionFlag(), producerExpirationFlag(),
 		},
 		Action: func(c *cli.Context) error {
+			sigs := stopSignals()
+			defer signal.Stop(sigs)
 			view, err := loadCluster(c)
 			if err != nil {
 				return err
@@ -262,7 +298,7 @@ func leaderCommand() *cli.Command {
 				return err
 			}
 			fmt.Fprintf(c.App.Writer, "txncoord ready leader=%d addr=%s\n", l.Node.NodeID, l.Server.Addr())
-			return waitAndStop(l.Stop)
+			return waitAndStop(sigs, l.Stop)
 		},
 	}
 }
