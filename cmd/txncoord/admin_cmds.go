@@ -4,22 +4,29 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"github.com/urfave/cli/v2"
 
 	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/security"
 )
 
@@ -28,22 +35,31 @@ func adminFlags(extra ...cli.Flag) []cli.Flag {
 		&cli.StringFlag{Name: "admin", Value: "http://127.0.0.1:9644", EnvVars: env("admin"), Usage: "admin API base URL"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", EnvVars: env("output"), Usage: "table or json"},
 		&cli.StringFlag{Name: "token", EnvVars: env("admin-token"), Usage: "admin API bearer token (up --secure writes it to DATA_DIR/security/admin.token)"},
+		&cli.BoolFlag{Name: "wide", EnvVars: env("wide"), Usage: fmt.Sprintf("table output: whole values (cells are cut at %d characters otherwise)", maxCellWidth)},
 	}, extra...)
 }
+
+// adminTimeout bounds one admin command, every request it makes included.
+const adminTimeout = 60 * time.Second
 
 // adminAction checks the common flags and hands the command an admin client.
 func adminAction(fn func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error) cli.ActionFunc {
 	return func(c *cli.Context) error {
-		if c.NArg() > 0 {
-			return usagef("%s takes named flags only, got %q", c.Command.FullName(), c.Args().Slice())
+		if u, err := url.Parse(c.String("admin")); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("--admin %q: want the admin API's URL, such as http://127.0.0.1:9644", c.String("admin"))
 		}
 		out := outputFormat(c.String("output"))
 		if out != "table" && out != "json" {
 			return usagef("-o %q: want table or json", out)
 		}
-		ctx, cancel := context.WithTimeout(c.Context, 60*time.Second)
+		ctx, cancel := context.WithTimeout(c.Context, adminTimeout)
 		defer cancel()
-		return fn(c, ctx, admin.NewClientWithToken(c.String("admin"), c.String("token")), out)
+		err := fn(c, ctx, admin.NewClientWithToken(c.String("admin"), c.String("token")), out)
+		var apiErr *admin.APIError
+		if errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized {
+			return fmt.Errorf("%w; give --token or TXNCOORD_ADMIN_TOKEN (up --secure writes DATA_DIR/security/admin.token)", err)
+		}
+		return err
 	}
 }
 
@@ -55,13 +71,9 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-func printTable(w io.Writer, header []string, rows [][]string) {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	tw.Flush()
+// tableFor starts a table on the command's output, --wide as given.
+func tableFor(c *cli.Context, header ...string) *table {
+	return newTable(c.App.Writer, c.Bool("wide"), header...)
 }
 
 func partitionsString(t admin.Txn) string {
@@ -90,19 +102,22 @@ func txnCommand() *cli.Command {
 					&cli.DurationFlag{Name: "duration-filter", EnvVars: env("duration-filter"), Usage: "only transactions open at least this long"},
 				),
 				Action: adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
-					txns, err := cl.Transactions(ctx, admin.ListFilter{State: c.String("state"), MinDuration: c.Duration("duration-filter")})
+					state := c.String("state")
+					if state != "" && !slices.Contains(admin.States, state) {
+						return usagef("--state %q: want one of %s", state, strings.Join(admin.States, ", "))
+					}
+					txns, err := cl.Transactions(ctx, admin.ListFilter{State: state, MinDuration: c.Duration("duration-filter")})
 					if err != nil {
 						return err
 					}
 					if out == "json" {
 						return printJSON(c.App.Writer, txns)
 					}
-					rows := make([][]string, 0, len(txns))
-					for _, t := range txns {
-						rows = append(rows, []string{t.TransactionalID, fmt.Sprint(t.CoordinatorID), fmt.Sprint(t.ProducerID), fmt.Sprint(t.ProducerEpoch), t.State, fmt.Sprint(t.TransactionVersion)})
+					t := tableFor(c, "TransactionalId", "Coordinator", "ProducerId", "ProducerEpoch", "State", "TV")
+					for _, x := range txns {
+						t.Row(x.TransactionalID, fmt.Sprint(x.CoordinatorID), fmt.Sprint(x.ProducerID), fmt.Sprint(x.ProducerEpoch), x.State, fmt.Sprint(x.TransactionVersion))
 					}
-					printTable(c.App.Writer, []string{"TransactionalId", "Coordinator", "ProducerId", "ProducerEpoch", "State", "TV"}, rows)
-					return nil
+					return t.Flush()
 				}),
 			},
 			{
@@ -112,11 +127,11 @@ func txnCommand() *cli.Command {
 				Flags:       adminFlags(txnIDFlag()),
 				Action: txnIDAction(func(_ *cli.Context, ctx context.Context, cl *admin.Client, id string) (admin.Txn, error) {
 					return cl.Transaction(ctx, id)
-				}, func(w io.Writer, t admin.Txn) {
-					printTable(w,
-						[]string{"TransactionalId", "ProducerId", "ProducerEpoch", "State", "TimeoutMs", "TV", "StartTime", "Duration", "Partitions", "StuckReason"},
-						[][]string{{t.TransactionalID, fmt.Sprint(t.ProducerID), fmt.Sprint(t.ProducerEpoch), t.State, fmt.Sprint(t.TimeoutMs),
-							fmt.Sprint(t.TransactionVersion), msTime(t.StartTimeMs), (time.Duration(t.DurationMs) * time.Millisecond).String(), partitionsString(t), t.StuckReason}})
+				}, func(c *cli.Context, t admin.Txn) error {
+					tbl := tableFor(c, "TransactionalId", "ProducerId", "ProducerEpoch", "State", "TimeoutMs", "TV", "StartTime", "Duration", "Partitions", "StuckReason")
+					tbl.Row(t.TransactionalID, fmt.Sprint(t.ProducerID), fmt.Sprint(t.ProducerEpoch), t.State, fmt.Sprint(t.TimeoutMs),
+						fmt.Sprint(t.TransactionVersion), msTime(t.StartTimeMs), (time.Duration(t.DurationMs) * time.Millisecond).String(), partitionsString(t), t.StuckReason)
+					return tbl.Flush()
 				}),
 			},
 			{
@@ -128,28 +143,18 @@ func txnCommand() *cli.Command {
 Asks before it acts unless --yes is given; without a terminal, --yes is required.`,
 				Flags: adminFlags(
 					txnIDFlag(),
-					&cli.BoolFlag{Name: "yes", Usage: "do not ask for confirmation"},
+					&cli.BoolFlag{Name: "yes", EnvVars: env("yes"), Usage: "do not ask for confirmation"},
 				),
 				Action: txnIDAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, id string) (admin.Txn, error) {
-					t, err := cl.Transaction(ctx, id)
-					if err != nil {
-						return t, err
-					}
-					fmt.Fprintf(c.App.ErrWriter, "This will ABORT transaction %q (producer id %d, epoch %d, state %s, %d partitions): its records will never be visible to read_committed consumers, and the producer will be fenced.\n",
-						id, t.ProducerID, t.ProducerEpoch, t.State, len(t.Partitions))
 					if !c.Bool("yes") {
-						if !isatty.IsTerminal(os.Stdin.Fd()) {
-							return t, usagef("refusing to abort without --yes when standard input is not a terminal")
-						}
-						fmt.Fprint(c.App.ErrWriter, "Abort it? [y/N] ")
-						line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
-						if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-							return t, fmt.Errorf("not aborted")
+						if err := confirmAbort(c, ctx, cl, id); err != nil {
+							return admin.Txn{}, err
 						}
 					}
 					return cl.Abort(ctx, id)
-				}, func(w io.Writer, t admin.Txn) {
-					fmt.Fprintf(w, "aborting %s: state %s, producer id %d, epoch %d\n", t.TransactionalID, t.State, t.ProducerID, t.ProducerEpoch)
+				}, func(c *cli.Context, t admin.Txn) error {
+					_, err := fmt.Fprintf(c.App.Writer, "aborting %s: state %s, producer id %d, epoch %d\n", t.TransactionalID, t.State, t.ProducerID, t.ProducerEpoch)
+					return err
 				}),
 			},
 			{
@@ -159,13 +164,39 @@ Asks before it acts unless --yes is given; without a terminal, --yes is required
 				Flags:       adminFlags(txnIDFlag()),
 				Action: txnIDAction(func(_ *cli.Context, ctx context.Context, cl *admin.Client, id string) (admin.Txn, error) {
 					return cl.RetryMarkers(ctx, id)
-				}, func(w io.Writer, t admin.Txn) {
-					fmt.Fprintf(w, "resending the markers of %s (state %s)\n", t.TransactionalID, t.State)
+				}, func(c *cli.Context, t admin.Txn) error {
+					_, err := fmt.Fprintf(c.App.Writer, "resending the markers of %s (state %s)\n", t.TransactionalID, t.State)
+					return err
 				}),
 			},
 			findHangingCommand(),
 		},
 	}
+}
+
+// confirmInput is where `txn abort` reads its answer (a test sets a file
+// that is not a terminal).
+var confirmInput = os.Stdin
+
+// confirmAbort shows what `txn abort` will do and asks; without a terminal
+// to ask on it refuses (a usage error: --yes is missing). The transaction
+// is read first, so an unknown id or an unreachable API is reported as such.
+func confirmAbort(c *cli.Context, ctx context.Context, cl *admin.Client, id string) error {
+	t, err := cl.Transaction(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !isatty.IsTerminal(confirmInput.Fd()) {
+		return usagef("refusing to abort %s without --yes: standard input is not a terminal to confirm on", id)
+	}
+	fmt.Fprintf(c.App.ErrWriter, "This will ABORT transaction %q (producer id %d, epoch %d, state %s, %d partitions): its records will never be visible to read_committed consumers, and the producer will be fenced.\n",
+		id, t.ProducerID, t.ProducerEpoch, t.State, len(t.Partitions))
+	fmt.Fprint(c.App.ErrWriter, "Abort it? [y/N] ")
+	line, _ := bufio.NewReader(confirmInput).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		return fmt.Errorf("not aborted")
+	}
+	return nil
 }
 
 func txnIDFlag() cli.Flag {
@@ -174,11 +205,14 @@ func txnIDFlag() cli.Flag {
 
 // txnIDAction runs one admin call on --transactional-id and prints the
 // transaction it returns as JSON or with text.
-func txnIDAction(call func(c *cli.Context, ctx context.Context, cl *admin.Client, id string) (admin.Txn, error), text func(io.Writer, admin.Txn)) cli.ActionFunc {
+func txnIDAction(call func(c *cli.Context, ctx context.Context, cl *admin.Client, id string) (admin.Txn, error), text func(*cli.Context, admin.Txn) error) cli.ActionFunc {
 	return adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
 		id := c.String("transactional-id")
-		if id == "" {
+		switch {
+		case id == "":
 			return usagef("--transactional-id is required")
+		case len(id) > cluster.MaxTransactionalIDBytes:
+			return usagef("--transactional-id is %d bytes long; Kafka allows at most %d", len(id), cluster.MaxTransactionalIDBytes)
 		}
 		t, err := call(c, ctx, cl, id)
 		if err != nil {
@@ -187,8 +221,7 @@ func txnIDAction(call func(c *cli.Context, ctx context.Context, cl *admin.Client
 		if out == "json" {
 			return printJSON(c.App.Writer, t)
 		}
-		text(c.App.Writer, t)
-		return nil
+		return text(c, t)
 	})
 }
 
@@ -240,30 +273,131 @@ func kafkaSecurity(c *cli.Context) ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-// kafkaAdmin connects a franz-go admin client to the leaders the admin API
-// lists (over TLS and SASL as the flags say), for the commands that read
-// the leaders directly.
-func kafkaAdmin(ctx context.Context, c *cli.Context, cl *admin.Client) (*kadm.Client, func(), error) {
+// leaderReader reads the leaders directly, for the commands that ask them
+// rather than the admin API (producers, find-hanging): a franz-go admin
+// client seeded with the leaders the admin API lists, over TLS and SASL as
+// the flags say.
+type leaderReader struct {
+	adm     *kadm.Client
+	leaders []markersender.LeaderStatus
+	close   func()
+}
+
+func connectLeaders(ctx context.Context, c *cli.Context, cl *admin.Client) (*leaderReader, error) {
 	secOpts, err := kafkaSecurity(c)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	leaders, err := cl.Leaders(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	seeds := make([]string, 0, len(leaders))
 	for _, l := range leaders {
 		seeds = append(seeds, l.Addr)
 	}
 	if len(seeds) == 0 {
-		return nil, nil, fmt.Errorf("the admin API lists no leaders")
+		return nil, fmt.Errorf("the admin API lists no leaders")
 	}
 	kc, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, secOpts...)...)
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("connecting to the leaders: %w", err)
 	}
-	return kadm.NewClient(kc), kc.Close, nil
+	return &leaderReader{adm: kadm.NewClient(kc), leaders: leaders, close: kc.Close}, nil
+}
+
+// selection is what --broker-id, --topic and --partition name; -1 and ""
+// mean any.
+type selection struct {
+	brokerID  int32
+	topic     string
+	partition int32
+}
+
+// partitions resolves sel against the leaders' metadata. A leader, topic or
+// partition the cluster does not have is a usage error that names it.
+// Topics are listed, never requested by name, so nothing is auto-created.
+func (r *leaderReader) partitions(ctx context.Context, sel selection) (kadm.TopicsSet, error) {
+	if sel.brokerID >= 0 {
+		ids := make([]string, 0, len(r.leaders))
+		known := false
+		for _, l := range r.leaders {
+			ids = append(ids, fmt.Sprint(l.NodeID))
+			known = known || l.NodeID == sel.brokerID
+		}
+		if !known {
+			return nil, usagef("--broker-id %d: no such leader (leaders: %s)", sel.brokerID, strings.Join(ids, ", "))
+		}
+	}
+	md, err := r.adm.Metadata(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the leaders' metadata: %s", kafkaWords(err))
+	}
+	if sel.topic != "" {
+		td, ok := md.Topics[sel.topic]
+		if !ok || td.Err != nil {
+			return nil, usagef("--topic %s: no such topic (txncoord up --topics creates topics)", sel.topic)
+		}
+		if _, ok := td.Partitions[sel.partition]; sel.partition >= 0 && !ok {
+			return nil, usagef("--partition %d: %s has partitions 0 to %d", sel.partition, sel.topic, len(td.Partitions)-1)
+		}
+	}
+	set := kadm.TopicsSet{}
+	for _, td := range md.Topics.Sorted() {
+		if sel.topic != "" && td.Topic != sel.topic {
+			continue
+		}
+		for _, pd := range td.Partitions.Sorted() {
+			if sel.partition >= 0 && pd.Partition != sel.partition || sel.brokerID >= 0 && pd.Leader != sel.brokerID {
+				continue
+			}
+			set.Add(td.Topic, pd.Partition)
+		}
+	}
+	return set, nil
+}
+
+// describeProducers asks the leaders of set for their producers
+// (DescribeProducers); a partition a leader could not describe is an error,
+// so nothing is left out silently.
+func (r *leaderReader) describeProducers(ctx context.Context, set kadm.TopicsSet) (kadm.DescribedProducersTopics, error) {
+	described, err := r.adm.DescribeProducers(ctx, set)
+	if err != nil {
+		return nil, fmt.Errorf("DescribeProducers: %s", kafkaWords(err))
+	}
+	for _, p := range described.SortedPartitions() {
+		if p.Err != nil {
+			return nil, fmt.Errorf("DescribeProducers: %s-%d: leader %d answered %s", p.Topic, p.Partition, p.Leader, kafkaWords(p.Err))
+		}
+	}
+	return described, nil
+}
+
+// kafkaWords says in one line what a Kafka request's error means: the
+// error code by name and number, the leader that answered it, or the
+// command's time running out.
+func kafkaWords(err error) string {
+	var shards *kadm.ShardErrors
+	if errors.As(err, &shards) && len(shards.Errs) > 0 {
+		first := shards.Errs[0]
+		who := "the leaders"
+		if b := first.Broker; b.NodeID >= 0 {
+			who = fmt.Sprintf("leader %d (%s)", b.NodeID, net.JoinHostPort(b.Host, fmt.Sprint(b.Port)))
+		}
+		msg := fmt.Sprintf("%s answered %s", who, kafkaWords(first.Err))
+		if more := len(shards.Errs) - 1; more > 0 {
+			msg += fmt.Sprintf(" (and %d more failed)", more)
+		}
+		return msg
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return fmt.Sprintf("%s (Kafka error %d)", ke.Message, ke.Code)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Sprintf("no answer within %s", adminTimeout)
+	}
+	return err.Error()
 }
 
 func producersCommand() *cli.Command {
@@ -272,41 +406,41 @@ func producersCommand() *cli.Command {
 		Usage:       "describe the producers a partition's leader has state for (DescribeProducers)",
 		Description: "Example:\n   txncoord producers --topic orders --partition 0",
 		Flags: append(adminFlags(
-			&cli.StringFlag{Name: "topic", EnvVars: env("topic"), Usage: "topic"},
-			&cli.IntFlag{Name: "partition", Value: -1, EnvVars: env("partition"), Usage: "partition"},
+			&cli.StringFlag{Name: "topic", EnvVars: env("topic"), Usage: "topic (required)"},
+			&cli.IntFlag{Name: "partition", Value: -1, EnvVars: env("partition"), Usage: "partition (required)"},
 		), kafkaFlags()...),
 		Action: adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
-			topic, partition := c.String("topic"), int32(c.Int("partition"))
-			if topic == "" || partition < 0 {
+			sel := selection{brokerID: -1, topic: c.String("topic"), partition: int32(c.Int("partition"))}
+			if sel.topic == "" || sel.partition < 0 {
 				return usagef("--topic and --partition are required")
 			}
-			adm, closeFn, err := kafkaAdmin(ctx, c, cl)
+			r, err := connectLeaders(ctx, c, cl)
 			if err != nil {
 				return err
 			}
-			defer closeFn()
-			described, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {partition: {}}})
+			defer r.close()
+			set, err := r.partitions(ctx, sel)
 			if err != nil {
 				return err
 			}
-			p, ok := described[topic].Partitions[partition]
+			described, err := r.describeProducers(ctx, set)
+			if err != nil {
+				return err
+			}
+			p, ok := described[sel.topic].Partitions[sel.partition]
 			if !ok {
-				return fmt.Errorf("no answer for %s-%d", topic, partition)
-			}
-			if p.Err != nil {
-				return fmt.Errorf("%s-%d: %w", topic, partition, p.Err)
+				return fmt.Errorf("DescribeProducers: no answer for %s-%d", sel.topic, sel.partition)
 			}
 			producers := p.ActiveProducers.Sorted()
 			if out == "json" {
 				return printJSON(c.App.Writer, producers)
 			}
-			rows := make([][]string, 0, len(producers))
+			t := tableFor(c, "ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp", "CurrentTransactionStartOffset")
 			for _, d := range producers {
-				rows = append(rows, []string{fmt.Sprint(d.ProducerID), fmt.Sprint(d.ProducerEpoch), fmt.Sprint(d.CoordinatorEpoch),
-					fmt.Sprint(d.LastSequence), msTime(d.LastTimestamp), fmt.Sprint(d.CurrentTxnStartOffset)})
+				t.Row(fmt.Sprint(d.ProducerID), fmt.Sprint(d.ProducerEpoch), fmt.Sprint(d.CoordinatorEpoch),
+					fmt.Sprint(d.LastSequence), msTime(d.LastTimestamp), fmt.Sprint(d.CurrentTxnStartOffset))
 			}
-			printTable(c.App.Writer, []string{"ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp", "CurrentTransactionStartOffset"}, rows)
-			return nil
+			return t.Flush()
 		}),
 	}
 }
@@ -339,14 +473,14 @@ func findHangingCommand() *cli.Command {
 			&cli.DurationFlag{Name: "max-transaction-timeout", Value: 15 * time.Minute, EnvVars: env("max-transaction-timeout"), Usage: "a transaction open longer than this at a leader is a candidate"},
 		), kafkaFlags()...),
 		Action: adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
-			brokerID, topic, partition := int32(c.Int("broker-id")), c.String("topic"), int32(c.Int("partition"))
-			if (brokerID >= 0) == (topic != "") {
+			sel := selection{brokerID: int32(c.Int("broker-id")), topic: c.String("topic"), partition: int32(c.Int("partition"))}
+			if (sel.brokerID >= 0) == (sel.topic != "") {
 				return usagef("give exactly one of --broker-id or --topic")
 			}
-			if partition >= 0 && topic == "" {
+			if sel.partition >= 0 && sel.topic == "" {
 				return usagef("--partition needs --topic")
 			}
-			hanging, err := findHanging(ctx, c, cl, brokerID, topic, partition, c.Duration("max-transaction-timeout"))
+			hanging, err := findHanging(ctx, c, cl, sel, c.Duration("max-transaction-timeout"))
 			if err != nil {
 				return err
 			}
@@ -356,43 +490,27 @@ func findHangingCommand() *cli.Command {
 				}
 				return printJSON(c.App.Writer, hanging)
 			}
-			rows := make([][]string, 0, len(hanging))
+			t := tableFor(c, "Topic", "Partition", "Leader", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset", "LastTimestamp", "Reason")
 			for _, h := range hanging {
-				rows = append(rows, []string{h.Topic, fmt.Sprint(h.Partition), fmt.Sprint(h.Leader), fmt.Sprint(h.ProducerID), fmt.Sprint(h.ProducerEpoch),
-					fmt.Sprint(h.CoordinatorEpoch), fmt.Sprint(h.CurrentTxnStartOffset), msTime(h.LastTimestampMs), h.Reason})
+				t.Row(h.Topic, fmt.Sprint(h.Partition), fmt.Sprint(h.Leader), fmt.Sprint(h.ProducerID), fmt.Sprint(h.ProducerEpoch),
+					fmt.Sprint(h.CoordinatorEpoch), fmt.Sprint(h.CurrentTxnStartOffset), msTime(h.LastTimestampMs), h.Reason)
 			}
-			printTable(c.App.Writer, []string{"Topic", "Partition", "Leader", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset", "LastTimestamp", "Reason"}, rows)
-			return nil
+			return t.Flush()
 		}),
 	}
 }
 
-func findHanging(ctx context.Context, c *cli.Context, cl *admin.Client, brokerID int32, topic string, partition int32, maxTimeout time.Duration) ([]hangingTxn, error) {
-	adm, closeFn, err := kafkaAdmin(ctx, c, cl)
+func findHanging(ctx context.Context, c *cli.Context, cl *admin.Client, sel selection, maxTimeout time.Duration) ([]hangingTxn, error) {
+	r, err := connectLeaders(ctx, c, cl)
 	if err != nil {
 		return nil, err
 	}
-	defer closeFn()
-	set := kadm.TopicsSet{}
-	md, err := adm.Metadata(ctx)
-	if err != nil {
+	defer r.close()
+	set, err := r.partitions(ctx, sel)
+	if err != nil || len(set) == 0 {
 		return nil, err
 	}
-	for _, td := range md.Topics.Sorted() {
-		if topic != "" && td.Topic != topic {
-			continue
-		}
-		for _, pd := range td.Partitions.Sorted() {
-			if partition >= 0 && pd.Partition != partition || brokerID >= 0 && pd.Leader != brokerID {
-				continue
-			}
-			set.Add(td.Topic, pd.Partition)
-		}
-	}
-	if len(set) == 0 {
-		return nil, nil
-	}
-	described, err := adm.DescribeProducers(ctx, set)
+	described, err := r.describeProducers(ctx, set)
 	if err != nil {
 		return nil, err
 	}
@@ -460,14 +578,13 @@ func leadersCommand() *cli.Command {
 			if out == "json" {
 				return printJSON(c.App.Writer, leaders)
 			}
-			rows := make([][]string, 0, len(leaders))
+			t := tableFor(c, "NodeId", "Addr", "KafkaVersion", "WriteTxnMarkers", "InUse", "Connected", "Queued", "Stuck", "LastError")
 			for _, l := range leaders {
-				rows = append(rows, []string{fmt.Sprint(l.NodeID), l.Addr, l.KafkaVersion,
+				t.Row(fmt.Sprint(l.NodeID), l.Addr, l.KafkaVersion,
 					fmt.Sprintf("%d-%d", l.WriteTxnMarkers.Min, l.WriteTxnMarkers.Max), fmt.Sprint(l.WriteTxnMarkers.InUse),
-					fmt.Sprint(l.Connected), fmt.Sprint(l.QueuedMarkers), fmt.Sprint(l.StuckTransactions), l.LastError})
+					fmt.Sprint(l.Connected), fmt.Sprint(l.QueuedMarkers), fmt.Sprint(l.StuckTransactions), l.LastError)
 			}
-			printTable(c.App.Writer, []string{"NodeId", "Addr", "KafkaVersion", "WriteTxnMarkers", "InUse", "Connected", "Queued", "Stuck", "LastError"}, rows)
-			return nil
+			return t.Flush()
 		}),
 	}
 }
@@ -486,20 +603,19 @@ func markersCommand() *cli.Command {
 			if out == "json" {
 				return printJSON(c.App.Writer, markers)
 			}
-			var rows [][]string
+			t := tableFor(c, "TransactionalId", "Result", "ProducerId", "MarkerEpoch", "TV", "Partition", "Leader", "Attempts", "LastError", "State")
 			for _, m := range markers {
 				state := "pending"
 				if m.Stuck {
 					state = "STUCK: " + m.Reason
 				}
 				for _, p := range m.Partitions {
-					rows = append(rows, []string{m.TransactionalID, m.Result, fmt.Sprint(m.ProducerID), fmt.Sprint(m.ProducerEpoch),
+					t.Row(m.TransactionalID, m.Result, fmt.Sprint(m.ProducerID), fmt.Sprint(m.ProducerEpoch),
 						fmt.Sprint(m.TransactionVersion), fmt.Sprintf("%s-%d", p.Topic, p.Partition), fmt.Sprint(p.Leader),
-						fmt.Sprint(p.Attempts), p.LastError, state})
+						fmt.Sprint(p.Attempts), p.LastError, state)
 				}
 			}
-			printTable(c.App.Writer, []string{"TransactionalId", "Result", "ProducerId", "MarkerEpoch", "TV", "Partition", "Leader", "Attempts", "LastError", "State"}, rows)
-			return nil
+			return t.Flush()
 		}),
 	}
 }
