@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +20,12 @@ import (
 // conn is one client connection: a reader goroutine that decodes and handles
 // requests in order, and a writer goroutine that resolves their replies and
 // writes responses in the same order.
+//
+// What an idle connection holds is small (see TestIdleConnectionCost): the
+// two goroutines' stacks, this struct with its read-ahead buffer, and the
+// socket. Frame buffers are allocated per frame and charged to the
+// server's Budget until the frame is answered; the reply queue grows on
+// demand; response buffers come from a pool.
 type conn struct {
 	s *Server
 	// nc is the accepted connection: deadlines and Close go to it, so that
@@ -34,7 +40,36 @@ type conn struct {
 	// sasl is the SASL state (nil when SASL is off); reader goroutine only.
 	sasl    *connSASL
 	stopped atomic.Bool
+	// stop is closed by stopReading: it ends a wait for the budget.
+	stop     chan struct{}
+	stopOnce sync.Once
+	queue    *replyQueue
+
+	// in[inR:inW] are bytes read ahead of the current frame: the reader
+	// waits for a request by reading into in (no buffer is held while
+	// idle), and a frame's remaining bytes go straight into its own
+	// buffer. Reader goroutine only.
+	in       [readAheadBytes]byte
+	inR, inW int
+	// frames counts the frames read (the first one may be HTTP).
+	frames int
+
+	// ip is the remote host, the per-address limit's key.
+	ip string
+	// Idle tracking (Server.idleMu): inflight counts requests read but
+	// not answered, waiting is set while the reader waits for the next
+	// request; the connection is idle, and in the server's idle list,
+	// when both say so.
+	inflight           int
+	waiting, listed    bool
+	idleSince          time.Time
+	idlePrev, idleNext *conn
 }
+
+// readAheadBytes is what the reader reads at once while waiting for a
+// request: a small request (ApiVersions, EndTxn, a small Produce) arrives
+// whole in one read, and pipelined small requests share reads.
+const readAheadBytes = 512
 
 type pending struct {
 	h     header
@@ -46,12 +81,16 @@ type pending struct {
 	// closeAfter: the reader stops after queueing this answer, so the
 	// connection closes once it is written (failed SASL authentication).
 	closeAfter bool
+	// t is the request's share of the budget, returned once the answer
+	// is written.
+	t *ticket
 }
 
 // stopReading makes the reader stop before its next request (Shutdown, or
 // the writer after a failed response).
 func (c *conn) stopReading() {
 	c.stopped.Store(true)
+	c.stopOnce.Do(func() { close(c.stop) })
 	c.nc.SetReadDeadline(time.Now())
 }
 
@@ -68,11 +107,7 @@ func (c *conn) setReadDeadline(d time.Duration) bool {
 
 func (c *conn) serve() {
 	defer c.s.wg.Done()
-	defer func() {
-		c.s.mu.Lock()
-		delete(c.s.conns, c)
-		c.s.mu.Unlock()
-	}()
+	defer c.s.forget(c)
 	defer c.nc.Close()
 	// The write deadline bounds the TLS handshake's writes; the read
 	// deadline, set through setReadDeadline, its reads, and lets a
@@ -98,49 +133,68 @@ func (c *conn) serve() {
 		}
 		c.rw, c.principal = rw, principal
 	}
-	queue := make(chan pending, c.s.cfg.MaxInFlight)
+	c.queue = newReplyQueue(c.s.cfg.MaxInFlight)
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		c.writeLoop(queue)
+		c.writeLoop()
 	}()
-	c.readLoop(queue)
-	close(queue)
+	c.readLoop()
+	c.queue.close()
 	<-writerDone
 }
 
 // eagerFrameBytes is the frame size up to which the whole frame buffer is
-// allocated at once. Larger frames grow their buffer as bytes arrive, so a
-// client that claims a frame just under the limit and sends nothing costs
-// almost no memory.
-const eagerFrameBytes = 1 << 20
+// allocated (and charged) at once. Larger frames are read in chunks of
+// frameChunkBytes, each charged to the budget before it is read, so a
+// client that claims a frame just under the limit and sends little holds
+// little memory, and one whose frame does not fit the budget is read only
+// as far as it fits: reading pauses until budget frees.
+const (
+	eagerFrameBytes = 1 << 20
+	frameChunkBytes = 1 << 20
+)
 
-func (c *conn) readLoop(queue chan<- pending) {
-	br := bufio.NewReaderSize(c.rw, 64<<10)
-	var sizeBuf [4]byte
+// frameChunks recycles the chunks of large frames.
+var frameChunks = sync.Pool{New: func() any { b := make([]byte, frameChunkBytes); return &b }}
+
+func (c *conn) readLoop() {
 	for {
-		if !c.setReadDeadline(c.s.cfg.IdleTimeout) {
-			return
+		if c.inR == c.inW {
+			// Nothing read ahead: wait for the next request.
+			c.s.waitingForRequest(c)
+			if !c.setReadDeadline(c.s.cfg.IdleTimeout) {
+				return
+			}
+			if err := c.fill(1); err != nil {
+				c.logReadEnd(err, "waiting for a request")
+				return
+			}
 		}
-		if _, err := br.Peek(1); err != nil {
-			c.logReadEnd(err, "waiting for a request")
-			return
-		}
+		c.s.requestStarted(c)
 		if !c.setReadDeadline(c.s.cfg.FrameTimeout) {
 			return
 		}
-		if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
-			c.logReadEnd(err, "reading a frame size")
+		if err := c.fill(4); err != nil {
+			c.logReadEnd(eofIsUnexpected(err), "reading a frame size")
 			return
 		}
-		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		sizeBytes := c.in[c.inR : c.inR+4]
+		size := int32(binary.BigEndian.Uint32(sizeBytes))
 		raw := c.sasl != nil && c.sasl.raw
 		if err := c.checkFrameSize(size, raw); err != nil {
+			if c.frames == 0 && c.notKafka(sizeBytes) {
+				return
+			}
 			c.log.Warn().Err(err).Str("reason", "bad frame size").Msg("connection closed: bad frame size")
 			return
 		}
-		frame, err := readFrame(br, int(size))
+		c.inR += 4
+		c.frames++
+		t := c.s.budget.newTicket(c.s.ctx, c.stop)
+		frame, err := c.readBody(t, int(size))
 		if err != nil {
+			t.finish()
 			c.logReadEnd(err, "reading a frame")
 			return
 		}
@@ -149,25 +203,55 @@ func (c *conn) readLoop(queue chan<- pending) {
 		if raw {
 			p, ok = c.rawToken(frame)
 		} else {
-			p, ok = c.handleFrame(frame)
+			p, ok = c.handleFrame(t, frame)
 		}
+		t.doneGrowing()
 		if !ok {
+			t.finish()
 			return
 		}
-		queue <- p
+		p.t = t
+		c.queue.push(p)
 		if p.closeAfter {
 			return
 		}
 	}
 }
 
+// fill reads until at least n bytes are read ahead.
+func (c *conn) fill(n int) error {
+	for c.inW-c.inR < n {
+		if c.inR > 0 {
+			c.inW = copy(c.in[:], c.in[c.inR:c.inW])
+			c.inR = 0
+		}
+		m, err := c.rw.Read(c.in[c.inW:])
+		c.inW += m
+		if err != nil && c.inW-c.inR < n {
+			return err
+		}
+	}
+	return nil
+}
+
+func eofIsUnexpected(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
 // checkFrameSize checks a frame's length prefix: before SASL
-// authentication the limit is 512 KiB, and a raw SASL token (after
-// SaslHandshake v0) has no request header, so it may be shorter than one.
+// authentication the limit is 512 KiB, a frame larger than the whole budget
+// could never be read, and a raw SASL token (after SaslHandshake v0) has no
+// request header, so it may be shorter than one.
 func (c *conn) checkFrameSize(size int32, raw bool) error {
 	limit := c.s.cfg.MaxFrameBytes
 	if c.sasl.pendingAuth() {
 		limit = min(limit, maxPreAuthFrameBytes)
+	}
+	if bl := c.s.budget.Limit(); bl < int64(limit) {
+		limit = int32(bl)
 	}
 	if raw && size >= 0 && size <= limit {
 		return nil
@@ -175,32 +259,72 @@ func (c *conn) checkFrameSize(size int32, raw bool) error {
 	return checkFrameSize(size, limit)
 }
 
-// readFrame reads a frame body of size bytes, size already checked against
-// the limit.
-func readFrame(r io.Reader, size int) ([]byte, error) {
+// readBody reads a frame body of size bytes, size already checked against
+// the limit, charging t as it goes (chargeFrame).
+func (c *conn) readBody(t *ticket, size int) ([]byte, error) {
 	if size <= eagerFrameBytes {
-		frame := make([]byte, size)
-		_, err := io.ReadFull(r, frame)
-		return frame, err
-	}
-	frame := make([]byte, 0, eagerFrameBytes)
-	for len(frame) < size {
-		if len(frame) == cap(frame) {
-			// Double, so a large frame costs a few copies at most.
-			grown := make([]byte, len(frame), min(2*cap(frame), size))
-			copy(grown, frame)
-			frame = grown
-		}
-		n, err := r.Read(frame[len(frame):cap(frame)])
-		frame = frame[:len(frame)+n]
-		if err != nil && len(frame) < size {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
+		if err := c.chargeFrame(t, size); err != nil {
 			return nil, err
 		}
+		frame := make([]byte, size)
+		if err := c.readFull(frame); err != nil {
+			return nil, err
+		}
+		return frame, nil
 	}
+	chunks := make([]*[]byte, 0, (size+frameChunkBytes-1)/frameChunkBytes)
+	defer func() {
+		for _, ch := range chunks {
+			frameChunks.Put(ch)
+		}
+	}()
+	for got := 0; got < size; {
+		n := min(frameChunkBytes, size-got)
+		if err := c.chargeFrame(t, n); err != nil {
+			return nil, err
+		}
+		ch := frameChunks.Get().(*[]byte)
+		chunks = append(chunks, ch)
+		if err := c.readFull((*ch)[:n]); err != nil {
+			return nil, err
+		}
+		got += n
+	}
+	// One contiguous frame for the decoder; each chunk goes back to the
+	// pool as soon as it is copied (the copy itself is not charged).
+	frame := make([]byte, size)
+	for i, ch := range chunks {
+		copy(frame[i*frameChunkBytes:], (*ch)[:min(frameChunkBytes, size-i*frameChunkBytes)])
+		frameChunks.Put(ch)
+		chunks[i] = nil
+	}
+	chunks = chunks[:0]
 	return frame, nil
+}
+
+// chargeFrame charges n bytes of the frame being read. Time spent waiting
+// for the budget does not count against FrameTimeout: the deadline starts
+// again once the bytes are granted.
+func (c *conn) chargeFrame(t *ticket, n int) error {
+	waited, err := t.charge(int64(n))
+	if err != nil {
+		return err
+	}
+	if waited && !c.setReadDeadline(c.s.cfg.FrameTimeout) {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// readFull fills b from what was read ahead, then from the connection.
+func (c *conn) readFull(b []byte) error {
+	n := copy(b, c.in[c.inR:c.inW])
+	c.inR += n
+	if n == len(b) {
+		return nil
+	}
+	_, err := io.ReadFull(c.rw, b[n:])
+	return eofIsUnexpected(err)
 }
 
 // logReadEnd logs why reading stopped; a clean close by the peer or a
@@ -220,7 +344,7 @@ func (c *conn) logReadEnd(err error, during string) {
 
 // handleFrame decodes one frame and runs its handler. It returns false when
 // the connection must be closed.
-func (c *conn) handleFrame(frame []byte) (pending, bool) {
+func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 	h, body, err := parseHeader(frame)
 	if err != nil {
 		c.log.Warn().Int16("api_key", h.key).Int16("api_version", h.version).Err(err).Str("reason", "bad request header").Msg("connection closed: bad request header")
@@ -269,7 +393,9 @@ func (c *conn) handleFrame(frame []byte) (pending, bool) {
 		}
 	}
 	req.Body = decoded
-	reply, err := c.s.callHandler(c.s.ctx, req)
+	// The handler's context is the server's, carrying the request's
+	// budget share (BudgetFrom).
+	reply, err := c.s.callHandler(t, req)
 	if err != nil {
 		req.Logger().Error().Err(err).Str("reason", "handler failed").Msg("connection closed: handler failed")
 		return pending{}, false
@@ -338,33 +464,56 @@ func encodeReply(dst []byte, p pending) (frame []byte, err error) {
 	return appendResponse(dst, p.h.correlationID, resp), nil
 }
 
-func (c *conn) writeLoop(queue <-chan pending) {
-	var buf []byte
+// writeBufs recycles response buffers, so that an idle connection keeps
+// none; buffers grown past maxPooledWriteBuf are left to the GC.
+var writeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledWriteBuf = 1 << 20
+
+func (c *conn) writeLoop() {
 	broken := false
-	for p := range queue {
+	for {
+		p, _, ok := c.queue.pop()
+		if !ok {
+			return
+		}
 		if broken {
+			p.t.finish()
 			continue // drain so the reader never blocks
 		}
-		frame, err := encodeReply(buf[:0], p)
+		buf := writeBufs.Get().(*[]byte)
+		frame, err := encodeReply((*buf)[:0], p)
 		if err != nil {
+			writeBufs.Put(buf)
+			p.t.finish()
 			c.log.Error().Int16("api_key", p.h.key).Int16("api_version", p.h.version).Int32("correlation_id", p.h.correlationID).Err(err).Str("reason", "request failed").Msg("connection closed: request failed")
 			broken = true
 			c.stopReading()
 			continue
 		}
 		if frame == nil {
+			writeBufs.Put(buf)
+			p.t.finish()
+			c.s.answered(c)
 			continue // Produce with acks=0 has no response
 		}
-		buf = frame
 		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
 		// Write per response: the next reply may block on an fsync, and
 		// this response must not wait behind it.
-		if _, err = c.rw.Write(buf); err != nil {
+		_, err = c.rw.Write(frame)
+		if cap(frame) <= maxPooledWriteBuf {
+			*buf = frame
+			writeBufs.Put(buf)
+		}
+		p.t.finish()
+		if err != nil {
 			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
 				c.log.Warn().Err(err).Str("reason", "write failed").Msg("connection closed: write failed")
 			}
 			broken = true
 			c.stopReading()
+			continue
 		}
+		c.s.answered(c)
 	}
 }

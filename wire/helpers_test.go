@@ -62,6 +62,10 @@ func dialRaw(t *testing.T, addr string) *rawConn {
 		t.Fatalf("dial %s: %v", addr, err)
 	}
 	t.Cleanup(func() { nc.Close() })
+	return newRawConn(t, nc)
+}
+
+func newRawConn(t *testing.T, nc net.Conn) *rawConn {
 	return &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
 }
 

@@ -41,8 +41,10 @@ type Config struct {
 	IdleTimeout time.Duration
 	// WriteTimeout bounds writing one response (default 30 s).
 	WriteTimeout time.Duration
-	// MaxConns caps concurrent connections (default 10,000); further
-	// connections are closed at once with a log line.
+	// MaxConns caps concurrent connections (default 10,000). At the cap,
+	// a new connection closes the connection that has been idle longest,
+	// if one has been idle for a second or more (evictIdleAfter), with a
+	// log line; otherwise the new one is closed at once with a log line.
 	MaxConns int
 	// MaxInFlight caps the requests read but not yet answered on one
 	// connection (default 256); past it the server stops reading.
@@ -56,7 +58,25 @@ type Config struct {
 	// Security turns on TLS, SASL and authorization (see security.go).
 	// Nil: plaintext, no authentication, every request allowed.
 	Security *SecurityConfig
+	// Limits: the memory budget for requests in flight and the
+	// per-address connection limit.
+	Limits
 }
+
+// Limits are the limits a node gives its listeners (node passes them
+// through from the command line).
+type Limits struct {
+	// Budget bounds the memory of requests in flight (see Budget); servers
+	// that share one share the bound. Nil: the process's (ProcessBudget).
+	Budget *Budget
+	// MaxConnsPerIP caps the connections from one IP address (default
+	// 1,000, Kafka's max.connections.per.ip); an excess connection is
+	// closed at accept with a log line. Negative: no limit.
+	MaxConnsPerIP int
+}
+
+// DefaultMaxConnsPerIP is the default of Limits.MaxConnsPerIP.
+const DefaultMaxConnsPerIP = 1000
 
 // Features are the feature flags advertised in ApiVersions v3+.
 type Features struct {
@@ -93,11 +113,19 @@ type Server struct {
 	draining  chan struct{}
 	drainOnce sync.Once
 
+	budget *Budget
+
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
+	perIP    map[string]int
 	closing  bool
 	nextConn atomic.Uint64
 	wg       sync.WaitGroup
+
+	// idle lists the idle connections, longest idle first (limits.go).
+	idleMu   sync.Mutex
+	idle     connList
+	counters connCounters
 }
 
 // Start listens and serves in the background until Shutdown.
@@ -126,6 +154,9 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 256
 	}
+	if cfg.MaxConnsPerIP == 0 {
+		cfg.MaxConnsPerIP = DefaultMaxConnsPerIP
+	}
 	sec, err := newServerSecurity(cfg.Security, cfg.Registry)
 	if err != nil {
 		return nil, err
@@ -136,12 +167,16 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("wire: listen %s: %w", cfg.Addr, err)
 		}
 	}
-	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{}), sec: sec}
+	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{}), perIP: make(map[string]int), sec: sec, budget: cfg.Budget}
+	if s.budget == nil {
+		s.budget = ProcessBudget()
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.draining = make(chan struct{})
 	s.advertised, s.apiKeys = advertise(cfg.Registry, cfg.Profile, sec.builtinKeys())
 	s.wg.Add(1)
 	go s.acceptLoop()
+	liveServers.add(s)
 	return s, nil
 }
 
@@ -171,23 +206,15 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		delay = 0
-		c := &conn{s: s, nc: nc, rw: nc, id: s.nextConn.Add(1), sasl: s.sec.newConnSASL()}
+		c := &conn{s: s, nc: nc, rw: nc, id: s.nextConn.Add(1), sasl: s.sec.newConnSASL(), stop: make(chan struct{}), ip: hostOf(nc.RemoteAddr())}
 		c.log = s.cfg.Log.With().Str("remote", nc.RemoteAddr().String()).Uint64("conn", c.id).Logger()
-		s.mu.Lock()
-		if s.closing {
-			s.mu.Unlock()
+		if !s.admit(c) {
 			nc.Close()
-			return
-		}
-		if len(s.conns) >= s.cfg.MaxConns {
-			s.mu.Unlock()
-			c.log.Warn().Int("max_conns", s.cfg.MaxConns).Msg("connection refused: too many connections")
-			nc.Close()
+			if s.isClosing() {
+				return
+			}
 			continue
 		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
-		s.mu.Unlock()
 		go c.serve()
 	}
 }
@@ -219,6 +246,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.drainOnce.Do(func() { close(s.draining) })
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	defer liveServers.remove(s)
 	select {
 	case <-done:
 		s.cancel()
