@@ -125,7 +125,7 @@ func (l *Leader) handleProduce(ctx context.Context, r *wire.Request) wire.Reply 
 			case topicErr != nil:
 				pp.code = topicErr.Code
 			default:
-				l.prepareProducePart(pp, rp.Records, req.TransactionID, r)
+				l.prepareProducePart(pp, rp.Records, req.TransactionID, r, wire.BudgetFrom(ctx))
 			}
 		}
 	}
@@ -159,15 +159,16 @@ func (l *Leader) handleProduce(ctx context.Context, r *wire.Request) wire.Reply 
 	}
 }
 
-// prepareProducePart resolves the partition and validates the record set.
-func (l *Leader) prepareProducePart(pp *producePart, records []byte, txnID *string, r *wire.Request) {
+// prepareProducePart resolves the partition and validates the record set,
+// charging decompression to mem (the request's budget share).
+func (l *Leader) prepareProducePart(pp *producePart, records []byte, txnID *string, r *wire.Request, mem wire.MemoryBudget) {
 	p, kerrE := l.partitionFor(pp.topic, pp.index)
 	if kerrE != nil {
 		pp.code = kerrE.Code
 		return
 	}
 	pp.p = p
-	batches, headers, err := splitBatches(records)
+	batches, headers, err := splitBatches(records, mem)
 	if err != nil {
 		pp.code = errCode(err)
 		r.Logger().Warn().Err(err).Str("topic", pp.topic).Int32("partition", pp.index).Msg("produce: invalid record set")

@@ -2,7 +2,6 @@ package leaderstub
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 
@@ -108,8 +107,9 @@ func parseHeader(b []byte) (batchHeader, int, error) {
 // splitBatches validates a produced record set: every batch is v2, its
 // CRC-32C matches, it decompresses, its records parse and their count
 // matches the header. Control batches from clients are refused, as Kafka
-// refuses them (only the coordinator writes markers).
-func splitBatches(records []byte) ([][]byte, []batchHeader, error) {
+// refuses them (only the coordinator writes markers). Decompression charges
+// what it holds to mem, the request's budget share.
+func splitBatches(records []byte, mem memBudget) ([][]byte, []batchHeader, error) {
 	if len(records) == 0 {
 		return nil, nil, invalidRecord("empty record set")
 	}
@@ -128,7 +128,7 @@ func splitBatches(records []byte) ([][]byte, []batchHeader, error) {
 		if h.control() {
 			return nil, nil, invalidRecord("clients may not write control batches")
 		}
-		if err := validateRecords(raw, h); err != nil {
+		if err := validateRecords(raw, h, mem); err != nil {
 			return nil, nil, err
 		}
 		batches = append(batches, raw)
@@ -137,9 +137,11 @@ func splitBatches(records []byte) ([][]byte, []batchHeader, error) {
 	return batches, headers, nil
 }
 
-// validateRecords decompresses the batch and parses every record, so that a
-// consumer never receives a batch it cannot read.
-func validateRecords(raw []byte, h batchHeader) error {
+// validateRecords checks the batch's record count, then decompresses it and
+// parses every record (validateRecordData, decompress.go), so that a
+// consumer never receives a batch it cannot read. What decompression holds
+// is charged to mem.
+func validateRecords(raw []byte, h batchHeader, mem memBudget) error {
 	if h.RecordCount <= 0 {
 		return invalidRecord("batch with %d records", h.RecordCount)
 	}
@@ -150,45 +152,7 @@ func validateRecords(raw []byte, h batchHeader) error {
 	if codec > 4 {
 		return invalidRecord("unknown compression codec %d", codec)
 	}
-	body, err := decompressBounded(raw[batchHeaderLen:], codec)
-	if err != nil {
-		return corrupt("decompress (codec %d): %v", codec, err)
-	}
-	r := kbin.Reader{Src: body}
-	for i := int32(0); i < h.RecordCount; i++ {
-		length := r.Varint()
-		if r.Complete() != nil || length < 0 || int(length) > len(r.Src) {
-			return corrupt("record %d: bad length", i)
-		}
-		rec := kbin.Reader{Src: r.Span(int(length))}
-		rec.Int8()
-		rec.Varlong()
-		if delta := rec.Varint(); delta != i {
-			return invalidRecord("record %d has offset delta %d", i, delta)
-		}
-		if k := rec.Varint(); k > 0 {
-			rec.Span(int(k))
-		}
-		if v := rec.Varint(); v > 0 {
-			rec.Span(int(v))
-		}
-		headers := rec.Varint()
-		for j := int32(0); j < headers && rec.Ok(); j++ {
-			if k := rec.Varint(); k > 0 {
-				rec.Span(int(k))
-			}
-			if v := rec.Varint(); v > 0 {
-				rec.Span(int(v))
-			}
-		}
-		if err := rec.Complete(); err != nil || headers < 0 {
-			return corrupt("record %d: %v", i, errors.Join(err, errors.New("malformed record")))
-		}
-	}
-	if len(r.Src) != 0 {
-		return corrupt("%d trailing bytes after %d records", len(r.Src), h.RecordCount)
-	}
-	return nil
+	return validateRecordData(raw[batchHeaderLen:], codec, h.RecordCount, mem)
 }
 
 // setBaseOffset writes the assigned offset into a batch. The base offset
