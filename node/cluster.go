@@ -34,6 +34,9 @@ type EmbeddedConfig struct {
 	// bind 127.0.0.1:0 first and write the cluster file from them).
 	Listeners map[int32]net.Listener
 	Log       zerolog.Logger
+	// Limits are every node's listener limits; the nodes share one
+	// memory budget (nil Budget: the process's).
+	Limits wire.Limits
 }
 
 // Embedded is a running in-process cluster.
@@ -78,10 +81,11 @@ func (e *Embedded) inProcessLeader(addr string) *wire.Server {
 	return e.served[addr]
 }
 
-// NewMetrics returns a registry with the Go runtime and process collectors.
+// NewMetrics returns a registry with the Go runtime and process collectors
+// and the Kafka listeners' (wire.Collector: connections, the request budget).
 func NewMetrics() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), wire.Collector())
 	return reg
 }
 
@@ -113,7 +117,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	e.Coordinator, err = StartCoordinator(CoordinatorConfig{
 		View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
 		UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[cfg.File.Coordinator.NodeID], Log: cfg.Log, Metrics: e.Metrics,
-		InProcessLeader: e.inProcessLeader,
+		InProcessLeader: e.inProcessLeader, Limits: cfg.Limits,
 	})
 	if err != nil {
 		return nil, err
@@ -140,7 +144,7 @@ func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, 
 		RetentionBytes: e.cfg.RetentionBytes, ProducerIDExpiration: e.cfg.ProducerIDExpiration,
 		UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
 		Metrics:     prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics),
-		Coordinator: e.inProcess.leaderClient(),
+		Coordinator: e.inProcess.leaderClient(), Limits: e.cfg.Limits,
 	}
 }
 
@@ -227,7 +231,7 @@ func AdminToken(f *cluster.File) (token string, open []string, err error) {
 // (Metadata, FindCoordinator; ApiVersions is built into wire) plus the
 // role's own, advertised within the node's version profile.
 func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln net.Listener,
-	sec *wire.SecurityConfig, log zerolog.Logger, registerRole func(*wire.Registry)) (*wire.Server, error) {
+	sec *wire.SecurityConfig, limits wire.Limits, log zerolog.Logger, registerRole func(*wire.Registry)) (*wire.Server, error) {
 	reg := wire.NewRegistry()
 	v.RegisterMetadata(reg)
 	v.RegisterFindCoordinator(reg)
@@ -242,5 +246,6 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 		Profile:  profile,
 		Features: func() wire.Features { return v.Features(self.KafkaVersion) },
 		Log:      log,
+		Limits:   limits,
 	})
 }

@@ -40,6 +40,8 @@ type CoordinatorConfig struct {
 	InProcessLeader func(addr string) *wire.Server
 	Log             zerolog.Logger
 	Metrics         prometheus.Registerer
+	// Limits are the listener's limits (wire.Limits).
+	Limits wire.Limits
 }
 
 // Coordinator is a running coordinator node.
@@ -125,7 +127,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	sender.Start(coord)
-	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, log, coord.Register)
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, coord.Register)
 	if err != nil {
 		sender.Close()
 		coord.Close()

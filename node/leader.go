@@ -40,6 +40,8 @@ type LeaderConfig struct {
 	// (`txncoord up`: in-process); nil dials the cluster file's
 	// coordinator over TCP.
 	Coordinator leaderstub.CoordinatorClient
+	// Limits are the listener's limits (wire.Limits).
+	Limits wire.Limits
 }
 
 // Leader is a running leader node.
@@ -88,7 +90,7 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leader %d: %w", cfg.NodeID, err)
 	}
-	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, log, l.Register)
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, l.Register)
 	if err != nil {
 		l.Close()
 		return nil, fmt.Errorf("leader %d: %w", cfg.NodeID, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/node"
 	"github.com/txncoord/txncoord/security"
+	"github.com/txncoord/txncoord/wire"
 )
 
 // stopTimeout bounds a graceful stop (the contract allows 15 s in all).
@@ -43,6 +44,25 @@ func retentionFlag() cli.Flag {
 	return &cli.Int64Flag{Name: "retention-bytes", Value: 1 << 30, EnvVars: env("retention-bytes"), Usage: "per-partition log size kept by leaders"}
 }
 
+// limitsFlags are the Kafka listeners' limits (wire.Limits); limits reads
+// them.
+func limitsFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.Int64Flag{Name: "max-inflight-request-bytes", Value: wire.DefaultMaxInFlightRequestBytes, EnvVars: env("max-inflight-request-bytes"),
+			Usage: "memory for requests in flight, shared by the process's listeners (Kafka's queued.max.request.bytes): frames read and not yet answered plus decompression; a request that does not fit waits, its connection not read"},
+		&cli.IntFlag{Name: "max-connections-per-ip", Value: wire.DefaultMaxConnsPerIP, EnvVars: env("max-connections-per-ip"),
+			Usage: "connections one IP address may hold to each listener (Kafka's max.connections.per.ip); more are closed at accept; negative: no limit"},
+	}
+}
+
+func limits(c *cli.Context) (wire.Limits, error) {
+	n := c.Int64("max-inflight-request-bytes")
+	if n <= 0 {
+		return wire.Limits{}, usagef("--max-inflight-request-bytes %d: want a positive number of bytes", n)
+	}
+	return wire.Limits{Budget: wire.NewBudget(n), MaxConnsPerIP: c.Int("max-connections-per-ip")}, nil
+}
+
 func producerExpirationFlag() cli.Flag {
 	return &cli.DurationFlag{Name: "producer-id-expiration", Value: leaderstub.DefaultProducerIDExpiration, EnvVars: env("producer-id-expiration"),
 		Usage: "leaders forget a producer with no open transaction this long after its last write (Kafka's producer.id.expiration.ms), checked every 10 minutes or as often as it lasts if shorter"}
@@ -57,7 +77,7 @@ func upCommand() *cli.Command {
 
 The coordinator listens on --listen, leader i (node id i) on port(--listen)+i.
 Prints one line "txncoord ready bootstrap=... admin=..." when every listener is up.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir"), Usage: "where the logs live; DATA_DIR/cluster.yaml is written"},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", EnvVars: env("listen"), Usage: "coordinator address; leaders take the next ports"},
 			&cli.StringFlag{Name: "leaders", Value: "4.2,4.2,4.1", EnvVars: env("leaders"), Usage: "Kafka version of each leader: 3.9, 4.0, 4.1 or 4.2"},
@@ -68,7 +88,7 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 			&cli.BoolFlag{Name: "secure", EnvVars: env("secure"), Usage: "TLS + SASL on every listener and a token on the admin API, with a local CA and credentials generated under DATA_DIR/security"},
 			&cli.BoolFlag{Name: "force-new-cluster", EnvVars: env("force-new-cluster"), Usage: "start over: move the data dir's store and log aside (renamed, not deleted) and start an empty cluster"},
 			discoveryFlag(), noSyncFlag(), retentionFlag(), producerExpirationFlag(),
-		},
+		}, limitsFlags()...),
 		Action: runUp,
 	}
 }
@@ -117,6 +137,10 @@ func runUp(c *cli.Context) error {
 	if err != nil {
 		return usageError{fmt.Errorf("bad cluster settings: %w", err)}
 	}
+	lim, err := limits(c)
+	if err != nil {
+		return err
+	}
 	dataDir := c.String("data-dir")
 	discarded, err := node.PrepareDataDir(dataDir, c.Bool("force-new-cluster"))
 	if err != nil {
@@ -139,6 +163,7 @@ func runUp(c *cli.Context) error {
 		File: file, DataDir: dataDir, AdminListen: c.String("admin-listen"),
 		MarkerVersionDiscovery: c.Bool("marker-version-discovery"), UnsafeNoSync: c.Bool("unsafe-no-fsync"),
 		RetentionBytes: c.Int64("retention-bytes"), ProducerIDExpiration: c.Duration("producer-id-expiration"), Log: logger,
+		Limits: lim,
 	})
 	if err != nil {
 		return err
@@ -216,12 +241,12 @@ func coordinatorCommand() *cli.Command {
 		Usage: "run the coordinator node of a cluster file",
 		Description: `Example:
    txncoord coordinator --cluster ./cluster.yaml --data-dir ./coord-data --admin-listen 127.0.0.1:9644`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "cluster", EnvVars: env("cluster"), Usage: "cluster file (YAML)"},
 			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir")},
 			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: `admin HTTP API address ("" to disable)`},
 			discoveryFlag(), noSyncFlag(),
-		},
+		}, limitsFlags()...),
 		Action: func(c *cli.Context) error {
 			sigs := stopSignals()
 			defer signal.Stop(sigs)
@@ -229,10 +254,14 @@ func coordinatorCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			lim, err := limits(c)
+			if err != nil {
+				return err
+			}
 			metrics := node.NewMetrics()
 			co, err := node.StartCoordinator(node.CoordinatorConfig{
 				View: view, DataDir: c.String("data-dir"), MarkerVersionDiscovery: c.Bool("marker-version-discovery"),
-				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: metrics,
+				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: metrics, Limits: lim,
 			})
 			if err != nil {
 				return err
@@ -268,13 +297,13 @@ func leaderCommand() *cli.Command {
 		Usage: "run one leader node of a cluster file",
 		Description: `Example:
    txncoord leader --cluster ./cluster.yaml --node-id 1 --data-dir ./leader1-data`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "cluster", EnvVars: env("cluster"), Usage: "cluster file (YAML)"},
 			&cli.IntFlag{Name: "node-id", Value: -1, EnvVars: env("node-id"), Usage: "this leader's node id in the cluster file"},
 			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir")},
 			&cli.StringFlag{Name: "kafka-version", EnvVars: env("kafka-version"), Usage: "override this leader's kafka_version (rolling upgrade or downgrade)"},
 			noSyncFlag(), retentionFlag(), producerExpirationFlag(),
-		},
+		}, limitsFlags()...),
 		Action: func(c *cli.Context) error {
 			sigs := stopSignals()
 			defer signal.Stop(sigs)
@@ -285,11 +314,15 @@ func leaderCommand() *cli.Command {
 			if c.Int("node-id") < 0 {
 				return usagef("--node-id N is required")
 			}
+			lim, err := limits(c)
+			if err != nil {
+				return err
+			}
 			l, err := node.StartLeader(node.LeaderConfig{
 				View: view, NodeID: int32(c.Int("node-id")), KafkaVersion: c.String("kafka-version"),
 				DataDir: c.String("data-dir"), RetentionBytes: c.Int64("retention-bytes"),
 				ProducerIDExpiration: c.Duration("producer-id-expiration"),
-				UnsafeNoSync:         c.Bool("unsafe-no-fsync"), Log: logger, Metrics: node.NewMetrics(),
+				UnsafeNoSync:         c.Bool("unsafe-no-fsync"), Log: logger, Metrics: node.NewMetrics(), Limits: lim,
 			})
 			if err != nil {
 				if strings.Contains(err.Error(), "not a leader") {
