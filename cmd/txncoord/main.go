@@ -77,7 +77,7 @@ func newApp() *cli.App {
 		Usage:                "Kafka transaction coordinator with KIP-1228 marker version negotiation",
 		Version:              version,
 		EnableBashCompletion: false,
-		Description: "txncoord help [COMMAND [SUBCOMMAND]] (or COMMAND --help) shows a command's flags.",
+		Description:          "txncoord help [COMMAND [SUBCOMMAND]] (or COMMAND --help) shows a command's flags.",
 		// urfave/cli's help command reads one level only (help txn, not
 		// help txn abort): the root's action serves help instead.
 		HideHelpCommand: true,
