@@ -74,7 +74,7 @@ func (s *Space) Append(rec []byte) (wal.Pos, error) {
 		return 0, s.closedErr()
 	}
 	s.mu.Unlock()
-	return s.st.append(s, rec)
+	return s.st.append(s, rec, nil)
 }
 
 // Submit appends rec and returns its position and a channel that gets nil
@@ -91,19 +91,21 @@ func (s *Space) Submit(rec []byte, durable func()) (wal.Pos, <-chan error) {
 	}
 	s.inFlight.Add(1)
 	s.mu.Unlock()
-	pos, err := s.st.append(s, rec)
-	if err != nil {
-		s.inFlight.Done()
-		ch <- err
-		return 0, ch
-	}
-	s.st.wal.OnDurable(pos, func(err error) {
+	// The callback is registered with the append: it never runs on this
+	// goroutine, whose caller may hold a lock durable takes (a leader's
+	// partition lock).
+	pos, err := s.st.append(s, rec, func(err error) {
 		if err == nil && durable != nil {
 			durable()
 		}
 		ch <- err
 		s.inFlight.Done()
 	})
+	if err != nil {
+		s.inFlight.Done()
+		ch <- err
+		return 0, ch
+	}
 	return pos, ch
 }
 

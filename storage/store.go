@@ -329,7 +329,9 @@ func (st *Store) onSync(s wal.SyncStats) {
 }
 
 // append puts one record of sp in the log; the caller learns its position.
-func (st *Store) append(sp *Space, body []byte) (wal.Pos, error) {
+// then, if set, runs on the log's writer once the record is durable or the
+// log failed (never on the caller's goroutine).
+func (st *Store) append(sp *Space, body []byte, then func(error)) (wal.Pos, error) {
 	rec := frameRecord(sp.kind, sp.name, body)
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -339,7 +341,7 @@ func (st *Store) append(sp *Space, body []byte) (wal.Pos, error) {
 	if st.closed {
 		return 0, ErrClosed
 	}
-	pos, err := st.wal.Append(rec)
+	pos, err := st.wal.AppendThen(then, rec)
 	if err != nil {
 		return 0, err
 	}

@@ -185,6 +185,16 @@ func (l *Log) Stats() Stats {
 // contiguous. After a failure it returns the sticky error, after Close
 // ErrClosed.
 func (l *Log) Append(recs ...[]byte) (Pos, error) {
+	return l.AppendThen(nil, recs...)
+}
+
+// AppendThen is Append that also registers fn for the outcome of the last
+// record (as OnDurable does), in the same step: fn then always runs on the
+// writer goroutine, never on the caller's, so the caller may hold a lock fn
+// takes. (Append followed by OnDurable could find the record durable
+// already and run fn at once, on the caller's goroutine.) fn is not called
+// when AppendThen returns an error.
+func (l *Log) AppendThen(fn func(error), recs ...[]byte) (Pos, error) {
 	// Checksum the data outside the lock; only the Pos is hashed under it.
 	var small [8]uint32
 	partial := small[:0]
@@ -218,6 +228,9 @@ func (l *Log) Append(recs ...[]byte) (Pos, error) {
 		q.sizes = append(q.sizes, headerSize+len(rec))
 	}
 	last := l.last
+	if fn != nil {
+		l.callbacks = append(l.callbacks, callback{last, fn})
+	}
 	l.mu.Unlock()
 
 	l.appends.Add(1)
