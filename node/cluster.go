@@ -18,6 +18,7 @@ import (
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -28,8 +29,12 @@ type EmbeddedConfig struct {
 	AdminListen            string // "" = no admin API
 	MarkerVersionDiscovery bool
 	UnsafeNoSync           bool
-	RetentionBytes         int64
-	ProducerIDExpiration   time.Duration // 0: Kafka's one day (LeaderConfig)
+	// WALFS, optional, is the process log's file layer (tests: a
+	// simulated power loss or a failing disk, wal/waltest); nil is the
+	// operating system's.
+	WALFS                wal.FS
+	RetentionBytes       int64
+	ProducerIDExpiration time.Duration // 0: Kafka's one day (LeaderConfig)
 	// Listeners, optional, are already-bound listeners by node id (tests
 	// bind 127.0.0.1:0 first and write the cluster file from them).
 	Listeners map[int32]net.Listener
@@ -102,7 +107,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 			e.Stop(context.Background())
 		}
 	}()
-	if e.Shared, err = openSharedStore(cfg.DataDir, cfg.UnsafeNoSync, e.Metrics, cfg.Log); err != nil {
+	if e.Shared, err = openSharedStore(cfg.DataDir, cfg.UnsafeNoSync, cfg.WALFS, e.Metrics, cfg.Log); err != nil {
 		return nil, err
 	}
 	e.inProcess = newInProcessCoordinator(e.View)

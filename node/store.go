@@ -33,7 +33,7 @@ var RecordCodecs = map[storage.Kind]storage.ApplyFunc{
 // makes a record durable only with those appended before it (the
 // coordinator's registration before the leader's data, a leader's marker
 // before the coordinator's Complete).
-func openSharedStore(dataDir string, noSync bool, reg prometheus.Registerer, log zerolog.Logger) (*storage.Store, error) {
+func openSharedStore(dataDir string, noSync bool, fs wal.FS, reg prometheus.Registerer, log zerolog.Logger) (*storage.Store, error) {
 	if legacy, err := hasPerNodeFiles(dataDir); err != nil {
 		return nil, err
 	} else if legacy {
@@ -44,7 +44,7 @@ func openSharedStore(dataDir string, noSync bool, reg prometheus.Registerer, log
 		return nil, err
 	}
 	obs := newStoreObserver(reg)
-	st, err := storage.Open(filepath.Join(dataDir, SharedStoreFile), storage.Options{NoSync: noSync, Log: log,
+	st, err := storage.Open(filepath.Join(dataDir, SharedStoreFile), storage.Options{NoSync: noSync, Log: log, FS: fs,
 		Kinds: RecordCodecs, OnSync: obs.sync, OnApply: obs.apply})
 	if err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
