@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -35,15 +36,22 @@ type conn struct {
 	nc        net.Conn
 	rw        net.Conn
 	id        uint64
-	log       zerolog.Logger
 	principal string
+	// logv is the connection's logger (remote address, connection id),
+	// built on first use (log): most connections log nothing, and
+	// zerolog's With allocates 500 bytes.
+	logOnce sync.Once
+	logv    zerolog.Logger
 	// sasl is the SASL state (nil when SASL is off); reader goroutine only.
 	sasl    *connSASL
 	stopped atomic.Bool
 	// stop is closed by stopReading: it ends a wait for the budget.
 	stop     chan struct{}
 	stopOnce sync.Once
-	queue    *replyQueue
+	queue    replyQueue
+	// writeBroken: a response failed; the writer drains the rest
+	// unanswered. Writer goroutine only (writers run one at a time).
+	writeBroken bool
 
 	// in[inR:inW] are bytes read ahead of the current frame: the reader
 	// waits for a request by reading into in (no buffer is held while
@@ -54,8 +62,9 @@ type conn struct {
 	// frames counts the frames read (the first one may be HTTP).
 	frames int
 
-	// ip is the remote host, the per-address limit's key.
-	ip string
+	// ip is the remote IP, the per-address limit's key (invalid for a
+	// connection that is not TCP: not limited).
+	ip netip.Addr
 	// Idle tracking (Server.idleMu): inflight counts requests read but
 	// not answered, waiting is set while the reader waits for the next
 	// request; the connection is idle, and in the server's idle list,
@@ -64,6 +73,13 @@ type conn struct {
 	waiting, listed    bool
 	idleSince          time.Time
 	idlePrev, idleNext *conn
+}
+
+func (c *conn) log() *zerolog.Logger {
+	c.logOnce.Do(func() {
+		c.logv = c.s.cfg.Log.With().Str("remote", c.nc.RemoteAddr().String()).Uint64("conn", c.id).Logger()
+	})
+	return &c.logv
 }
 
 // readAheadBytes is what the reader reads at once while waiting for a
@@ -121,27 +137,20 @@ func (c *conn) serve() {
 	}
 	rw, principal, err := c.s.sec.handshake(c.nc)
 	if err != nil {
-		c.log.Warn().Err(err).Str("reason", "tls handshake failed").Msg("connection closed: handshake failed")
+		c.log().Warn().Err(err).Str("reason", "tls handshake failed").Msg("connection closed: handshake failed")
 		return
 	}
 	c.rw, c.principal = rw, principal
 	if c.s.cfg.WrapConn != nil {
 		rw, principal, err := c.s.cfg.WrapConn(c.rw)
 		if err != nil {
-			c.log.Warn().Err(err).Msg("connection closed: handshake failed")
+			c.log().Warn().Err(err).Msg("connection closed: handshake failed")
 			return
 		}
 		c.rw, c.principal = rw, principal
 	}
-	c.queue = newReplyQueue(c.s.cfg.MaxInFlight)
-	writerDone := make(chan struct{})
-	go func() {
-		defer close(writerDone)
-		c.writeLoop()
-	}()
 	c.readLoop()
-	c.queue.close()
-	<-writerDone
+	c.queue.wait() // the writer finishes what was queued
 }
 
 // eagerFrameBytes is the frame size up to which the whole frame buffer is
@@ -186,7 +195,7 @@ func (c *conn) readLoop() {
 			if c.frames == 0 && c.notKafka(sizeBytes) {
 				return
 			}
-			c.log.Warn().Err(err).Str("reason", "bad frame size").Msg("connection closed: bad frame size")
+			c.log().Warn().Err(err).Str("reason", "bad frame size").Msg("connection closed: bad frame size")
 			return
 		}
 		c.inR += 4
@@ -211,7 +220,9 @@ func (c *conn) readLoop() {
 			return
 		}
 		p.t = t
-		c.queue.push(p)
+		if c.queue.push(p) {
+			go c.writeLoop()
+		}
 		if p.closeAfter {
 			return
 		}
@@ -331,15 +342,15 @@ func (c *conn) readFull(b []byte) error {
 // shutdown is not worth a warning.
 func (c *conn) logReadEnd(err error, during string) {
 	if c.stopped.Load() || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-		c.log.Debug().Err(err).Str("during", during).Msg("connection ended")
+		c.log().Debug().Err(err).Str("during", during).Msg("connection ended")
 		return
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		c.log.Warn().Str("during", during).Str("reason", "read timeout").Msg("connection closed: read timeout")
+		c.log().Warn().Str("during", during).Str("reason", "read timeout").Msg("connection closed: read timeout")
 		return
 	}
-	c.log.Warn().Err(err).Str("during", during).Str("reason", "read error").Msg("connection closed: read error")
+	c.log().Warn().Err(err).Str("during", during).Str("reason", "read error").Msg("connection closed: read error")
 }
 
 // handleFrame decodes one frame and runs its handler. It returns false when
@@ -347,12 +358,12 @@ func (c *conn) logReadEnd(err error, during string) {
 func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 	h, body, err := parseHeader(frame)
 	if err != nil {
-		c.log.Warn().Int16("api_key", h.key).Int16("api_version", h.version).Err(err).Str("reason", "bad request header").Msg("connection closed: bad request header")
+		c.log().Warn().Int16("api_key", h.key).Int16("api_version", h.version).Err(err).Str("reason", "bad request header").Msg("connection closed: bad request header")
 		return pending{}, false
 	}
 	req := &Request{
 		Key: h.key, Version: h.version, CorrelationID: h.correlationID, ClientID: h.clientID, Remote: c.nc.RemoteAddr(),
-		ConnID: c.id, Principal: c.principal, Stopping: c.s.draining, Log: c.log, sec: c.s.sec,
+		ConnID: c.id, Principal: c.principal, Stopping: c.s.draining, Log: c.s.cfg.Log, sec: c.s.sec,
 	}
 	if c.sasl.pendingAuth() && h.key != 18 && h.key != 17 && h.key != 36 {
 		// Kafka closes the connection too: before authentication only
@@ -470,14 +481,18 @@ var writeBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledWriteBuf = 1 << 20
 
+// writeLoop writes the queued responses in order, and ends once the queue
+// is empty: it runs only while the connection has something to answer
+// (replyQueue.push starts it), so an idle connection has no writer
+// goroutine.
 func (c *conn) writeLoop() {
-	broken := false
+	defer c.queue.writerDone()
 	for {
-		p, _, ok := c.queue.pop()
+		p, ok := c.queue.pop()
 		if !ok {
 			return
 		}
-		if broken {
+		if c.writeBroken {
 			p.t.finish()
 			continue // drain so the reader never blocks
 		}
@@ -486,8 +501,8 @@ func (c *conn) writeLoop() {
 		if err != nil {
 			writeBufs.Put(buf)
 			p.t.finish()
-			c.log.Error().Int16("api_key", p.h.key).Int16("api_version", p.h.version).Int32("correlation_id", p.h.correlationID).Err(err).Str("reason", "request failed").Msg("connection closed: request failed")
-			broken = true
+			c.log().Error().Int16("api_key", p.h.key).Int16("api_version", p.h.version).Int32("correlation_id", p.h.correlationID).Err(err).Str("reason", "request failed").Msg("connection closed: request failed")
+			c.writeBroken = true
 			c.stopReading()
 			continue
 		}
@@ -508,9 +523,9 @@ func (c *conn) writeLoop() {
 		p.t.finish()
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
-				c.log.Warn().Err(err).Str("reason", "write failed").Msg("connection closed: write failed")
+				c.log().Warn().Err(err).Str("reason", "write failed").Msg("connection closed: write failed")
 			}
-			broken = true
+			c.writeBroken = true
 			c.stopReading()
 			continue
 		}

@@ -22,6 +22,18 @@
 // leaderstub, txnlog or markersender. Handlers and the version profile are its
 // inputs.
 //
+// Resources (Config.Limits, limits.go, budget.go): a Budget bounds the
+// memory of requests in flight across the servers that share it (one per
+// process by default, as Kafka's queued.max.request.bytes): frames count
+// from their first byte until answered, handlers charge what they hold
+// (BudgetFrom), and a request that does not fit waits with its connection
+// unread. Frames are read as they arrive, in chunks charged to the budget.
+// An idle connection holds a reader goroutine and a small struct (no read
+// buffer, no writer goroutine, no reply slots). MaxConnsPerIP limits one
+// address; at MaxConns the longest-idle connection makes room. HTTP or TLS
+// on a plaintext Kafka port is named in one log line (notkafka.go).
+// Collector exports connections and the budget to Prometheus.
+//
 // Main types: Registry (handlers by API key with their version range), Server
 // (listener and connections), Handler and Reply (how a handler answers, now or
 // after some durable write), Client (one connection to another node) and

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"net"
+	"net/netip"
 	"sync/atomic"
 	"time"
 )
@@ -39,10 +40,10 @@ func (s *Server) admit(c *conn) bool {
 		s.mu.Unlock()
 		return false
 	}
-	if limit := s.cfg.MaxConnsPerIP; limit > 0 && s.perIP[c.ip] >= limit {
+	if limit := s.cfg.MaxConnsPerIP; limit > 0 && c.ip.IsValid() && s.perIP[c.ip] >= limit {
 		s.mu.Unlock()
 		s.counters.refusedPerIP.Add(1)
-		c.log.Warn().Int("max_connections_per_ip", limit).Str("reason", "too many connections from this address").
+		c.log().Warn().Int("max_connections_per_ip", limit).Str("reason", "too many connections from this address").
 			Msg("connection refused: too many connections from this address")
 		return false
 	}
@@ -51,18 +52,20 @@ func (s *Server) admit(c *conn) bool {
 		if victim == nil {
 			s.mu.Unlock()
 			s.counters.refusedMaxConns.Add(1)
-			c.log.Warn().Int("max_conns", s.cfg.MaxConns).Msg("connection refused: too many connections")
+			c.log().Warn().Int("max_conns", s.cfg.MaxConns).Msg("connection refused: too many connections")
 			return false
 		}
 		s.counters.evicted.Add(1)
-		victim.log.Info().Int("max_conns", s.cfg.MaxConns).Dur("idle", idle).Str("reason", "idle at the connection cap").
+		victim.log().Info().Int("max_conns", s.cfg.MaxConns).Dur("idle", idle).Str("reason", "idle at the connection cap").
 			Msg("connection closed: idle longest while the listener is at its connection cap")
 		// The victim leaves s.conns when its goroutine ends, so the count
 		// is one over the cap until then.
 		victim.stopReading()
 	}
 	s.conns[c] = struct{}{}
-	s.perIP[c.ip]++
+	if c.ip.IsValid() {
+		s.perIP[c.ip]++
+	}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	return true
@@ -72,8 +75,10 @@ func (s *Server) admit(c *conn) bool {
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
-	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
-		delete(s.perIP, c.ip)
+	if c.ip.IsValid() {
+		if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+			delete(s.perIP, c.ip)
+		}
 	}
 	s.mu.Unlock()
 	s.idleMu.Lock()
@@ -161,18 +166,11 @@ func (l *connList) remove(c *conn) {
 	c.idlePrev, c.idleNext, c.listed = nil, nil, false
 }
 
-// hostOf is the per-address limit's key: the IP of a TCP peer, the host
-// part of another address.
-func hostOf(a net.Addr) string {
+// ipOf is the per-address limit's key: a TCP peer's IP (an IPv4-mapped
+// IPv6 address as IPv4); other peers are not limited (invalid).
+func ipOf(a net.Addr) netip.Addr {
 	if ta, ok := a.(*net.TCPAddr); ok {
-		return ta.IP.String()
+		return ta.AddrPort().Addr().Unmap()
 	}
-	if a == nil {
-		return ""
-	}
-	host, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return host
+	return netip.Addr{}
 }

@@ -25,14 +25,14 @@ func (c *conn) notKafka(prefix []byte) bool {
 	switch {
 	case isHTTP(prefix):
 		c.s.counters.notKafka.Add(1)
-		c.log.Warn().Str("reason", "http on a kafka port").
+		c.log().Warn().Str("reason", "http on a kafka port").
 			Msgf("HTTP request on a Kafka port from %s: this listener speaks the Kafka protocol (the admin API is on --admin-listen)", remote)
 		c.answerHTTP()
 		return true
 	case !c.s.sec.tlsOn() && prefix[0] == 0x16 && prefix[1] == 0x03:
 		// A TLS record header: handshake (22), version 3.x.
 		c.s.counters.notKafka.Add(1)
-		c.log.Warn().Str("reason", "tls on a plaintext port").
+		c.log().Warn().Str("reason", "tls on a plaintext port").
 			Msgf("TLS handshake on a plaintext Kafka port from %s: this listener does not use TLS", remote)
 		return true
 	}

@@ -4,34 +4,40 @@ import "sync"
 
 // replyQueue carries a connection's pending answers from its reader to its
 // writer, in request order. It holds at most max entries (push waits for
-// room: the reader stops reading), and its storage grows on demand and is
-// dropped when it empties, so an idle connection holds no slots (a buffered
-// channel of Config.MaxInFlight would hold them all for the connection's
-// life).
+// room: the reader stops reading). Nothing of it exists while the
+// connection is idle: its storage grows on demand and is dropped once
+// drained, and its writer goroutine runs only while there is something to
+// answer (push reports when to start one; it ends when pop finds the queue
+// empty). A buffered channel of Config.MaxInFlight and a writer parked on
+// it held both for the connection's whole life.
 type replyQueue struct {
 	max int
 
-	mu     sync.Mutex
-	items  []pending // items[head:] are queued
-	head   int
-	closed bool
-	// popWait / pushWait are set while the writer / reader sleeps.
-	popWait, pushWait bool
-	popWake, pushWake chan struct{}
+	mu    sync.Mutex
+	items []pending // items[head:] are queued
+	head  int
+	// writing: a writer goroutine runs (from push's start until the pop
+	// that finds the queue empty).
+	writing bool
+	writers sync.WaitGroup
+	// room wakes the reader waiting for room (made on first use).
+	room     chan struct{}
+	roomWait bool
 }
 
-func newReplyQueue(max int) *replyQueue {
-	return &replyQueue{max: max, popWake: make(chan struct{}, 1), pushWake: make(chan struct{}, 1)}
-}
-
-// push queues p, waiting while the queue is full. Only the reader pushes
-// (and closes).
-func (q *replyQueue) push(p pending) {
+// push queues p, waiting while the queue is full. It returns true when the
+// caller must start a writer goroutine (none is running). Only the reader
+// pushes.
+func (q *replyQueue) push(p pending) (startWriter bool) {
 	q.mu.Lock()
 	for len(q.items)-q.head >= q.max {
-		q.pushWait = true
+		// Full: a writer runs, and its next pop wakes us.
+		if q.room == nil {
+			q.room = make(chan struct{}, 1)
+		}
+		q.roomWait = true
 		q.mu.Unlock()
-		<-q.pushWake
+		<-q.room
 		q.mu.Lock()
 	}
 	if len(q.items) == cap(q.items) && q.head > 0 {
@@ -41,57 +47,37 @@ func (q *replyQueue) push(p pending) {
 		q.items, q.head = q.items[:n], 0
 	}
 	q.items = append(q.items, p)
-	if q.popWait {
-		q.popWait = false
-		q.popWake <- struct{}{}
+	if !q.writing {
+		q.writing, startWriter = true, true
+		q.writers.Add(1)
 	}
 	q.mu.Unlock()
+	return startWriter
 }
 
-// close tells the writer that nothing more comes; what is queued is still
-// popped.
-func (q *replyQueue) close() {
+// pop returns the oldest entry. On false the queue is empty and the
+// writer must end (calling writerDone): the next push starts another.
+func (q *replyQueue) pop() (p pending, ok bool) {
 	q.mu.Lock()
-	q.closed = true
-	if q.popWait {
-		q.popWait = false
-		q.popWake <- struct{}{}
-	}
-	q.mu.Unlock()
-}
-
-// pop returns the oldest entry, waiting for one; false once the queue is
-// closed and empty. empty reports whether the queue is empty after it.
-func (q *replyQueue) pop() (p pending, empty, ok bool) {
-	q.mu.Lock()
-	for q.head == len(q.items) {
-		if q.closed {
-			q.mu.Unlock()
-			return pending{}, true, false
-		}
-		q.popWait = true
-		q.mu.Unlock()
-		<-q.popWake
-		q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head == len(q.items) {
+		q.items, q.head = nil, 0
+		q.writing = false
+		return pending{}, false
 	}
 	p = q.items[q.head]
 	q.items[q.head] = pending{}
 	q.head++
-	if q.head == len(q.items) {
-		// Drained: keep a small array for the next burst, drop a large
-		// one.
-		if cap(q.items) > 16 {
-			q.items = nil
-		} else {
-			q.items = q.items[:0]
-		}
-		q.head = 0
+	if q.roomWait {
+		q.roomWait = false
+		q.room <- struct{}{}
 	}
-	if q.pushWait {
-		q.pushWait = false
-		q.pushWake <- struct{}{}
-	}
-	empty = q.head == len(q.items)
-	q.mu.Unlock()
-	return p, empty, true
+	return p, true
 }
+
+// writerDone is the writer's last call.
+func (q *replyQueue) writerDone() { q.writers.Done() }
+
+// wait waits until everything queued is written (or dropped). Only the
+// reader calls it, after its last push.
+func (q *replyQueue) wait() { q.writers.Wait() }

@@ -25,8 +25,8 @@ type Request struct {
 	Principal string
 	// Stopping is closed when the server begins a graceful shutdown.
 	Stopping <-chan struct{}
-	// Log is the connection's logger (the server's, for an in-process
-	// call). Logger adds the request's own fields to it.
+	// Log is the server's logger. Logger adds the connection's and the
+	// request's fields to it.
 	Log zerolog.Logger
 
 	// sec is the listener's security (nil when off, and in requests that
@@ -47,8 +47,9 @@ type Request struct {
 // as the log is ordered.
 func (r *Request) InProcess() bool { return r.inProcess }
 
-// Logger is Log with the request's fields (api key, version, and the
-// correlation id, or for an in-process call the remote and call id), built
+// Logger is Log with the connection's and the request's fields (remote,
+// connection id, correlation id, api key and version; for an in-process
+// call the remote "in-process" and the call id), built
 // on first use: zerolog's With copies and formats every field at once, and
 // most requests log nothing. Safe for concurrent use by a handler and its
 // Reply.
@@ -58,6 +59,11 @@ func (r *Request) Logger() *zerolog.Logger {
 		if r.inProcess {
 			c = c.Str("remote", localAddr{}.String()).Uint64("conn", r.ConnID)
 		} else {
+			// The connection's fields, as conn.log has them (none in a
+			// request a test built by hand).
+			if r.Remote != nil {
+				c = c.Str("remote", r.Remote.String()).Uint64("conn", r.ConnID)
+			}
 			c = c.Int32("correlation_id", r.CorrelationID)
 		}
 		r.logger = c.Int16("api_key", r.Key).Int16("api_version", r.Version).Logger()

@@ -111,7 +111,7 @@ func (s *scramSession) step(token []byte) ([]byte, string, bool, error) {
 func (c *conn) rawToken(frame []byte) (pending, bool) {
 	out, user, done, err := c.sasl.session.step(frame)
 	if err != nil {
-		c.log.Warn().Str("mechanism", c.sasl.mechanism).Str("user", user).Err(err).Str("reason", "sasl authentication failed").Msg("connection closed: SASL authentication failed")
+		c.log().Warn().Str("mechanism", c.sasl.mechanism).Str("user", user).Err(err).Str("reason", "sasl authentication failed").Msg("connection closed: SASL authentication failed")
 		return pending{}, false
 	}
 	if done {
@@ -124,5 +124,5 @@ func (c *conn) rawToken(frame []byte) (pending, bool) {
 func (c *conn) authenticated(user string) {
 	c.sasl.authenticated, c.sasl.raw, c.sasl.session = true, false, nil
 	c.principal = "User:" + user
-	c.log.Info().Str("mechanism", c.sasl.mechanism).Str("principal", c.principal).Msg("SASL authentication succeeded")
+	c.log().Info().Str("mechanism", c.sasl.mechanism).Str("principal", c.principal).Msg("SASL authentication succeeded")
 }

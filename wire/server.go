@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,7 +118,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
-	perIP    map[string]int
+	perIP    map[netip.Addr]int
 	closing  bool
 	nextConn atomic.Uint64
 	wg       sync.WaitGroup
@@ -167,7 +168,7 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("wire: listen %s: %w", cfg.Addr, err)
 		}
 	}
-	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{}), perIP: make(map[string]int), sec: sec, budget: cfg.Budget}
+	s := &Server{cfg: cfg, ln: ln, conns: make(map[*conn]struct{}), perIP: make(map[netip.Addr]int), sec: sec, budget: cfg.Budget}
 	if s.budget == nil {
 		s.budget = ProcessBudget()
 	}
@@ -182,6 +183,9 @@ func Start(cfg Config) (*Server, error) {
 
 // Addr is the address the server listens on.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Budget is the memory budget of the server's requests in flight.
+func (s *Server) Budget() *Budget { return s.budget }
 
 // Advertised returns the version range this server advertises for key.
 func (s *Server) Advertised(key int16) (minVersion, maxVersion int16, ok bool) {
@@ -206,8 +210,8 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		delay = 0
-		c := &conn{s: s, nc: nc, rw: nc, id: s.nextConn.Add(1), sasl: s.sec.newConnSASL(), stop: make(chan struct{}), ip: hostOf(nc.RemoteAddr())}
-		c.log = s.cfg.Log.With().Str("remote", nc.RemoteAddr().String()).Uint64("conn", c.id).Logger()
+		c := &conn{s: s, nc: nc, rw: nc, id: s.nextConn.Add(1), sasl: s.sec.newConnSASL(), stop: make(chan struct{}), ip: ipOf(nc.RemoteAddr())}
+		c.queue.max = s.cfg.MaxInFlight
 		if !s.admit(c) {
 			nc.Close()
 			if s.isClosing() {
