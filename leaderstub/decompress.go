@@ -32,7 +32,9 @@ import (
 //
 // Raw snappy (not xerial-framed, as kgo and librdkafka write it) is the one
 // codec decoded whole, block at a time: its output is charged before it is
-// allocated.
+// allocated. Everything is charged before decompression starts, so a
+// decompression never waits for the budget while it holds a slot (the
+// requests waiting for that slot could be the ones holding the budget).
 
 // maxDecompressedBatch bounds what one record batch may decompress to. A
 // frame is at most 100 MiB, but a compressed batch of that size can expand
@@ -117,7 +119,14 @@ func openRecords(src []byte, codec int16, mem memBudget) (*records, error) {
 		if len(src) < 16 {
 			return nil, errors.New("xerial snappy: short header")
 		}
-		dec = &xerialReader{rest: src[16:], r: r}
+		largest, err := xerialLargestChunk(src[16:])
+		if err != nil {
+			return nil, err
+		}
+		if err := r.charge(int64(largest)); err != nil {
+			return nil, err
+		}
+		dec = &xerialReader{rest: src[16:], buf: make([]byte, largest)}
 	case 3:
 		if err := r.charge(2 * lz4BlockBytes(src)); err != nil {
 			return nil, err
@@ -384,15 +393,41 @@ func (r *records) rawSnappy(src []byte) error {
 	return nil
 }
 
-// xerialReader decodes xerial-framed snappy chunk by chunk, checking each
-// chunk's declared length before decoding it and charging the largest
-// chunk's buffer.
+// xerialLargestChunk walks xerial-framed snappy's chunk headers: the
+// largest chunk's decoded size, which is what decoding it holds, or
+// errTooLarge when the chunks add up to more than the limit. It is charged
+// before decoding starts, so that decoding never waits for the budget
+// while it holds a decompression slot.
+func xerialLargestChunk(rest []byte) (int, error) {
+	largest, total := 0, 0
+	for len(rest) > 0 {
+		if len(rest) < 4 {
+			return 0, errors.New("xerial snappy: short chunk length")
+		}
+		n := binary.BigEndian.Uint32(rest)
+		rest = rest[4:]
+		if uint64(n) > uint64(len(rest)) {
+			return 0, errors.New("xerial snappy: chunk past the end")
+		}
+		size, err := s2.DecodedLen(rest[:n])
+		if err != nil {
+			return 0, err
+		}
+		if total += size; total > maxDecompressedBatch {
+			return 0, errTooLarge
+		}
+		largest = max(largest, size)
+		rest = rest[n:]
+	}
+	return largest, nil
+}
+
+// xerialReader decodes xerial-framed snappy chunk by chunk into buf, sized
+// for the largest chunk (xerialLargestChunk checked the framing).
 type xerialReader struct {
 	rest    []byte
 	buf     []byte // decoded chunk
 	pending []byte // what of buf is not read yet
-	r       *records
-	total   int
 }
 
 func (x *xerialReader) Read(p []byte) (int, error) {
@@ -400,31 +435,11 @@ func (x *xerialReader) Read(p []byte) (int, error) {
 		if len(x.rest) == 0 {
 			return 0, io.EOF
 		}
-		if len(x.rest) < 4 {
-			return 0, errors.New("xerial snappy: short chunk length")
-		}
 		n := binary.BigEndian.Uint32(x.rest)
-		x.rest = x.rest[4:]
-		if uint64(n) > uint64(len(x.rest)) {
-			return 0, errors.New("xerial snappy: chunk past the end")
-		}
-		chunk := x.rest[:n]
-		x.rest = x.rest[n:]
-		size, err := s2.DecodedLen(chunk)
-		if err != nil {
-			return 0, err
-		}
-		if x.total+size > maxDecompressedBatch {
-			return 0, errTooLarge
-		}
-		x.total += size
-		if size > cap(x.buf) {
-			if err := x.r.charge(int64(size - cap(x.buf))); err != nil {
-				return 0, err
-			}
-			x.buf = make([]byte, size)
-		}
-		if x.pending, err = s2.Decode(x.buf[:cap(x.buf)], chunk); err != nil {
+		chunk := x.rest[4 : 4+n]
+		x.rest = x.rest[4+n:]
+		var err error
+		if x.pending, err = s2.Decode(x.buf, chunk); err != nil {
 			return 0, err
 		}
 	}
