@@ -44,30 +44,16 @@ import (
 
 const memChildEnv = "TXNCOORD_WIRE_MEMORY_CHILD"
 
-var (
-	childOnce sync.Once
-	childBin  string
-	childErr  error
-)
-
-func memoryChild(t *testing.T) string {
+// buildMemoryChild builds this package's tests without the race detector
+// into dir.
+func buildMemoryChild(t *testing.T, dir string) string {
 	t.Helper()
-	childOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "wire-memory-")
-		if err != nil {
-			childErr = err
-			return
-		}
-		childBin = filepath.Join(dir, "wire.test")
-		out, err := exec.Command("go", "test", "-c", "-race=false", "-o", childBin, ".").CombinedOutput()
-		if err != nil {
-			childErr = fmt.Errorf("go test -c: %v\n%s", err, out)
-		}
-	})
-	if childErr != nil {
-		t.Fatal(childErr)
+	bin := filepath.Join(dir, "wire.test")
+	out, err := exec.Command("go", "test", "-c", "-race=false", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go test -c: %v\n%s", err, out)
 	}
-	return childBin
+	return bin
 }
 
 // TestMemoryBounds: 24 LZ4 bombs (a record of 1 GiB of zeros, 4 MB on the
@@ -83,7 +69,9 @@ func TestMemoryBounds(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc/self/status")
 	}
-	bin := memoryChild(t)
+	start := time.Now()
+	bin := buildMemoryChild(t, t.TempDir())
+	t.Logf("child built in %v", time.Since(start).Round(time.Millisecond))
 	for _, name := range []string{"bombs", "partial-frames", "idle-connections"} {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
