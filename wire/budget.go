@@ -29,20 +29,25 @@ var errBudgetStopped = errors.New("wire: connection closed while waiting for the
 //
 // Frames are charged as they arrive (see conn.readBody), so a request holds
 // budget while it grows. Two requests that each hold part of the budget
-// and wait for more could wait for each other for good; so the oldest
-// request still growing (being read or handled) may go past the limit, up
-// to twice the limit in total, and the others wait for it, in arrival
-// order. It never waits for a younger one, so every request gets through
-// in turn: memory stays under twice the limit and no set of requests can
-// hold the budget against each other.
+// and wait for more could wait for each other for good; so of the requests
+// that hold budget and are still growing (being read or handled), the one
+// that got budget first may go past the limit, up to twice the limit in
+// total; the others wait, in arrival order. It never waits for a younger
+// one, so every request gets through in turn, and no set of requests can
+// hold the budget against each other. A request that holds nothing yet
+// always waits for the limit: only a request already part-way in goes
+// past it. So memory stays under twice the limit, and past the limit only
+// by what such requests need to finish (at most the largest request,
+// unless responses are slow to be written).
 type Budget struct {
 	limit int64
 
 	mu   sync.Mutex
 	used int64
 	peak int64
-	// growers are the tickets still being read or handled, oldest first
-	// (arrival order): the first one may overcommit.
+	// growers are the tickets still being read or handled that hold
+	// budget, in the order they first got some: the first one may
+	// overcommit.
 	growers ticketList
 	// queue holds the waiting tickets in arrival order.
 	queue   ticketList
@@ -132,6 +137,7 @@ type ticket struct {
 	// Guarded by b.mu.
 	held     int64
 	growing  bool
+	listed   bool // in b.growers
 	finished bool
 	// want > 0 while waiting for that many bytes; granted is closed
 	// when they are.
@@ -151,11 +157,27 @@ func (t *ticket) Value(key any) any {
 
 // newTicket starts a request's share: it is growing until doneGrowing.
 func (b *Budget) newTicket(ctx context.Context, stop <-chan struct{}) *ticket {
-	t := &ticket{Context: ctx, b: b, stop: stop, growing: true}
-	b.mu.Lock()
-	b.growers.pushBack(t, growLinks)
-	b.mu.Unlock()
-	return t
+	return &ticket{Context: ctx, b: b, stop: stop, growing: true}
+}
+
+// add grants n bytes to t.
+func (b *Budget) add(t *ticket, n int64) {
+	t.held += n
+	b.used += n
+	b.peak = max(b.peak, b.used)
+	if t.growing && !t.listed {
+		t.listed = true
+		b.growers.pushBack(t, growLinks)
+	}
+}
+
+// unlist takes t off the growers: it asks for no more.
+func (b *Budget) unlist(t *ticket) {
+	t.growing = false
+	if t.listed {
+		t.listed = false
+		b.growers.remove(t, growLinks)
+	}
 }
 
 // Charge implements MemoryBudget.
@@ -183,9 +205,7 @@ func (t *ticket) charge(n int64) (waited bool, err error) {
 		return false, ErrRequestTooLarge
 	}
 	if b.fits(t, n) && (b.queue.head == nil || b.privileged(t)) {
-		t.held += n
-		b.used += n
-		b.peak = max(b.peak, b.used)
+		b.add(t, n)
 		b.mu.Unlock()
 		return false, nil
 	}
@@ -214,7 +234,7 @@ func (t *ticket) charge(n int64) (waited bool, err error) {
 }
 
 // fits reports whether n more bytes for t fit: under the limit, or for the
-// oldest growing request under twice the limit.
+// privileged request (the first of the growers) under twice the limit.
 func (b *Budget) fits(t *ticket, n int64) bool {
 	if b.used+n <= b.limit {
 		return true
@@ -222,9 +242,9 @@ func (b *Budget) fits(t *ticket, n int64) bool {
 	return b.privileged(t) && b.used+n <= 2*b.limit
 }
 
-func (b *Budget) privileged(t *ticket) bool { return t.growing && b.growers.head == t }
+func (b *Budget) privileged(t *ticket) bool { return t.listed && b.growers.head == t }
 
-// dispatch grants what fits now: the oldest growing request first (it may
+// dispatch grants what fits now: the privileged request first (it may
 // overcommit), then the queue in order, stopping at the first that does
 // not fit so that a large request is not starved by small ones.
 func (b *Budget) dispatch() {
@@ -239,9 +259,7 @@ func (b *Budget) dispatch() {
 func (b *Budget) grant(t *ticket) {
 	b.queue.remove(t, queueLinks)
 	b.waiting--
-	t.held += t.want
-	b.used += t.want
-	b.peak = max(b.peak, b.used)
+	b.add(t, t.want)
 	t.want = 0
 	close(t.granted)
 }
@@ -261,13 +279,12 @@ func (t *ticket) Release(n int64) {
 }
 
 // doneGrowing marks the request read and handled: it holds its share until
-// finish, but asks for no more, so the next oldest may overcommit.
+// finish, but asks for no more, so the next of the growers may overcommit.
 func (t *ticket) doneGrowing() {
 	b := t.b
 	b.mu.Lock()
 	if t.growing {
-		t.growing = false
-		b.growers.remove(t, growLinks)
+		b.unlist(t)
 		b.dispatch()
 	}
 	b.mu.Unlock()
@@ -280,10 +297,7 @@ func (t *ticket) finish() {
 	}
 	b := t.b
 	b.mu.Lock()
-	if t.growing {
-		t.growing = false
-		b.growers.remove(t, growLinks)
-	}
+	b.unlist(t)
 	t.finished = true
 	b.used -= t.held
 	t.held = 0

@@ -80,6 +80,24 @@ func TestBudgetWaitsInOrder(t *testing.T) {
 	}
 }
 
+// Only a request that already holds budget may go past the limit: a new
+// one waits even when no other request is growing.
+func TestBudgetNewRequestsWait(t *testing.T) {
+	b := NewBudget(100)
+	ctx := context.Background()
+	answered := b.newTicket(ctx, nil)
+	if err := answered.Charge(100); err != nil {
+		t.Fatal(err)
+	}
+	answered.doneGrowing() // read and handled, its response not written yet
+	fresh := b.newTicket(ctx, nil)
+	done := chargeAsync(fresh, 10)
+	expectBlocked(t, done, "a new request at the limit")
+	answered.finish()
+	expectGranted(t, done, "the new request once the other was answered")
+	fresh.finish()
+}
+
 // A wait ends when the connection stops, and the ones queued behind it
 // move up.
 func TestBudgetWaitEndsWhenStopped(t *testing.T) {
