@@ -28,6 +28,13 @@ type Config struct {
 	View         *cluster.View
 	Store        txnlog.Store
 	Markers      MarkerQueue
+	// EarlyMarkers hands a Prepare's markers to Markers as soon as the
+	// Prepare is queued in a Submitter store, gated by Txn.Durable, which
+	// Markers must honour (markersender does: only leaders that append to
+	// the same log get them early). `txncoord up` sets it: Prepare,
+	// markers and Complete then share one group commit. Otherwise the
+	// markers are enqueued once the Prepare is durable.
+	EarlyMarkers bool
 	Now          func() time.Time
 	// AbortScanInterval is how often timed-out transactions are aborted
 	// and idle ids expired (default 10 s, Kafka's).
@@ -365,6 +372,20 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 	// Prepare) may now decide on top of this one.
 	e.notifyChanged()
 	e.mu.Unlock()
+	// With a store that queues writes in order, the markers go to the
+	// sender at once, gated on this write: the sender holds them back
+	// from leaders in other processes until it is durable (invariant 1),
+	// and hands them at once to the leaders of this process, which append
+	// them to the same log after it. Prepare, markers and Complete then
+	// share one group commit, and the log's order makes each durable only
+	// with those before it.
+	var durable chan struct{}
+	if d.Markers != nil && result != nil && c.cfg.EarlyMarkers {
+		durable = make(chan struct{})
+		m := *d.Markers
+		m.Durable = durable
+		c.sendMarkers(m)
+	}
 	go func() {
 		defer c.wg.Done()
 		var err error
@@ -415,6 +436,12 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 		e.notifyChanged()
 		e.mu.Unlock()
 		if err != nil {
+			if durable != nil {
+				// Never durable: the sender must not deliver it.
+				if f, ok := c.cfg.Markers.(interface{ Forget(string) }); ok {
+					f.Forget(id)
+				}
+			}
 			if c.storeFailed() != nil {
 				// The store logged the failure once; one line per
 				// transaction would bury it.
@@ -427,6 +454,10 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 			return
 		}
 		markers := d.Markers
+		if durable != nil {
+			close(durable)
+			markers = nil // sent already, gated on durable
+		}
 		close(done)
 		// Durable: now the markers may go out (invariant 1 for the
 		// answer, which the caller releases on done).
@@ -485,7 +516,10 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 	// Markers written by leaders of this process may not be durable yet:
 	// Complete is appended after them to the same log, so it is durable
 	// only if they are (invariant 2).
-	d := c.stepWith(txn.TransactionalID, false, false, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
+	// Decided on the Prepare in flight, if any (speculate): the markers
+	// may have been written before the Prepare was durable (sendMarkers'
+	// Durable gate), and Complete, queued behind it, shares its commit.
+	d := c.stepWith(txn.TransactionalID, false, true, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		wasPending = pending
 		return Complete(cur, pending, txn, now)
 	})
@@ -546,8 +580,8 @@ func (c *Coordinator) MarkersStuck(txn markersender.Txn, tp markersender.TopicPa
 	defer e.mu.Unlock()
 	e.stuck = fmt.Sprintf("%s-%d: %s", tp.Topic, tp.Partition, reason)
 	c.counters.stuck.Add(1)
-	c.log.Warn().Str("txn_id", txn.TransactionalID).Int64("pid", txn.ProducerID).Int16("epoch", txn.ProducerEpoch).
-		Str("topic", tp.Topic).Int32("partition", tp.Partition).Str("reason", reason).Msg("transaction markers stuck")
+	// The marker sender logged it, once, with the reason (invariant 6's
+	// one log line); a second line here would make it two.
 }
 
 func (c *Coordinator) serverTV() int16 { return c.cfg.View.TransactionVersion() }

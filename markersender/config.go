@@ -47,6 +47,10 @@ type Config struct {
 	Log           zerolog.Logger
 	// Metrics registers the txncoord_marker* collectors; nil skips it.
 	Metrics prometheus.Registerer
+	// InProcess reports whether the leader at addr runs in this process
+	// and writes in its log (`txncoord up`): it may get markers whose
+	// Prepare is not durable yet (Txn.Durable). Nil: none does.
+	InProcess func(addr string) bool
 	// Dial opens a connection to a leader (a TCP wire.Client, or an
 	// in-process wire.LocalClient for a leader in this process); nil uses
 	// wire.Dial.

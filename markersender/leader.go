@@ -61,6 +61,7 @@ func (s *Sender) connect(l *leaderState, conn *negotiation.LeaderConn) {
 // Entries made stale by Forget, Enqueue (replace), stuck or re-routing are
 // dropped here.
 func (s *Sender) takeBatch(l *leaderState) []queued {
+	inProcess := s.cfg.InProcess != nil && s.cfg.InProcess(l.node.Addr)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var batch []queued
@@ -75,6 +76,12 @@ func (s *Sender) takeBatch(l *leaderState) []queued {
 		if !q.ps.queued || q.ps.inFlight || !q.ps.routed || q.ps.leader != l.node.NodeID ||
 			!s.currentLocked(q.ts) || q.ts.stuck != "" || q.ts.parts[q.ps.tp] != q.ps {
 			q.ps.queued = false
+			continue
+		}
+		// A Prepare not durable yet: only a leader of this process,
+		// which appends the marker after it, may have it.
+		if !q.ts.txn.durable() && !inProcess {
+			keep = append(keep, q)
 			continue
 		}
 		// The response is keyed by producer id: two transactions with one

@@ -162,6 +162,27 @@ func (s *Sender) Enqueue(txn Txn) {
 	if started {
 		s.kickRouter()
 	}
+	if !txn.durable() {
+		// Held back from leaders elsewhere until durable: wake them then.
+		go func() {
+			select {
+			case <-txn.Durable:
+				s.wakeLeadersOf(ts)
+			case <-s.ctx.Done():
+			}
+		}()
+	}
+}
+
+// wakeLeadersOf wakes the leaders ts's partitions are queued at.
+func (s *Sender) wakeLeadersOf(ts *txnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ps := range ts.parts {
+		if l := s.leaders[ps.leader]; l != nil {
+			wake(l)
+		}
+	}
 }
 
 // Retry resends a transaction's markers now, whether it is stuck or

@@ -10,8 +10,8 @@ type TopicPartition struct {
 	Partition int32  `json:"partition"`
 }
 
-// Txn is one transaction's markers, handed over by the coordinator after its
-// Prepare record is durable. Every partition gets a marker with the same
+// Txn is one transaction's markers, handed over by the coordinator once its
+// Prepare record is durable, or with a Durable gate. Every partition gets a marker with the same
 // fields.
 type Txn struct {
 	TransactionalID string
@@ -26,6 +26,24 @@ type Txn struct {
 	// WriteTxnMarkers v2.
 	TransactionVersion int8
 	Partitions         []TopicPartition
+	// Durable, when set, is closed once the coordinator's Prepare record
+	// is durable: until then the markers go only to leaders of this
+	// process (Config.InProcess), which append them to the same log after
+	// the Prepare, never to a leader elsewhere. Nil: durable already.
+	Durable <-chan struct{}
+}
+
+// durable reports whether the transaction's Prepare is durable.
+func (t *Txn) durable() bool {
+	if t.Durable == nil {
+		return true
+	}
+	select {
+	case <-t.Durable:
+		return true
+	default:
+		return false
+	}
 }
 
 // Completer receives the outcome of a transaction's markers. The coordinator

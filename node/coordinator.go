@@ -100,6 +100,11 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		Discovery:          cfg.MarkerVersionDiscovery,
 		Log:                log,
 		Metrics:            cfg.Metrics,
+		// The leaders of `txncoord up` append to the coordinator's log:
+		// they may get markers before the Prepare is durable.
+		InProcess: func(addr string) bool {
+			return cfg.Shared != nil && cfg.InProcessLeader != nil && cfg.InProcessLeader(addr) != nil
+		},
 		Dial: func(ctx context.Context, addr string) (negotiation.Transport, error) {
 			if cfg.InProcessLeader != nil {
 				if srv := cfg.InProcessLeader(addr); srv != nil {
@@ -119,6 +124,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		View:         cfg.View,
 		Store:        store,
 		Markers:      sender,
+		EarlyMarkers: cfg.Shared != nil && cfg.InProcessLeader != nil,
 		Log:          log,
 		Metrics:      cfg.Metrics,
 	})
