@@ -151,4 +151,3 @@ func (s *Space) Close() error {
 	})
 	return err
 }
-

@@ -68,11 +68,12 @@ type ApplyStats struct {
 
 // Stats counts a store's work.
 type Stats struct {
-	Appends uint64 // records appended
-	Syncs   uint64 // log group commits (one fdatasync each)
-	Bytes   uint64 // bytes written to the log
-	Applies uint64 // bbolt commits of the applier
-	Pages   uint64 // bbolt pages written by the applier
+	Appends    uint64 // records appended
+	Syncs      uint64 // log group commits
+	Fdatasyncs uint64 // fdatasync calls of the log (one per group commit, plus one per new segment)
+	Bytes      uint64 // bytes written to the log
+	Applies    uint64 // bbolt commits of the applier
+	Pages      uint64 // bbolt pages written by the applier
 }
 
 // WALDir is the folder of the log, beside the bbolt file.
@@ -381,8 +382,10 @@ func (st *Store) WaitDurable(ctx context.Context, p wal.Pos) error {
 // Stats returns the store's counters.
 func (st *Store) Stats() Stats {
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.stats
+	out := st.stats
+	st.mu.Unlock()
+	out.Fdatasyncs = uint64(st.wal.Stats().Syncs)
+	return out
 }
 
 // Applied is the position bbolt holds every record up to.
