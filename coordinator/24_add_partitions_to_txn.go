@@ -67,7 +67,7 @@ func (pr *partitionResult) code(tp txnlog.TopicPartition, version int16) int16 {
 		}
 		return kerr.OperationNotAttempted.Code
 	}
-	o := pr.d.Outcome
+	o := pr.d.now() // an in-process registration is answered before its write ends
 	code := o.Err
 	if code == 0 && o.PartitionErrs != nil {
 		code = o.PartitionErrs[tp]

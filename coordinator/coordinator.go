@@ -271,6 +271,22 @@ type decision struct {
 	// before the write runs, so they can be read without waiting.
 	decided int16
 	own     *write
+	// asDecided is the Outcome as decided, never rewritten: what an
+	// answer that does not wait for the write (an in-process caller,
+	// answered once appended) reads, while a failing write may be
+	// replacing Outcome (now).
+	asDecided Outcome
+}
+
+// now is the outcome as known without waiting: the final one once the
+// write ended, the decided one while it runs.
+func (d *decision) now() Outcome {
+	select {
+	case <-d.done:
+		return d.Outcome
+	default:
+		return d.asDecided
+	}
 }
 
 // step runs decide for id under its lock. If the outcome persists
@@ -317,7 +333,7 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 		c.log.Error().Err(pidErr).Str("txn_id", id).Msg("producer id block not durable")
 		d.Outcome = fail(c.storeErrorCode())
 	}
-	d.decided = d.Err
+	d.decided, d.asDecided = d.Err, d.Outcome
 	if e == nil || (d.Persist == nil && !d.Delete) {
 		if e != nil {
 			// An answer decided on a state not yet durable waits
