@@ -41,10 +41,13 @@ type Options struct {
 	// of another kind refuses the open.
 	Kinds map[Kind]ApplyFunc
 	// ApplyInterval is how long durable records may wait for the
-	// applier (default 100 ms): the longer, the fewer bbolt commits.
+	// applier (default 1 s): the longer, the fewer bbolt commits, whose
+	// fdatasyncs compete with the log's on the disk (at 64 producers, 100
+	// ms cost a third of the throughput against 1 s), and the more records
+	// a restart replays (a second's worth).
 	ApplyInterval time.Duration
 	// ApplyBytes starts the applier early when that many bytes of
-	// records wait (default 8 MiB).
+	// records wait (default 32 MiB).
 	ApplyBytes int
 	// OpenTimeout bounds waiting for bbolt's file lock (default 5 s).
 	OpenTimeout time.Duration
@@ -124,10 +127,10 @@ type record struct {
 // existed) is taken over as it is, with one log line.
 func Open(dbPath string, opts Options) (st *Store, err error) {
 	if opts.ApplyInterval <= 0 {
-		opts.ApplyInterval = 100 * time.Millisecond
+		opts.ApplyInterval = time.Second
 	}
 	if opts.ApplyBytes <= 0 {
-		opts.ApplyBytes = 8 << 20
+		opts.ApplyBytes = 32 << 20
 	}
 	if opts.OpenTimeout <= 0 {
 		opts.OpenTimeout = 5 * time.Second
