@@ -35,7 +35,9 @@ fuzz: deps
 
 # The standard benchmark: txncoord against franz-go kfake (in memory and
 # with SyncWrites), side by side in one run; report in results/<time>/.
-BENCH_FLAGS ?= --producers 1,16,64 --duration 10s --rounds 2 --targets txncoord,kfake,kfake-sync,txncoord-nosync
+# The storage redesign's goals are medians of at least 3 rounds: 3 rounds x
+# 3 producer counts x 4 targets = 36 cells of 10 s, ~7 minutes in all.
+BENCH_FLAGS ?= --producers 1,16,64 --duration 10s --rounds 3 --targets txncoord,kfake,kfake-sync,txncoord-nosync
 bench: build
 	$(GO) build -o bin/txncoord-bench ./cmd/txncoord-bench
 	./bin/txncoord-bench --txncoord-bin bin/txncoord $(BENCH_FLAGS) --out results

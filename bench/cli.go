@@ -34,7 +34,7 @@ func Main(ctx context.Context, args []string, self Command, stdout, stderr io.Wr
 	producers := fs.String("producers", "1,16,64", "producer counts, comma-separated")
 	duration := fs.Duration("duration", def.Duration, "measured window per cell")
 	count := fs.Int64("count", 0, "transactions per cell instead of a duration (0 = use --duration)")
-	rounds := fs.Int("rounds", 2, "rounds; targets alternate within a round and rotate between rounds")
+	rounds := fs.Int("rounds", minGoalRounds, "rounds; targets alternate within a round and rotate between rounds (the goals are medians of at least 3)")
 	targets := fs.String("targets", "txncoord,kfake,kfake-sync", "targets: txncoord, txncoord-nosync, kfake, kfake-sync")
 	out := fs.String("out", "results", "results folder; each run writes <out>/<timestamp>/")
 	records := fs.Int("records", def.RecordsPerTxn, "K: records to each partition per transaction")
@@ -117,6 +117,7 @@ func Main(ctx context.Context, args []string, self Command, stdout, stderr io.Wr
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	rep.Command = commandLine("txncoord-bench", args)
 	fmt.Fprint(stdout, rep.Table())
 	if werr := rep.Write(runDir); werr != nil {
 		fmt.Fprintln(stderr, "writing results:", werr)
@@ -151,6 +152,20 @@ func txncoordBinary(ctx context.Context, bin, dir string) (string, error) {
 		return "", fmt.Errorf("go build ./cmd/txncoord: %v\n%s", err, outp)
 	}
 	return path, nil
+}
+
+// commandLine is name and args as a shell would take them back.
+func commandLine(name string, args []string) string {
+	words := []string{name}
+	for _, a := range args {
+		if a == "" || strings.ContainsFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_=+.,:/@%", r))
+		}) {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		words = append(words, a)
+	}
+	return strings.Join(words, " ")
 }
 
 func parseInts(s string) ([]int, error) {

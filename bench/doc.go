@@ -3,7 +3,8 @@
 // several targets started as child processes — txncoord (durable, and the
 // opt-in --unsafe-no-fsync mode), franz-go kfake in memory and kfake with
 // DataDir + SyncWrites — alternating between them round by round to cancel
-// machine drift, and reports medians (issue 9).
+// machine drift, and reports medians over rounds, with the storage
+// redesign's goals (Report.goals; issue 9's before them).
 //
 // It owns: the workload (workload.go), the partition layout (layout.go), the
 // targets and their child processes (target.go, kfake_child.go), the

@@ -28,18 +28,43 @@ func TestDataDriven(t *testing.T) {
 			}
 			return fmt.Sprintf("peak %d bytes", n)
 		case "coord-figures":
+			// elapsed= the window, committed= transactions committed in it
+			// (default 0); input: the metrics' deltas over the window.
 			elapsed, err := time.ParseDuration(s.arg(t, "elapsed"))
 			if err != nil {
 				t.Fatal(err)
+			}
+			var committed int64
+			if v, ok := s.args["committed"]; ok {
+				if committed, err = strconv.ParseInt(v, 10, 64); err != nil {
+					t.Fatal(err)
+				}
 			}
 			m, err := parseMetrics(strings.NewReader(s.input))
 			if err != nil {
 				return "error: " + err.Error()
 			}
-			f := coordFigures(m, elapsed)
+			f := coordFigures(m, elapsed, committed)
 			var b strings.Builder
-			fmt.Fprintf(&b, "fsyncs/s %s\ntransitions/fsync %s\nmarkers/WTM request %s\n",
-				orNA(f.FsyncsPerSec, "%.1f"), orNA(f.TransitionsPerFsync, "%.2f"), orNA(f.MarkersPerWTMRequest, "%.2f"))
+			for _, l := range []struct {
+				name   string
+				v      float64
+				format string
+			}{
+				{"group commits/s", f.GroupCommitsPerSec, "%.1f"},
+				{"fdatasyncs/s", f.FdatasyncsPerSec, "%.1f"},
+				{"fdatasyncs/group commit", f.FdatasyncsPerCommit, "%.4f"},
+				{"extra fdatasyncs", f.ExtraFdatasyncs, "%.0f"},
+				{"applier commits/s", f.ApplyCommitsPerSec, "%.1f"},
+				{"records/group commit", f.RecordsPerCommit, "%.2f"},
+				{"transitions/fsync", f.TransitionsPerFsync, "%.2f"},
+				{"log B/txn", f.LogBytesPerTxn, "%.1f"},
+				{"applier B/txn", f.ApplyBytesPerTxn, "%.1f"},
+				{"written B/txn", f.BytesPerTxn, "%.1f"},
+				{"markers/WTM request", f.MarkersPerWTMRequest, "%.2f"},
+			} {
+				fmt.Fprintf(&b, "%s %s\n", l.name, orNA(l.v, l.format))
+			}
 			for _, src := range f.Sources {
 				b.WriteString("source " + src + "\n")
 			}

@@ -16,6 +16,7 @@ import (
 // Report is a finished plan: the disk probe, every cell, and the medians.
 type Report struct {
 	Started   time.Time
+	Command   string // the command line that ran it, shown with the goals
 	Workload  Workload
 	Rounds    int
 	Producers []int
@@ -71,7 +72,8 @@ func (r *Report) summarize() {
 	for _, target := range r.Targets {
 		for _, n := range r.Producers {
 			row := Row{Target: target, Producers: n}
-			var txn, recs, cpu, rss, fsyncs, trans, markers []float64
+			var txn, recs, cpu, rss []float64
+			var figs []CoordFigures
 			var lat [6][]float64
 			for _, c := range r.Cells {
 				if c.Target != target || c.Producers != n {
@@ -94,10 +96,7 @@ func (r *Report) summarize() {
 					lat[i] = append(lat[i], float64(d))
 				}
 				if c.Coord != nil {
-					fsyncs = append(fsyncs, c.Coord.FsyncsPerSec)
-					trans = append(trans, c.Coord.TransitionsPerFsync)
-					markers = append(markers, c.Coord.MarkersPerWTMRequest)
-					row.Coord = &CoordFigures{Sources: c.Coord.Sources}
+					figs = append(figs, *c.Coord)
 				}
 			}
 			if row.Rounds > 0 {
@@ -106,11 +105,7 @@ func (r *Report) summarize() {
 				d := func(i int) time.Duration { return time.Duration(median(lat[i])) }
 				row.EndTxn = Latencies{d(0), d(1), d(2)}
 				row.Commit = Latencies{d(3), d(4), d(5)}
-				if row.Coord != nil {
-					row.Coord.FsyncsPerSec = medianKnown(fsyncs)
-					row.Coord.TransitionsPerFsync = medianKnown(trans)
-					row.Coord.MarkersPerWTMRequest = medianKnown(markers)
-				}
+				row.Coord = medianFigures(figs)
 			}
 			r.Rows = append(r.Rows, row)
 		}
@@ -181,21 +176,25 @@ func (r *Report) tables() []table {
 		tables = append(tables, ratios)
 	}
 
-	coord := table{title: "Coordinator-side figures (txncoord /metrics over the window)",
-		header: []string{"target", "producers", "fsyncs/s", "disk fsyncs/s", "transitions/fsync", "markers/WTM request"}}
-	disk := "n/a"
-	if r.Fsync != nil {
-		disk = fmt.Sprintf("%.0f", r.Fsync.PerSecond)
-	}
+	coord := table{title: "txncoord storage (/metrics over the window)",
+		header: []string{"target", "producers", "group commits/s", "log fdatasyncs/s", "disk fdatasyncs/s",
+			"applier bbolt commits/s", "records/group commit", "transitions/fsync", "log B/txn", "applier B/txn",
+			"written B/txn", "markers/WTM request"}}
 	for _, row := range r.Rows {
-		if row.Coord == nil {
+		f := row.Coord
+		if f == nil {
 			continue
 		}
 		coord.rows = append(coord.rows, []string{row.Target, fmt.Sprint(row.Producers),
-			orNA(row.Coord.FsyncsPerSec, "%.0f"), disk, orNA(row.Coord.TransitionsPerFsync, "%.1f"),
-			orNA(row.Coord.MarkersPerWTMRequest, "%.1f")})
+			orNA(f.GroupCommitsPerSec, "%.0f"), orNA(f.FdatasyncsPerSec, "%.0f"), r.diskRate(),
+			orNA(f.ApplyCommitsPerSec, "%.1f"), orNA(f.RecordsPerCommit, "%.1f"), orNA(f.TransitionsPerFsync, "%.1f"),
+			orNA(f.LogBytesPerTxn, "%.0f"), orNA(f.ApplyBytesPerTxn, "%.0f"), orNA(f.BytesPerTxn, "%.0f"),
+			orNA(f.MarkersPerWTMRequest, "%.1f")})
 	}
 	if len(coord.rows) > 0 {
+		coord.note = "A transition's fsync is the log's group commit (" + metricGroupCommits + "). Written bytes per " +
+			"committed transaction = (Δ " + metricLogBytes + " + 4096 × Δ " + metricApplyPages + ") / transactions " +
+			"committed in the window; the applier's bbolt commits make two fdatasyncs each, not in the log's count."
 		tables = append(tables, coord)
 	}
 	if goals := r.goals(); len(goals.rows) > 0 {
@@ -204,56 +203,145 @@ func (r *Report) tables() []table {
 	return tables
 }
 
-// goals checks issue 9's targets against this run. They are reported, never
-// enforced: a benchmark does not fail on a timing.
+// diskRate is the fsync probe's fdatasyncs per second, "n/a" without it.
+func (r *Report) diskRate() string {
+	if r.Fsync == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f", r.Fsync.PerSecond)
+}
+
+// Goal thresholds of the storage redesign (the issue's text, in the benchmark:
+// same run, medians of at least minGoalRounds rounds).
+const (
+	minGoalRounds          = 3
+	goalP50VsKfake1        = 2.0  // 1 producer: commit p50 <= 2x kfake in memory's
+	goalTxnVsKfake1        = 0.5  // 1 producer: txn/s >= 0.5x kfake's
+	goalTxnVsKfake64       = 0.75 // 64 producers: txn/s >= 0.75x kfake's
+	goalP99VsKfake64       = 1.5  // 64 producers: commit p99 <= 1.5x kfake's
+	goalNoSyncTxnVsKfake64 = 1.0  // --unsafe-no-fsync, 64 producers: txn/s >= 1.0x kfake's
+	goalBytesPerTxn        = 1024 // bytes written per transaction
+	goalCPUPer1000         = 100 * time.Millisecond
+)
+
+// goals reports the storage redesign's goals against this run's medians.
+// They are reported, never enforced: a benchmark does not fail on a timing.
 func (r *Report) goals() table {
-	t := table{title: "Issue 9 goals", header: []string{"goal", "measured", "met"}}
-	add := func(goal string, measured float64, format string, met bool) {
+	t := table{title: "Storage-redesign goals (txncoord durable unless named; medians over rounds)",
+		header: []string{"goal", "txncoord", "reference", "measured", "met"}}
+	add := func(goal, txncoord, reference string, measured float64, format string, met bool) {
 		verdict := "no"
-		if met {
+		switch {
+		case math.IsNaN(measured) || math.IsInf(measured, 0):
+			verdict = "n/a"
+		case met:
 			verdict = "yes"
 		}
-		if math.IsNaN(measured) {
-			verdict = "n/a"
-		}
-		t.rows = append(t.rows, []string{goal, orNA(measured, format), verdict})
+		t.rows = append(t.rows, []string{goal, txncoord, reference, orNA(measured, format), verdict})
+	}
+	ratio := func(a, b float64) float64 { return a / b }
+	msOf := func(d time.Duration) string { return ms(d) + " ms" }
+	txnOf := func(row Row) string { return fmt.Sprintf("%.0f txn/s", row.TxnPerSec) }
+
+	tc1, ok1 := r.Row(TargetTxncoord, 1)
+	if k, ok := r.Row(TargetKfake, 1); ok && ok1 {
+		x := ratio(float64(tc1.Commit.P50), float64(k.Commit.P50))
+		add(fmt.Sprintf("1 producer: commit p50 <= %gx kfake in memory", goalP50VsKfake1),
+			msOf(tc1.Commit.P50), msOf(k.Commit.P50), x, "%.2fx", x <= goalP50VsKfake1)
+		x = ratio(tc1.TxnPerSec, k.TxnPerSec)
+		add(fmt.Sprintf("1 producer: txn/s >= %gx kfake in memory", goalTxnVsKfake1),
+			txnOf(tc1), txnOf(k), x, "%.2fx", x >= goalTxnVsKfake1)
 	}
 	tc64, ok64 := r.Row(TargetTxncoord, 64)
+	kf64, okK64 := r.Row(TargetKfake, 64)
+	if ok64 && okK64 {
+		x := ratio(tc64.TxnPerSec, kf64.TxnPerSec)
+		add(fmt.Sprintf("64 producers: txn/s >= %gx kfake in memory", goalTxnVsKfake64),
+			txnOf(tc64), txnOf(kf64), x, "%.2fx", x >= goalTxnVsKfake64)
+		x = ratio(float64(tc64.Commit.P99), float64(kf64.Commit.P99))
+		add(fmt.Sprintf("64 producers: commit p99 <= %gx kfake in memory", goalP99VsKfake64),
+			msOf(tc64.Commit.P99), msOf(kf64.Commit.P99), x, "%.2fx", x <= goalP99VsKfake64)
+	}
 	if k, ok := r.Row(TargetKfakeSync, 64); ok && ok64 {
-		x := tc64.TxnPerSec / k.TxnPerSec
-		add("64 producers: txn/s >= 15x kfake-sync", x, "%.1fx", x >= 15)
-		y := float64(tc64.Commit.P99) / float64(k.Commit.P99)
-		add("64 producers: commit p99 <= 1/5 of kfake-sync", y, "%.2fx", y <= 0.2)
-	}
-	if k, ok := r.Row(TargetKfake, 64); ok && ok64 {
-		x := tc64.TxnPerSec / k.TxnPerSec
-		add("64 producers: txn/s >= 0.75x kfake", x, "%.2fx", x >= 0.75)
-	}
-	if n, ok := r.Row(TargetTxncoordNoSync, 64); ok {
-		if k, ok := r.Row(TargetKfake, 64); ok {
-			x := n.TxnPerSec / k.TxnPerSec
-			add("64 producers, --unsafe-no-fsync: txn/s >= 1.0x kfake", x, "%.2fx", x >= 1)
+		// Reported, not steered by: kfake's SyncWrites fsyncs every batch.
+		for _, g := range []struct {
+			goal, a, b string
+			x          float64
+		}{
+			{"64 producers: txn/s vs kfake SyncWrites", txnOf(tc64), txnOf(k), ratio(tc64.TxnPerSec, k.TxnPerSec)},
+			{"64 producers: commit p99 vs kfake SyncWrites", msOf(tc64.Commit.P99), msOf(k.Commit.P99),
+				ratio(float64(tc64.Commit.P99), float64(k.Commit.P99))},
+		} {
+			t.rows = append(t.rows, []string{g.goal, g.a, g.b, orNA(g.x, "%.2fx"), "not a goal"})
 		}
 	}
-	if tc1, ok := r.Row(TargetTxncoord, 1); ok {
-		v := float64(tc1.Commit.P50) / float64(time.Millisecond)
-		add("1 producer: commit p50 <= 0.8 ms", v, "%.3f ms", v <= 0.8)
+	if n, ok := r.Row(TargetTxncoordNoSync, 64); ok && okK64 {
+		x := ratio(n.TxnPerSec, kf64.TxnPerSec)
+		add(fmt.Sprintf("64 producers, --unsafe-no-fsync: txn/s >= %.1fx kfake in memory", goalNoSyncTxnVsKfake64),
+			txnOf(n), txnOf(kf64), x, "%.2fx", x >= goalNoSyncTxnVsKfake64)
+	}
+	for _, n := range r.Producers {
+		row, ok := r.Row(TargetTxncoord, n)
+		if !ok || row.Coord == nil {
+			continue
+		}
+		f := row.Coord
+		add(fmt.Sprintf("%s: bytes written per txn <= 1 KiB", producersLabel(n)),
+			fmt.Sprintf("log %s + applier %s", orNA(f.LogBytesPerTxn, "%.0f B"), orNA(f.ApplyBytesPerTxn, "%.0f B")),
+			"", f.BytesPerTxn, "%.0f B", f.BytesPerTxn <= goalBytesPerTxn)
+	}
+	for _, n := range r.Producers {
+		row, ok := r.Row(TargetTxncoord, n)
+		if !ok || row.Coord == nil {
+			continue
+		}
+		f := row.Coord
+		measured := f.FdatasyncsPerCommit
+		if math.IsNaN(f.ExtraFdatasyncs) {
+			measured = math.NaN()
+		}
+		add(fmt.Sprintf("%s: fdatasyncs/s <= group commits/s (one per commit)", producersLabel(n)),
+			fmt.Sprintf("%s fdatasyncs/s, %s group commits/s", orNA(f.FdatasyncsPerSec, "%.0f"), orNA(f.GroupCommitsPerSec, "%.0f")),
+			fmt.Sprintf("disk %s/s; applier %s bbolt commits/s", r.diskRate(), orNA(f.ApplyCommitsPerSec, "%.1f")),
+			measured, "%.3f per commit", f.ExtraFdatasyncs <= 0)
 	}
 	if ok64 {
-		cpu := float64(tc64.CPUPer1000) / float64(time.Millisecond)
-		add("64 producers: server CPU <= 90 ms per 1k txn", cpu, "%.1f ms", cpu <= 90)
-		if tc64.Coord != nil {
-			v := tc64.Coord.TransitionsPerFsync
-			add("64 producers: >= 10 transitions per fsync", v, "%.1f", v >= 10)
+		ref := ""
+		if okK64 {
+			ref = "kfake in memory " + msOf(kf64.CPUPer1000)
 		}
+		cpu := float64(tc64.CPUPer1000) / float64(time.Millisecond)
+		add(fmt.Sprintf("64 producers: server CPU <= %d ms per 1k txn", goalCPUPer1000.Milliseconds()),
+			msOf(tc64.CPUPer1000), ref, cpu, "%.1f ms", tc64.CPUPer1000 <= goalCPUPer1000)
+	}
+	if len(t.rows) > 0 {
+		command := "not recorded"
+		if r.Command != "" {
+			command = "`" + r.Command + "`"
+		}
+		t.note = fmt.Sprintf("Command: %s; medians of %d round(s) per cell", command, r.Rounds)
+		if r.Rounds < minGoalRounds {
+			t.note += fmt.Sprintf(" (the goals ask for at least %d)", minGoalRounds)
+		}
+		t.note += ". Reported, never enforced. The fdatasync goal allows one more per 64 MiB log segment started " +
+			"in the window and one in flight at the scrape; a missed goal needs a profile of its cell to show what bounds it " +
+			"(`txncoord-bench drive` against a server started by hand, /debug/pprof on its admin API)."
 	}
 	return t
+}
+
+func producersLabel(n int) string {
+	if n == 1 {
+		return "1 producer"
+	}
+	return fmt.Sprintf("%d producers", n)
 }
 
 type table struct {
 	title  string
 	header []string
 	rows   [][]string
+	note   string // printed under the table
 }
 
 // Table renders the report for a terminal.
@@ -268,6 +356,9 @@ func (r *Report) Table() string {
 			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 		}
 		tw.Flush()
+		if t.note != "" {
+			fmt.Fprintln(&b, t.note)
+		}
 	}
 	b.WriteString(r.problems())
 	return b.String()
@@ -283,6 +374,9 @@ func (r *Report) Markdown() string {
 			strings.Repeat("---|", len(t.header)))
 		for _, row := range t.rows {
 			fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
+		}
+		if t.note != "" {
+			fmt.Fprintf(&b, "\n%s\n", t.note)
 		}
 	}
 	var sources []string
@@ -310,6 +404,13 @@ func (r *Report) preamble(md bool) string {
 		bullet = "- "
 	}
 	var b strings.Builder
+	if r.Command != "" {
+		if md {
+			fmt.Fprintf(&b, "- command: `%s`\n", r.Command)
+		} else {
+			fmt.Fprintf(&b, "command: %s\n", r.Command)
+		}
+	}
 	window := w.Duration.String()
 	if w.Count > 0 {
 		window = fmt.Sprintf("%d transactions", w.Count)

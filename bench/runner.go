@@ -157,7 +157,7 @@ func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, to
 	}
 	if after != nil && res != nil {
 		d := after.delta(before)
-		figures := coordFigures(d, res.Elapsed)
+		figures := coordFigures(d, res.Elapsed, res.Committed)
 		cell.Coord = &figures
 		cell.Metrics = d
 	}

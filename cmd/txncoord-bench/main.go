@@ -1,9 +1,10 @@
-// Command txncoord-bench runs issue 9's benchmark: real kgo TV2
-// transactional producers against txncoord, kfake in memory and kfake with
-// SyncWrites, side by side, each target in a child process. See package bench.
+// Command txncoord-bench runs the benchmark: real kgo TV2 transactional
+// producers against txncoord, kfake in memory and kfake with SyncWrites,
+// side by side, each target in a child process, reporting the storage
+// redesign's goals. See package bench.
 //
-//	txncoord-bench --producers 1,16,64 --duration 10s --rounds 2 \
-//	    --targets txncoord,kfake,kfake-sync[,txncoord-nosync] --out results
+//	txncoord-bench --producers 1,16,64 --duration 10s --rounds 3 \
+//	    --targets txncoord,kfake,kfake-sync,txncoord-nosync --out results
 package main
 
 import (
