@@ -95,6 +95,12 @@ func (l *Leader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wir
 					switch {
 					case res.op == nil:
 					case inProcess:
+						// Not waited for, but an append the log
+						// refused at once (the leader closing, the
+						// store stopped) is no marker written.
+						if err := res.op.failedAlready(); err != nil {
+							res.code = errCode(err)
+						}
 					default:
 						if err := res.op.wait(); err != nil {
 							res.code = errCode(err)

@@ -77,6 +77,15 @@ type writeOp struct {
 // wait blocks until the op is durable or failed.
 func (op *writeOp) wait() error { return <-op.done }
 
+// failedAlready is the op's error if the log refused it at once (pos 0:
+// never appended), nil otherwise; it does not wait.
+func (op *writeOp) failedAlready() error {
+	if op.pos != 0 {
+		return nil
+	}
+	return <-op.done // a refused append has its error queued already
+}
+
 var errStoreClosed = errors.New("leaderstub: store closed")
 
 // enqueue appends a change to the process log behind every change appended
