@@ -432,6 +432,13 @@ func (st *Store) applier() {
 // applyDurable writes the durable prefix of the waiting records into bbolt
 // and truncates the log behind it.
 func (st *Store) applyDurable() {
+	if st.wal.Err() != nil {
+		// Fail-stop: once the log failed the process writes nothing
+		// more, bbolt included; a restart replays what the log holds.
+		// (On a full disk the apply would fail too, and log a second
+		// error line for the one failure.)
+		return
+	}
 	durable := st.wal.Durable()
 	st.mu.Lock()
 	if st.err != nil {
@@ -453,7 +460,13 @@ func (st *Store) applyDurable() {
 		st.mu.Lock()
 		st.err = fmt.Errorf("storage: applying the log to %s: %w", st.path, err)
 		st.mu.Unlock()
-		st.opts.Log.Error().Err(err).Str("file", st.path).Msg("storage: applying the log failed: every write of the process stops")
+		if st.wal.Err() != nil {
+			// The log failed meanwhile and logged it: one error
+			// line per failure.
+			st.opts.Log.Warn().Err(err).Str("file", st.path).Msg("storage: applying the log failed after the log had")
+		} else {
+			st.opts.Log.Error().Err(err).Str("file", st.path).Msg("storage: applying the log failed: every write of the process stops")
+		}
 		return
 	}
 	pages = st.pagesWritten() - pages
