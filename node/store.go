@@ -47,7 +47,7 @@ func openSharedStore(dataDir string, noSync bool, fs wal.FS, reg prometheus.Regi
 	st, err := storage.Open(filepath.Join(dataDir, SharedStoreFile), storage.Options{NoSync: noSync, Log: log, FS: fs,
 		Kinds: RecordCodecs, OnSync: obs.sync, OnApply: obs.apply})
 	if err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
+		return nil, err // it names the data dir or the file
 	}
 	obs.watch(reg, st)
 	if reg != nil {

@@ -43,20 +43,38 @@ func lockDir(dir string) (*os.File, error) {
 }
 
 // Discard moves the store dbPath and its log aside (renamed with a
-// ".discarded-<time>" suffix, never deleted) so that Open starts an empty
-// store, and returns what it moved: the explicit start-over of an operator
-// whose data dir is damaged (txncoord up --force-new-cluster).
+// ".discarded-<time>" suffix, never deleted: a name taken already gets a
+// counter) so that Open starts an empty store, and returns what it moved:
+// the explicit start-over of an operator whose data dir is damaged
+// (txncoord up --force-new-cluster). It takes the data dir's lock while it
+// works, so it never moves a store from under the process using it.
 func Discard(dbPath string) ([]string, error) {
+	dir := filepath.Dir(dbPath)
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return nil, nil // nothing to discard
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
 	suffix := ".discarded-" + time.Now().UTC().Format("20060102T150405Z")
 	var moved []string
-	for _, p := range []string{dbPath, filepath.Join(filepath.Dir(dbPath), WALDir)} {
-		if _, err := os.Stat(p); os.IsNotExist(err) {
+	for _, p := range []string{dbPath, filepath.Join(dir, WALDir)} {
+		if _, err := os.Lstat(p); os.IsNotExist(err) {
 			continue
 		}
-		if err := os.Rename(p, p+suffix); err != nil {
+		to := p + suffix
+		for i := 2; ; i++ {
+			if _, err := os.Lstat(to); os.IsNotExist(err) {
+				break
+			}
+			to = fmt.Sprintf("%s%s-%d", p, suffix, i)
+		}
+		if err := os.Rename(p, to); err != nil {
 			return moved, err
 		}
-		moved = append(moved, p+" -> "+p+suffix)
+		moved = append(moved, p+" -> "+to)
 	}
 	return moved, nil
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -125,6 +127,13 @@ type record struct {
 // WALDir beside it, and replays the log past the position bbolt was
 // applied up to. A bbolt file without the log (written before the log
 // existed) is taken over as it is, with one log line.
+//
+// It refuses, with an error naming the file: a data dir another process
+// holds; a bbolt file that is truncated or has a page that is not what
+// it should be; a log that is damaged other than by a torn tail, or
+// that starts after or (with fsync on) ends before the position bbolt
+// was applied to. With NoSync a log that ends before it (a power loss)
+// is taken as it is, with a Warn line.
 func Open(dbPath string, opts Options) (st *Store, err error) {
 	if opts.ApplyInterval <= 0 {
 		opts.ApplyInterval = time.Second
@@ -156,9 +165,18 @@ func Open(dbPath string, opts Options) (st *Store, err error) {
 		}
 	}()
 	walDir := filepath.Join(dir, WALDir)
-	_, statErr := os.Stat(walDir)
-	freshWAL := os.IsNotExist(statErr)
+	walFS := opts.FS
+	if walFS == nil {
+		walFS = wal.OSFS{}
+	}
+	// Ask the log's own file layer: with a test FS the folder is not on
+	// the real disk.
+	_, statErr := walFS.ReadDir(walDir)
+	freshWAL := errors.Is(statErr, iofs.ErrNotExist)
 	existed := fileExists(dbPath)
+	if err := checkFile(dbPath, opts.OpenTimeout); err != nil {
+		return nil, err
+	}
 	// NoFreelistSync and the hashmap freelist: one page less written per
 	// commit and cheap allocation in a growing file; the freelist is
 	// rebuilt by a scan at open.
@@ -182,6 +200,33 @@ func Open(dbPath string, opts Options) (st *Store, err error) {
 		db.Close()
 		return nil, err
 	}
+	if last := st.wal.Last(); st.applied > last {
+		// The applier writes only durable records, so with fsync on
+		// the log cannot end before bbolt's applied position unless it
+		// lost records it had made durable: any after the applied
+		// position are lost with them, unnoticed.
+		if !opts.NoSync {
+			st.wal.Close()
+			db.Close()
+			return nil, fmt.Errorf("%s: the store was applied up to log record %d, but the log %s ends at record %d: "+
+				"the log lost records it had made durable (segment files removed or damaged, or a power loss with --unsafe-no-fsync), "+
+				"and records after %d may be lost with them; restore the log, or start over with --force-new-cluster",
+				dbPath, st.applied, walDir, last, st.applied)
+		}
+		// NoSync: a power loss took the log back further than bbolt.
+		// bbolt holds every record up to its position; what the log
+		// lost past it is lost. The log's positions start again below
+		// it, so the applied position goes back to the log's end:
+		// left ahead, the next replay would skip the records appended
+		// from now on as applied already.
+		opts.Log.Warn().Str("file", dbPath).Str("wal", walDir).Uint64("applied", uint64(st.applied)).Uint64("log_last", uint64(last)).
+			Msg("storage: NoSync: the log ends before the store's applied position (records lost in a power loss); going on from the log's end")
+		if err := st.setApplied(last); err != nil {
+			st.wal.Close()
+			db.Close()
+			return nil, fmt.Errorf("%s: %w", dbPath, err)
+		}
+	}
 	if existed && freshWAL {
 		opts.Log.Info().Str("file", dbPath).Str("wal", walDir).Msg("storage: data written before the write-ahead log: taken over as it is; writes now go through the log")
 	}
@@ -192,6 +237,68 @@ func Open(dbPath string, opts Options) (st *Store, err error) {
 	}
 	go st.applier()
 	return st, nil
+}
+
+// checkFile refuses a damaged bbolt file before bbolt opens it for
+// writing: opened so, bbolt walks every page to rebuild the freelist
+// (NoFreelistSync), and a page past the end of a truncated file, or one
+// that is not the page it should be (zeroed, overwritten), panics in a
+// goroutine of bbolt's that no recover here reaches: the process would
+// die with a stack trace. Read-only, bbolt reads only the meta pages
+// (each with its checksum); then every page of every bucket is read here,
+// where a panic or a fault is caught.
+func checkFile(dbPath string, timeout time.Duration) error {
+	fi, err := os.Stat(dbPath)
+	if err != nil || fi.Size() == 0 {
+		return nil // new, or empty: bbolt initializes it
+	}
+	db, err := bbolt.Open(dbPath, 0o600, &bbolt.Options{ReadOnly: true, Timeout: timeout})
+	if err != nil {
+		return fmt.Errorf("%s: %w", dbPath, err)
+	}
+	defer db.Close()
+	var size int64
+	db.View(func(tx *bbolt.Tx) error {
+		size = tx.Size()
+		return nil
+	})
+	if size > fi.Size() {
+		return fmt.Errorf("%s: truncated: the file is %d bytes, but its pages reach %d bytes: restore it, or start over (txncoord up --force-new-cluster)",
+			dbPath, fi.Size(), size)
+	}
+	if err := readEveryPage(db); err != nil {
+		return fmt.Errorf("%s: damaged: %v: restore it, or start over (txncoord up --force-new-cluster)", dbPath, err)
+	}
+	return nil
+}
+
+// readEveryPage walks every key of every bucket (so every branch and leaf
+// page) on this goroutine, turning bbolt's panics on a bad page, and
+// faults on a page outside the file, into an error.
+func readEveryPage(db *bbolt.DB) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	var walk func(b *bbolt.Bucket)
+	walk = func(b *bbolt.Bucket) {
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if v == nil {
+				if child := b.Bucket(k); child != nil {
+					walk(child)
+				}
+			}
+		}
+	}
+	return db.View(func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(_ []byte, b *bbolt.Bucket) error {
+			walk(b)
+			return nil
+		})
+	})
 }
 
 func fileExists(path string) bool {
@@ -215,6 +322,21 @@ func (st *Store) readApplied() (wal.Pos, error) {
 		return nil
 	})
 	return applied, err
+}
+
+// setApplied writes p as the applied position (at open).
+func (st *Store) setApplied(p wal.Pos) error {
+	if err := st.db.Update(func(tx *bbolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketStorage)
+		if err != nil {
+			return err
+		}
+		return b.Put(keyApplied, binary.BigEndian.AppendUint64(nil, uint64(p)))
+	}); err != nil {
+		return err
+	}
+	st.applied = p
+	return nil
 }
 
 // replay writes the log's records past the applied position into bbolt,
