@@ -410,14 +410,6 @@ func wfCase(t *testing.T, name string, ffs *waltest.FaultFS, fs, restartFS wal.F
 	cl.Close()
 	wfStop(t, e)
 
-	if restartFS != nil {
-		// The log lives in restartFS (a CrashFS), not on the disk; a
-		// store that looks for its folder on the disk would take the
-		// folder's absence for a lost log.
-		if err := os.MkdirAll(filepath.Join(dir, storage.WALDir), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	e = wfStart(t, dir, restartFS)
 	defer wfStop(t, e)
 	out.resolved, out.fenced = wfCheck(t, name, e, out.acked)
