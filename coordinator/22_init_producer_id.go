@@ -9,7 +9,7 @@ package coordinator
 //     cluster.MaxTransactionalIDBytes, or only one of producer id/epoch
 //     set: INVALID_REQUEST; timeout <= 0 or above the maximum:
 //     INVALID_TRANSACTION_TIMEOUT.
-//   - otherwise the core's KIP-360 rules (core.go InitProducerID); an
+//   - otherwise the core's KIP-360 rules (txncore.InitProducerID); an
 //     Ongoing transaction is fenced and aborted and the caller gets
 //     CONCURRENT_TRANSACTIONS once that abort is durable.
 //
@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -67,7 +68,7 @@ func (c *Coordinator) handleInitProducerID(_ context.Context, r *wire.Request) w
 	now := c.nowMs()
 	fenced := false
 	d := c.step(id, true, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
-		out := InitProducerID(cur, pending, InitPIDRequest{
+		out := txncore.InitProducerID(cur, pending, txncore.InitPIDRequest{
 			TransactionalID: id, TimeoutMs: req.TransactionTimeoutMillis,
 			ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
 		}, now, c.serverTV(), pids)

@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -166,9 +167,9 @@ func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, verifyOnl
 	// stepWith); a verification answers only from durable state.
 	pr.d = c.stepWith(id, false, !verifyOnly, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		if verifyOnly {
-			return VerifyPartitions(cur, pending, pid, epoch, tps)
+			return txncore.VerifyPartitions(cur, pending, pid, epoch, tps)
 		}
-		return AddPartitions(cur, pending, AddPartitionsRequest{ProducerID: pid, ProducerEpoch: epoch, Partitions: tps,
+		return txncore.AddPartitions(cur, pending, txncore.AddPartitionsRequest{ProducerID: pid, ProducerEpoch: epoch, Partitions: tps,
 			ClientTV: clientTV, Overlap: overlap}, now)
 	})
 	return pr

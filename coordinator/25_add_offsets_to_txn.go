@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -68,7 +69,7 @@ func (c *Coordinator) handleAddOffsetsToTxn(_ context.Context, r *wire.Request) 
 	tp := txnlog.TopicPartition{Topic: consumerOffsetsTopic, Partition: offsetsPartition(req.Group)}
 	now := c.nowMs()
 	d := c.step(req.TransactionalID, false, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
-		return AddPartitions(cur, pending, AddPartitionsRequest{
+		return txncore.AddPartitions(cur, pending, txncore.AddPartitionsRequest{
 			ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
 			Partitions: []txnlog.TopicPartition{tp}, KeepTV: true,
 		}, now)

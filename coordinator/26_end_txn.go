@@ -4,7 +4,7 @@ package coordinator
 //
 // Behavior:
 //   - v0–v4 are TV1 (client TV 0), v5 is TV2 (client TV 2): the core's
-//     retry tables (core.go EndTxn, reference §3).
+//     retry tables (txncore.EndTxn, reference §3).
 //   - the answer is sent only after the Prepare* record is durable
 //     (invariant 1); the markers are handed to the marker sender after
 //     that, with the coordinator epoch.
@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -43,7 +44,7 @@ func (c *Coordinator) handleEndTxn(ctx context.Context, r *wire.Request) wire.Re
 	// still in flight queues its Prepare right behind it.
 	decide := func() *decision {
 		return c.stepWith(req.TransactionalID, false, true, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
-			return EndTxn(cur, pending, EndTxnRequest{
+			return txncore.EndTxn(cur, pending, txncore.EndTxnRequest{
 				ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit, Version: req.Version,
 			}, c.nowMs(), pids)
 		})

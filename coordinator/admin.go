@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 )
 
@@ -174,7 +175,7 @@ func (c *Coordinator) Abort(ctx context.Context, txnID string) error {
 			state = cur.State.String()
 			return fail(kerr.InvalidTxnState.Code)
 		}
-		return AbortTimedOut(cur, pending, now, c.serverTV(), pids)
+		return txncore.AbortTimedOut(cur, pending, now, c.serverTV(), pids)
 	})
 	select {
 	case <-d.done:

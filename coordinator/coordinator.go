@@ -14,6 +14,7 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/markersender"
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 )
 
@@ -163,8 +164,8 @@ func Open(cfg Config) (*Coordinator, error) {
 	for id, m := range loaded.Txns {
 		m := m
 		c.txns[id] = &entry{md: &m}
-		if t := OutstandingMarkers(&m); t != nil {
-			resend = append(resend, *t)
+		if t := txncore.OutstandingMarkers(&m); t != nil {
+			resend = append(resend, senderTxn(*t))
 		}
 	}
 	c.log.Info().Int32("coordinator_epoch", c.epoch).Int("transactions", len(loaded.Txns)).Int("prepared", len(resend)).Msg("coordinator loaded")
@@ -398,7 +399,7 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 	var durable chan struct{}
 	if d.Markers != nil && result != nil && c.cfg.EarlyMarkers {
 		durable = make(chan struct{})
-		m := *d.Markers
+		m := senderTxn(*d.Markers)
 		m.Durable = durable
 		c.sendMarkers(m)
 	}
@@ -433,7 +434,7 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 				c.forget(id, e)
 			} else {
 				e.md = state
-				if OutstandingMarkers(state) == nil {
+				if txncore.OutstandingMarkers(state) == nil {
 					e.stuck = ""
 				}
 			}
@@ -478,7 +479,7 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 		// Durable: now the markers may go out (invariant 1 for the
 		// answer, which the caller releases on done).
 		if markers != nil {
-			c.sendMarkers(*markers)
+			c.sendMarkers(senderTxn(*markers))
 		}
 	}()
 	return d
@@ -537,7 +538,7 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 	// Durable gate), and Complete, queued behind it, shares its commit.
 	d := c.stepWith(txn.TransactionalID, false, true, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		wasPending = pending
-		return Complete(cur, pending, txn, now)
+		return txncore.Complete(cur, pending, coreMarkers(txn), now)
 	})
 	if d.own == nil && wasPending && d.changed != nil {
 		// Another write of the id is still finishing: try again when it
@@ -639,7 +640,7 @@ func (c *Coordinator) scan() {
 	for _, ie := range entries {
 		id, e := ie.id, ie.e
 		e.mu.Lock()
-		if e.md != nil && !e.pending && (TimedOut(e.md, now) || Expired(e.md, false, now, idle)) {
+		if e.md != nil && !e.pending && (txncore.TimedOut(e.md, now) || txncore.Expired(e.md, false, now, idle)) {
 			ids = append(ids, id)
 		}
 		e.mu.Unlock()
@@ -649,10 +650,10 @@ func (c *Coordinator) scan() {
 		c.step(id, false, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
 			switch {
 			case cur == nil || pending:
-			case TimedOut(cur, now):
+			case txncore.TimedOut(cur, now):
 				what = "timeout"
-				return AbortTimedOut(cur, pending, now, c.serverTV(), pids)
-			case Expired(cur, pending, now, idle):
+				return txncore.AbortTimedOut(cur, pending, now, c.serverTV(), pids)
+			case txncore.Expired(cur, pending, now, idle):
 				what = "expire"
 				return Outcome{Delete: true}
 			}

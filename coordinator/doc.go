@@ -1,9 +1,10 @@
-// Package coordinator is the transaction coordinator: Kafka's transaction
-// state machine, kept pure (no I/O; the clock is injected), and the
-// coordinator's request handlers, one file per API key.
+// Package coordinator is the transaction coordinator: the request handlers,
+// one file per API key, around Kafka's transaction state machine, which is
+// package txncore (pure: no I/O, the clock injected, no import of the
+// network, storage or marker packages).
 //
 // Given the stored metadata of a transactional id, a request and now, the
-// core (core.go) returns the metadata to persist, the response, and the
+// core (txncore) returns the metadata to persist, the response, and the
 // markers to send. The handlers wire it to the txnlog store and the marker
 // sender, in this order: persist (fsync) → answer → hand the markers over.
 // Requests for one id are serialized by a per-id lock; while an id's write
@@ -14,7 +15,7 @@
 // of a TV2 producer's next transaction is accepted while the previous
 // transaction's markers are still being written; the record keeps that
 // transaction as Completing until they are, and the id's next EndTxn, abort
-// or InitProducerId waits for it (txnlog.Completion, overlap_tv2.txt).
+// or InitProducerId waits for it (txncore.Completion, txncore/testdata/overlap_tv2.txt).
 //
 // In `txncoord up`, where the transaction log and the leaders append to one
 // process log (package storage): an in-process leader's accepted

@@ -1,10 +1,10 @@
-package coordinator
+package txncore
 
 // The pure core: Kafka's transaction state machine as functions of (stored
 // metadata, request, now) → Outcome. No I/O, no clock, no goroutines; the
-// only injected dependency is PIDSource. Handlers persist Outcome.Persist
-// and answer only after it is durable, then hand Outcome.Markers to the
-// marker sender.
+// only injected dependency is PIDSource. Package coordinator persists
+// Outcome.Persist and answers only after it is durable, then hands
+// Outcome.Markers to the marker sender.
 //
 // Where this differs from Apache Kafka 4.2.0, and why:
 //   - Previous/next producer id and the last producer epoch are persisted
@@ -21,13 +21,7 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-
-	"github.com/txncoord/txncoord/markersender"
-	"github.com/txncoord/txncoord/txnlog"
 )
-
-// Metadata is a transactional id's stored state.
-type Metadata = txnlog.TxnMetadata
 
 const (
 	noEpoch int16 = -1
@@ -52,21 +46,22 @@ type Outcome struct {
 	ProducerID    int64
 	ProducerEpoch int16
 	// Markers, when not nil, go to the marker sender once Persist is
-	// durable (never before: invariant 1). CoordinatorEpoch is filled in
-	// by the caller.
-	Markers *markersender.Txn
+	// durable (never before: invariant 1). The caller adds the
+	// coordinator epoch.
+	Markers *Markers
 	// PartitionErrs holds per-partition answers of VerifyOnly checks.
-	PartitionErrs map[txnlog.TopicPartition]int16
+	PartitionErrs map[TopicPartition]int16
 }
 
-func fail(code int16) Outcome { return Outcome{Err: code, ProducerID: -1, ProducerEpoch: -1} }
+// Fail is the answer code with nothing persisted and no producer id.
+func Fail(code int16) Outcome { return Outcome{Err: code, ProducerID: -1, ProducerEpoch: -1} }
 
 func isExhausted(epoch int16) bool { return epoch >= epochExhausted }
 
-func isPrepare(s txnlog.State) bool { return s == txnlog.PrepareCommit || s == txnlog.PrepareAbort }
+func isPrepare(s State) bool { return s == PrepareCommit || s == PrepareAbort }
 
-func isCompleteOrEmpty(s txnlog.State) bool {
-	return s == txnlog.Empty || s == txnlog.CompleteCommit || s == txnlog.CompleteAbort
+func isCompleteOrEmpty(s State) bool {
+	return s == Empty || s == CompleteCommit || s == CompleteAbort
 }
 
 // InitPIDRequest is InitProducerId for a non-null transactional id.
@@ -84,28 +79,28 @@ type InitPIDRequest struct {
 // the cluster's finalized transaction.version, used when an Ongoing
 // transaction must be fenced and aborted.
 func InitProducerID(cur *Metadata, pending bool, req InitPIDRequest, now int64, serverTV int16, pids PIDSource) Outcome {
-	hasExpected := req.ProducerID != txnlog.NoProducerID
+	hasExpected := req.ProducerID != NoProducerID
 	if cur == nil {
 		cur = &Metadata{
 			TransactionalID: req.TransactionalID, ProducerID: pids(), PrevProducerID: -1, NextProducerID: -1,
-			ProducerEpoch: noEpoch, LastProducerEpoch: noEpoch, TimeoutMs: req.TimeoutMs, State: txnlog.Empty,
+			ProducerEpoch: noEpoch, LastProducerEpoch: noEpoch, TimeoutMs: req.TimeoutMs, State: Empty,
 			StartTimestamp: -1, LastUpdateTimestamp: now,
 		}
 	}
 	if pending || cur.Completing != nil {
-		return fail(kerr.ConcurrentTransactions.Code)
+		return Fail(kerr.ConcurrentTransactions.Code)
 	}
 	if hasExpected {
 		valid := cur.ProducerEpoch == noEpoch || cur.ProducerID == req.ProducerID ||
 			(cur.PrevProducerID == req.ProducerID && isExhausted(req.ProducerEpoch))
 		if !valid {
-			return fail(kerr.ProducerFenced.Code)
+			return Fail(kerr.ProducerFenced.Code)
 		}
 	}
 	switch {
 	case isPrepare(cur.State):
-		return fail(kerr.ConcurrentTransactions.Code)
-	case cur.State == txnlog.Ongoing:
+		return Fail(kerr.ConcurrentTransactions.Code)
+	case cur.State == Ongoing:
 		// Fence the running producer: abort its transaction with a
 		// bumped epoch; the caller retries on 51 and then gets the
 		// epoch after the abort.
@@ -132,10 +127,10 @@ func InitProducerID(cur *Metadata, pending bool, req InitPIDRequest, now int64, 
 			// answer the current epoch again (the record is
 			// rewritten with the new timeout, as Kafka does).
 		default:
-			return fail(kerr.ProducerFenced.Code)
+			return Fail(kerr.ProducerFenced.Code)
 		}
 	}
-	next.State, next.Partitions = txnlog.Empty, nil
+	next.State, next.Partitions = Empty, nil
 	return Outcome{Persist: &next, ProducerID: next.ProducerID, ProducerEpoch: next.ProducerEpoch}
 }
 
@@ -163,24 +158,16 @@ func abortByCoordinator(cur *Metadata, now int64, serverTV int16, pids PIDSource
 
 // prepare finishes a transition to Prepare* from next's pid/epoch.
 func prepare(cur *Metadata, next Metadata, commit bool, now int64) Outcome {
-	next.State = txnlog.PrepareAbort
+	next.State = PrepareAbort
 	if commit {
-		next.State = txnlog.PrepareCommit
+		next.State = PrepareCommit
 	}
 	next.LastUpdateTimestamp = now
-	m := &markersender.Txn{
+	m := &Markers{
 		TransactionalID: next.TransactionalID, ProducerID: next.ProducerID, ProducerEpoch: next.ProducerEpoch,
-		Commit: commit, TransactionVersion: int8(next.ClientTransactionVersion), Partitions: toMarkerPartitions(next.Partitions),
+		Commit: commit, TransactionVersion: int8(next.ClientTransactionVersion), Partitions: slices.Clone(next.Partitions),
 	}
 	return Outcome{Persist: &next, Markers: m, ProducerID: -1, ProducerEpoch: -1}
-}
-
-func toMarkerPartitions(tps []txnlog.TopicPartition) []markersender.TopicPartition {
-	out := make([]markersender.TopicPartition, len(tps))
-	for i, tp := range tps {
-		out[i] = markersender.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
-	}
-	return out
 }
 
 // AddPartitionsRequest adds partitions to a transaction (AddPartitionsToTxn,
@@ -188,7 +175,7 @@ func toMarkerPartitions(tps []txnlog.TopicPartition) []markersender.TopicPartiti
 type AddPartitionsRequest struct {
 	ProducerID    int64
 	ProducerEpoch int16
-	Partitions    []txnlog.TopicPartition
+	Partitions    []TopicPartition
 	// ClientTV is 2 for AddPartitionsToTxn v4+, else 0.
 	ClientTV int16
 	// KeepTV keeps the stored TV of an Ongoing transaction (AddOffsetsToTxn
@@ -196,7 +183,7 @@ type AddPartitionsRequest struct {
 	KeepTV bool
 	// Overlap lets a TV2 registration start the next transaction while
 	// the previous one's markers are still being written (see
-	// txnlog.Completion); only leaders' registrations (AddPartitionsToTxn
+	// Completion); only leaders' registrations (AddPartitionsToTxn
 	// v4+) ask for it, since the leader orders data after markers.
 	Overlap bool
 }
@@ -204,31 +191,31 @@ type AddPartitionsRequest struct {
 // AddPartitions decides an AddPartitionsToTxn (not VerifyOnly).
 func AddPartitions(cur *Metadata, pending bool, req AddPartitionsRequest, now int64) Outcome {
 	if code := checkProducer(cur, pending, req.ProducerID, req.ProducerEpoch); code != 0 {
-		return fail(code)
+		return Fail(code)
 	}
 	if isPrepare(cur.State) && req.Overlap && canOverlap(cur, req) {
 		// The next transaction starts on top of the Complete* this
 		// Prepare leads to; the Prepare's markers stay outstanding.
 		done := completed(*cur, now)
-		done.Completing = &txnlog.Completion{Commit: cur.State == txnlog.PrepareCommit, ProducerID: cur.ProducerID,
+		done.Completing = &Completion{Commit: cur.State == PrepareCommit, ProducerID: cur.ProducerID,
 			ProducerEpoch: cur.ProducerEpoch, TransactionVersion: cur.ClientTransactionVersion,
-			Partitions: append([]txnlog.TopicPartition(nil), cur.Partitions...)}
+			Partitions: append([]TopicPartition(nil), cur.Partitions...)}
 		cur = &done
 	}
 	if isPrepare(cur.State) {
-		return fail(kerr.ConcurrentTransactions.Code)
+		return Fail(kerr.ConcurrentTransactions.Code)
 	}
-	if cur.State != txnlog.Ongoing && !isCompleteOrEmpty(cur.State) {
-		return fail(kerr.InvalidTxnState.Code)
+	if cur.State != Ongoing && !isCompleteOrEmpty(cur.State) {
+		return Fail(kerr.InvalidTxnState.Code)
 	}
-	if cur.State == txnlog.Ongoing && containsAll(cur.Partitions, req.Partitions) {
+	if cur.State == Ongoing && containsAll(cur.Partitions, req.Partitions) {
 		return Outcome{} // nothing new to persist
 	}
 	next := cur.Clone()
-	if cur.State != txnlog.Ongoing {
+	if cur.State != Ongoing {
 		next.StartTimestamp, next.Partitions = now, nil
 	}
-	if !(req.KeepTV && cur.State == txnlog.Ongoing) {
+	if !(req.KeepTV && cur.State == Ongoing) {
 		next.ClientTransactionVersion = req.ClientTV
 	}
 	for _, tp := range req.Partitions {
@@ -236,7 +223,7 @@ func AddPartitions(cur *Metadata, pending bool, req AddPartitionsRequest, now in
 			next.Partitions = append(next.Partitions, tp)
 		}
 	}
-	next.State, next.LastUpdateTimestamp = txnlog.Ongoing, now
+	next.State, next.LastUpdateTimestamp = Ongoing, now
 	return Outcome{Persist: &next}
 }
 
@@ -245,26 +232,26 @@ func AddPartitions(cur *Metadata, pending bool, req AddPartitionsRequest, now in
 // the leaders tell the two transactions apart) and no producer id
 // rotation at this Prepare (the next transaction would use the new id).
 func canOverlap(cur *Metadata, req AddPartitionsRequest) bool {
-	return cur.ClientTransactionVersion >= 2 && req.ClientTV >= 2 && cur.NextProducerID == txnlog.NoProducerID &&
+	return cur.ClientTransactionVersion >= 2 && req.ClientTV >= 2 && cur.NextProducerID == NoProducerID &&
 		cur.Completing == nil
 }
 
 // VerifyPartitions answers AddPartitionsToTxn v4+ with VerifyOnly: per
 // partition NONE when it is in the transaction, else TRANSACTION_ABORTABLE.
-func VerifyPartitions(cur *Metadata, pending bool, pid int64, epoch int16, tps []txnlog.TopicPartition) Outcome {
+func VerifyPartitions(cur *Metadata, pending bool, pid int64, epoch int16, tps []TopicPartition) Outcome {
 	if cur == nil || cur.ProducerID != pid {
-		return fail(kerr.InvalidProducerIDMapping.Code)
+		return Fail(kerr.InvalidProducerIDMapping.Code)
 	}
 	if cur.ProducerEpoch != epoch {
-		return fail(kerr.ProducerFenced.Code)
+		return Fail(kerr.ProducerFenced.Code)
 	}
 	if pending || isPrepare(cur.State) {
-		return fail(kerr.ConcurrentTransactions.Code)
+		return Fail(kerr.ConcurrentTransactions.Code)
 	}
-	out := Outcome{PartitionErrs: map[txnlog.TopicPartition]int16{}}
+	out := Outcome{PartitionErrs: map[TopicPartition]int16{}}
 	for _, tp := range tps {
 		code := kerr.TransactionAbortable.Code
-		if cur.State == txnlog.Ongoing && cur.HasPartition(tp) {
+		if cur.State == Ongoing && cur.HasPartition(tp) {
 			code = 0
 		}
 		out.PartitionErrs[tp] = code
@@ -288,7 +275,7 @@ func checkProducer(cur *Metadata, pending bool, pid int64, epoch int16) int16 {
 	return 0
 }
 
-func containsAll(have, want []txnlog.TopicPartition) bool {
+func containsAll(have, want []TopicPartition) bool {
 	for _, tp := range want {
 		if !slices.Contains(have, tp) {
 			return false
@@ -309,7 +296,7 @@ type EndTxnRequest struct {
 // EndTxn decides an EndTxn with Kafka's TV1 and TV2 retry rules.
 func EndTxn(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PIDSource) Outcome {
 	if cur == nil {
-		return fail(kerr.InvalidProducerIDMapping.Code)
+		return Fail(kerr.InvalidProducerIDMapping.Code)
 	}
 	if req.Version >= 5 {
 		return endTxnV2(cur, pending, req, now, pids)
@@ -320,27 +307,27 @@ func EndTxn(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PIDS
 func endTxnV1(cur *Metadata, pending bool, req EndTxnRequest, now int64) Outcome {
 	switch {
 	case cur.ProducerID != req.ProducerID:
-		return fail(kerr.InvalidProducerIDMapping.Code)
+		return Fail(kerr.InvalidProducerIDMapping.Code)
 	case cur.ProducerEpoch != req.ProducerEpoch:
-		return fail(kerr.ProducerFenced.Code)
+		return Fail(kerr.ProducerFenced.Code)
 	case pending:
-		return fail(kerr.ConcurrentTransactions.Code)
+		return Fail(kerr.ConcurrentTransactions.Code)
 	}
 	switch cur.State {
-	case txnlog.Ongoing:
+	case Ongoing:
 		next := cur.Clone()
 		next.ClientTransactionVersion = 0
 		return prepare(cur, next, req.Commit, now)
-	case txnlog.CompleteCommit, txnlog.CompleteAbort:
-		if (cur.State == txnlog.CompleteCommit) == req.Commit {
+	case CompleteCommit, CompleteAbort:
+		if (cur.State == CompleteCommit) == req.Commit {
 			return Outcome{ProducerID: -1, ProducerEpoch: -1} // retry of a finished EndTxn
 		}
-	case txnlog.PrepareCommit, txnlog.PrepareAbort:
-		if (cur.State == txnlog.PrepareCommit) == req.Commit {
-			return fail(kerr.ConcurrentTransactions.Code)
+	case PrepareCommit, PrepareAbort:
+		if (cur.State == PrepareCommit) == req.Commit {
+			return Fail(kerr.ConcurrentTransactions.Code)
 		}
 	}
-	return fail(kerr.InvalidTxnState.Code)
+	return Fail(kerr.InvalidTxnState.Code)
 }
 
 func endTxnV2(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PIDSource) Outcome {
@@ -348,11 +335,11 @@ func endTxnV2(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PI
 	retryOnOverflow := cur.PrevProducerID == req.ProducerID && req.ProducerEpoch == epochExhausted && cur.ProducerEpoch == 0
 	isRetry := retryOnEpochBump || retryOnOverflow
 	if cur.ProducerID != req.ProducerID && !retryOnOverflow {
-		return fail(kerr.InvalidProducerIDMapping.Code)
+		return Fail(kerr.InvalidProducerIDMapping.Code)
 	}
 	var validEpoch bool
 	switch {
-	case cur.State == txnlog.Ongoing || cur.State == txnlog.Empty:
+	case cur.State == Ongoing || cur.State == Empty:
 		validEpoch = req.ProducerEpoch == cur.ProducerEpoch
 	case isPrepare(cur.State):
 		validEpoch = retryOnEpochBump
@@ -360,15 +347,15 @@ func endTxnV2(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PI
 		validEpoch = isRetry || req.ProducerEpoch == cur.ProducerEpoch
 	}
 	if !validEpoch {
-		return fail(kerr.ProducerFenced.Code)
+		return Fail(kerr.ProducerFenced.Code)
 	}
 	if pending || cur.Completing != nil {
 		// The previous transaction's markers come first.
-		return fail(kerr.ConcurrentTransactions.Code)
+		return Fail(kerr.ConcurrentTransactions.Code)
 	}
 	bump := func() Outcome {
 		next := cur.Clone()
-		if cur.State != txnlog.Ongoing {
+		if cur.State != Ongoing {
 			next.Partitions = nil // a bump abort has nothing to abort
 		}
 		next.ClientTransactionVersion = 2
@@ -383,26 +370,26 @@ func endTxnV2(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PI
 		return out
 	}
 	switch cur.State {
-	case txnlog.Ongoing:
+	case Ongoing:
 		return bump()
-	case txnlog.Empty:
+	case Empty:
 		if !req.Commit {
 			return bump()
 		}
-	case txnlog.CompleteCommit, txnlog.CompleteAbort:
-		sameResult := (cur.State == txnlog.CompleteCommit) == req.Commit
+	case CompleteCommit, CompleteAbort:
+		sameResult := (cur.State == CompleteCommit) == req.Commit
 		switch {
 		case isRetry && sameResult:
 			return Outcome{ProducerID: cur.ProducerID, ProducerEpoch: cur.ProducerEpoch}
 		case !isRetry && !req.Commit:
 			return bump()
 		}
-	case txnlog.PrepareCommit, txnlog.PrepareAbort:
-		if (cur.State == txnlog.PrepareCommit) == req.Commit {
-			return fail(kerr.ConcurrentTransactions.Code)
+	case PrepareCommit, PrepareAbort:
+		if (cur.State == PrepareCommit) == req.Commit {
+			return Fail(kerr.ConcurrentTransactions.Code)
 		}
 	}
-	return fail(kerr.InvalidTxnState.Code)
+	return Fail(kerr.InvalidTxnState.Code)
 }
 
 // completed is the Complete* metadata following a Prepare* (Kafka's
@@ -410,13 +397,13 @@ func endTxnV2(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PI
 // Prepare reserved a next one.
 func completed(prepared Metadata, now int64) Metadata {
 	next := prepared.Clone()
-	next.State = txnlog.CompleteAbort
-	if prepared.State == txnlog.PrepareCommit {
-		next.State = txnlog.CompleteCommit
+	next.State = CompleteAbort
+	if prepared.State == PrepareCommit {
+		next.State = CompleteCommit
 	}
-	if prepared.NextProducerID != txnlog.NoProducerID {
+	if prepared.NextProducerID != NoProducerID {
 		next.PrevProducerID, next.ProducerID, next.ProducerEpoch = prepared.ProducerID, prepared.NextProducerID, 0
-		next.NextProducerID = txnlog.NoProducerID
+		next.NextProducerID = NoProducerID
 	}
 	next.Partitions, next.LastUpdateTimestamp = nil, now
 	return next
@@ -426,7 +413,7 @@ func completed(prepared Metadata, now int64) Metadata {
 // It is a no-op (nil Persist) unless cur is the Prepare* those markers
 // belong to, or holds them as its Completing transaction: a late or
 // duplicate completion changes nothing.
-func Complete(cur *Metadata, pending bool, txn markersender.Txn, now int64) Outcome {
+func Complete(cur *Metadata, pending bool, txn Markers, now int64) Outcome {
 	if cur == nil || pending {
 		return Outcome{Err: kerr.InvalidTxnState.Code}
 	}
@@ -436,7 +423,7 @@ func Complete(cur *Metadata, pending bool, txn markersender.Txn, now int64) Outc
 		return Outcome{Persist: &next}
 	}
 	if !isPrepare(cur.State) || cur.ProducerID != txn.ProducerID ||
-		cur.ProducerEpoch != txn.ProducerEpoch || (cur.State == txnlog.PrepareCommit) != txn.Commit {
+		cur.ProducerEpoch != txn.ProducerEpoch || (cur.State == PrepareCommit) != txn.Commit {
 		return Outcome{Err: kerr.InvalidTxnState.Code}
 	}
 	next := completed(*cur, now)
@@ -446,17 +433,17 @@ func Complete(cur *Metadata, pending bool, txn markersender.Txn, now int64) Outc
 // OutstandingMarkers returns the markers cur still needs written: its
 // Prepare*'s, or the completing previous transaction's; nil when none.
 // Recovery and the operator's retry resend them.
-func OutstandingMarkers(cur *Metadata) *markersender.Txn {
+func OutstandingMarkers(cur *Metadata) *Markers {
 	if c := cur.Completing; c != nil {
-		return &markersender.Txn{TransactionalID: cur.TransactionalID, ProducerID: c.ProducerID, ProducerEpoch: c.ProducerEpoch,
-			Commit: c.Commit, TransactionVersion: int8(c.TransactionVersion), Partitions: toMarkerPartitions(c.Partitions)}
+		return &Markers{TransactionalID: cur.TransactionalID, ProducerID: c.ProducerID, ProducerEpoch: c.ProducerEpoch,
+			Commit: c.Commit, TransactionVersion: int8(c.TransactionVersion), Partitions: slices.Clone(c.Partitions)}
 	}
 	if !isPrepare(cur.State) {
 		return nil
 	}
-	return &markersender.Txn{TransactionalID: cur.TransactionalID, ProducerID: cur.ProducerID, ProducerEpoch: cur.ProducerEpoch,
-		Commit: cur.State == txnlog.PrepareCommit, TransactionVersion: int8(cur.ClientTransactionVersion),
-		Partitions: toMarkerPartitions(cur.Partitions)}
+	return &Markers{TransactionalID: cur.TransactionalID, ProducerID: cur.ProducerID, ProducerEpoch: cur.ProducerEpoch,
+		Commit: cur.State == PrepareCommit, TransactionVersion: int8(cur.ClientTransactionVersion),
+		Partitions: slices.Clone(cur.Partitions)}
 }
 
 // TimedOut reports whether cur is an Ongoing transaction past its timeout
@@ -464,13 +451,13 @@ func OutstandingMarkers(cur *Metadata) *markersender.Txn {
 // completing (the abort's markers must not overtake that one's; the next
 // scan after it completes aborts it).
 func TimedOut(cur *Metadata, now int64) bool {
-	return cur.State == txnlog.Ongoing && cur.Completing == nil && cur.StartTimestamp+int64(cur.TimeoutMs) < now
+	return cur.State == Ongoing && cur.Completing == nil && cur.StartTimestamp+int64(cur.TimeoutMs) < now
 }
 
 // AbortTimedOut decides the coordinator's abort of a timed-out (or
 // operator-aborted) Ongoing transaction.
 func AbortTimedOut(cur *Metadata, pending bool, now int64, serverTV int16, pids PIDSource) Outcome {
-	if cur == nil || pending || cur.State != txnlog.Ongoing {
+	if cur == nil || pending || cur.State != Ongoing {
 		return Outcome{Err: kerr.InvalidTxnState.Code}
 	}
 	if cur.Completing != nil {

@@ -1,4 +1,4 @@
-package coordinator
+package txncore
 
 // TestScenarios runs testdata/*.txt through internal/datadriven: each file
 // is a list of steps
@@ -9,7 +9,7 @@ package coordinator
 //	<blank line>
 //
 // replayed against the pure core with one transactional id "t". Run with
-// `go test ./coordinator -run TestScenarios -args -rewrite` to regenerate
+// `go test ./txncore -run TestScenarios -args -rewrite` to regenerate
 // the expected output after a deliberate change (then review the diff).
 
 import (
@@ -22,8 +22,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/internal/datadriven"
-	"github.com/txncoord/txncoord/markersender"
-	"github.com/txncoord/txncoord/txnlog"
 )
 
 // scenario is the runner's world: one stored transaction, a clock, a pid
@@ -34,10 +32,10 @@ type scenario struct {
 	now      int64
 	nextPID  int64
 	serverTV int16
-	markers  *markersender.Txn
+	markers  *Markers
 	// completed is the last markers reported written, for a duplicate
 	// completion.
-	completed *markersender.Txn
+	completed *Markers
 }
 
 // intArg returns the integer argument key of c, or def when absent.
@@ -53,8 +51,8 @@ func intArg(t *testing.T, c *datadriven.Case, key string, def int64) int64 {
 	return n
 }
 
-func parsePartitions(t *testing.T, v string) []txnlog.TopicPartition {
-	var out []txnlog.TopicPartition
+func parsePartitions(t *testing.T, v string) []TopicPartition {
+	var out []TopicPartition
 	if v == "" {
 		return nil
 	}
@@ -64,7 +62,7 @@ func parsePartitions(t *testing.T, v string) []txnlog.TopicPartition {
 		if i < 0 || err != nil {
 			t.Fatalf("bad partition %q", p)
 		}
-		out = append(out, txnlog.TopicPartition{Topic: p[:i], Partition: int32(n)})
+		out = append(out, TopicPartition{Topic: p[:i], Partition: int32(n)})
 	}
 	return out
 }
@@ -79,7 +77,7 @@ func codeName(code int16) string {
 	return strconv.Itoa(int(code))
 }
 
-func fmtPartitions(tps []txnlog.TopicPartition) string {
+func fmtPartitions(tps []TopicPartition) string {
 	s := make([]string, len(tps))
 	for i, tp := range tps {
 		s[i] = fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)
@@ -93,7 +91,7 @@ func fmtMetadata(m *Metadata) string {
 		m.ClientTransactionVersion, fmtPartitions(m.Partitions), m.StartTimestamp, m.LastUpdateTimestamp, m.TimeoutMs) + fmtCompleting(m.Completing)
 }
 
-func fmtCompleting(c *txnlog.Completion) string {
+func fmtCompleting(c *Completion) string {
 	if c == nil {
 		return ""
 	}
@@ -117,7 +115,7 @@ func (sc *scenario) apply(o Outcome, answerPID bool) string {
 	if answerPID {
 		fmt.Fprintf(&b, " pid=%d epoch=%d", o.ProducerID, o.ProducerEpoch)
 	}
-	keys := make([]txnlog.TopicPartition, 0, len(o.PartitionErrs))
+	keys := make([]TopicPartition, 0, len(o.PartitionErrs))
 	for tp := range o.PartitionErrs {
 		keys = append(keys, tp)
 	}
@@ -142,11 +140,7 @@ func (sc *scenario) apply(o Outcome, answerPID bool) string {
 		if o.Markers.Commit {
 			result = "commit"
 		}
-		tps := make([]txnlog.TopicPartition, len(o.Markers.Partitions))
-		for i, p := range o.Markers.Partitions {
-			tps[i] = txnlog.TopicPartition{Topic: p.Topic, Partition: p.Partition}
-		}
-		fmt.Fprintf(&b, "\nmarkers: %s pid=%d epoch=%d tv=%d partitions=%s", result, o.Markers.ProducerID, o.Markers.ProducerEpoch, o.Markers.TransactionVersion, fmtPartitions(tps))
+		fmt.Fprintf(&b, "\nmarkers: %s pid=%d epoch=%d tv=%d partitions=%s", result, o.Markers.ProducerID, o.Markers.ProducerEpoch, o.Markers.TransactionVersion, fmtPartitions(o.Markers.Partitions))
 	}
 	return b.String()
 }
@@ -164,7 +158,7 @@ func (sc *scenario) run(t *testing.T, s *datadriven.Case) string {
 			TimeoutMs: int32(intArg(t, s, "timeout", 60000)), ClientTransactionVersion: int16(intArg(t, s, "tv", 0)),
 			Partitions: parsePartitions(t, s.Args["partitions"]), StartTimestamp: intArg(t, s, "start", 0), LastUpdateTimestamp: intArg(t, s, "updated", 0),
 		}
-		st, ok := txnlog.ParseState(s.Args["state"])
+		st, ok := ParseState(s.Args["state"])
 		if !ok {
 			t.Fatalf("%s: bad state %q", s.Pos, s.Args["state"])
 		}
