@@ -279,15 +279,23 @@ type decision struct {
 	asDecided Outcome
 }
 
-// now is the outcome as known without waiting: the final one once the
-// write ended, the decided one while it runs.
+// now is the outcome as known without waiting: the final one (as wait
+// gives it: a failed write the decision rests on fails it too) once every
+// write it depends on ended, the decided one while one runs.
 func (d *decision) now() Outcome {
 	select {
 	case <-d.done:
-		return d.Outcome
 	default:
 		return d.asDecided
 	}
+	if d.after != nil {
+		select {
+		case <-d.after.done:
+		default:
+			return d.asDecided
+		}
+	}
+	return d.wait()
 }
 
 // step runs decide for id under its lock. If the outcome persists

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -143,4 +144,31 @@ func TestPipelinedWritesFinishInOrder(t *testing.T) {
 		<-done
 	}
 	waitState(t, c, "t", txnlog.CompleteCommit)
+}
+
+// TestSpeculatedAnswerFailsWithTheWriteItRestsOn: a registration of a
+// partition already in the pending state writes nothing itself; it rests
+// on the write in flight (decision.after). When that write fails, the
+// answer must fail too, not claim a registration that is not on disk.
+func TestSpeculatedAnswerFailsWithTheWriteItRestsOn(t *testing.T) {
+	s := &manualStore{MemoryStore: txnlog.NewMemory(), submits: make(chan manualWrite, 16)}
+	c, _ := openTest(t, testView("127.0.0.1:1"), s, false)
+	go func() { s.commit(<-s.submits) }() // InitProducerId's write
+	pid, epoch := initPID(t, c, "t")
+
+	answers := make(chan int16, 2)
+	go func() { answers <- addPartitionsV5(c, "t", pid, epoch, "orders", 0) }()
+	w := <-s.submits
+	go func() { answers <- addPartitionsV5(c, "t", pid, epoch, "orders", 0) }()
+	select {
+	case extra := <-s.submits:
+		t.Fatalf("the repeated registration wrote %+v; it should rest on the pending write", extra.batch)
+	case <-time.After(200 * time.Millisecond): // decided by now; nothing else to write
+	}
+	w.result <- errors.New("disk on fire")
+	for range 2 {
+		if code := <-answers; code == 0 {
+			t.Fatal("a registration was answered 0 although the write it rests on failed")
+		}
+	}
 }
