@@ -32,6 +32,7 @@ test: vet
 fuzz: deps
 	$(GO) test ./wire -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./txnlog -run '^$$' -fuzz '^FuzzDecodeTxn$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./wal -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME)
 
 # The standard benchmark: txncoord against franz-go kfake (in memory and
 # with SyncWrites), side by side in one run; report in results/<time>/.
