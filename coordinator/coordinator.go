@@ -71,8 +71,12 @@ type Coordinator struct {
 
 	ctx    context.Context // cancelled by Close, after in-flight writes end
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // transitions in flight and the scan loop
-	stop   chan struct{}
+	// submit is the store's one write path (idqueue.go); earlyMarkers is
+	// Config.EarlyMarkers with a store that has Submit.
+	submit       submitFunc
+	earlyMarkers bool
+	wg           sync.WaitGroup // transitions in flight and the scan loop
+	stop         chan struct{}
 
 	counters counters
 }
@@ -81,24 +85,11 @@ type counters struct {
 	initPID, addPartitions, addOffsets, endTxn, timeoutAborts, fenceAborts, operatorAborts, completions, expirations, stuck atomic.Uint64
 }
 
-// entry is one transactional id. mu guards every field.
+// entry is one transactional id. mu guards every field, the queue's too.
 type entry struct {
 	mu sync.Mutex
-	md *Metadata // nil: no stored metadata
-	// pending is set while a transition is being persisted: other
-	// requests for the id get CONCURRENT_TRANSACTIONS where Kafka does,
-	// except the pipelined ones (AddPartitionsToTxn, EndTxn), which are
-	// decided on spec and queued behind the writes in flight.
-	pending bool
-	// inflight counts the writes queued and not yet finished; spec is the
-	// state the last of them writes (nil when none, or a delete).
-	inflight int
-	spec     *Metadata
-	// last is the last write queued; durableSeq is the sequence number of
-	// the newest write known durable (md is its state).
-	last       *write
-	nextSeq    uint64
-	durableSeq uint64
+	// idQueue holds the durable state (md) and the writes in flight.
+	idQueue
 	// stuck is the marker sender's reason why a Prepare cannot complete.
 	stuck   string
 	deleted bool
@@ -153,6 +144,9 @@ func Open(cfg Config) (*Coordinator, error) {
 	}
 	c := &Coordinator{cfg: cfg, log: cfg.Log, txns: make(map[string]*entry, len(loaded.Txns)), stop: make(chan struct{}), endTxnLatency: newEndTxnLatency()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	var native bool
+	c.submit, native = storeSubmit(c.ctx, cfg.Store)
+	c.earlyMarkers = cfg.EarlyMarkers && native
 	// The new epoch and the first pid block are durable before any marker
 	// or producer id uses them (invariant 3: the epoch strictly increases).
 	c.epoch = loaded.CoordinatorEpoch + 1
@@ -163,7 +157,7 @@ func Open(cfg Config) (*Coordinator, error) {
 	var resend []markersender.Txn
 	for id, m := range loaded.Txns {
 		m := m
-		c.txns[id] = &entry{md: &m}
+		c.txns[id] = &entry{idQueue: idQueue{md: &m}}
 		if t := txncore.OutstandingMarkers(&m); t != nil {
 			resend = append(resend, senderTxn(*t))
 		}
@@ -249,250 +243,6 @@ func (c *Coordinator) storeFailed() error {
 	return nil
 }
 
-// write is one queued store write of an entry.
-type write struct {
-	done chan struct{} // closed when it ended
-	err  error         // set before done is closed
-	code int16         // the answer err maps to (storeErrorCode)
-}
-
-// decision is a core step's result after the durable write, if any.
-type decision struct {
-	Outcome
-	done <-chan struct{} // closed once the write ended (or at once)
-	// after, for a decision taken on a state not yet durable that writes
-	// nothing itself, is the write it depends on: the answer waits for it
-	// and fails if it failed.
-	after *write
-	// changed is closed at the entry's next write after this decision
-	// (nil when the id has no entry).
-	changed <-chan struct{}
-	// decided is Err as decided, before any write failure; own is the
-	// decision's own write (nil if it writes nothing). Both are set
-	// before the write runs, so they can be read without waiting.
-	decided int16
-	own     *write
-	// asDecided is the Outcome as decided, never rewritten: what an
-	// answer that does not wait for the write (an in-process caller,
-	// answered once appended) reads, while a failing write may be
-	// replacing Outcome (now).
-	asDecided Outcome
-}
-
-// now is the outcome as known without waiting: the final one (as wait
-// gives it: a failed write the decision rests on fails it too) once every
-// write it depends on ended, the decided one while one runs.
-func (d *decision) now() Outcome {
-	select {
-	case <-d.done:
-	default:
-		return d.asDecided
-	}
-	if d.after != nil {
-		select {
-		case <-d.after.done:
-		default:
-			return d.asDecided
-		}
-	}
-	return d.wait()
-}
-
-// step runs decide for id under its lock. If the outcome persists
-// something, the write is queued and runs in a goroutine owned by the
-// coordinator; Err is set to storeErrorCode() if it fails. Markers are sent only
-// after the write is durable.
-//
-// Pipelining: with speculate set, a request that meets writes in flight is
-// decided on the state the last of them writes (spec) instead of being
-// refused with CONCURRENT_TRANSACTIONS; its own write is queued behind
-// them (the store commits one id's writes in order), and an answer that
-// writes nothing waits for the last write in flight. So a TV2 producer's
-// registration from its second leader, or its next transaction's first
-// one right after Complete was decided, shares a group commit with the
-// write before it instead of waiting a whole fsync for it.
-func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
-	return c.stepWith(id, create, false, decide)
-}
-
-func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
-	var pidErr error
-	pids := func() int64 {
-		pid, err := c.pids.nextID(c.ctx)
-		if err != nil && pidErr == nil {
-			pidErr = err
-		}
-		return pid
-	}
-	done := make(chan struct{})
-	d := &decision{done: done}
-	e := c.lock(id, create)
-	var cur *Metadata
-	pending := false
-	speculated := false
-	if e != nil {
-		cur, pending = e.md, e.pending
-		if speculate && e.inflight > 0 && e.spec != nil {
-			cur, pending, speculated = e.spec, false, true
-		}
-		d.changed = e.changedCh()
-	}
-	d.Outcome = decide(cur, pending, pids)
-	if pidErr != nil {
-		c.log.Error().Err(pidErr).Str("txn_id", id).Msg("producer id block not durable")
-		d.Outcome = fail(c.storeErrorCode())
-	}
-	d.decided, d.asDecided = d.Err, d.Outcome
-	if e == nil || (d.Persist == nil && !d.Delete) {
-		if e != nil {
-			// An answer decided on a state not yet durable waits
-			// for it, except CONCURRENT_TRANSACTIONS, which claims
-			// nothing (and is what Kafka answers at once).
-			if speculated && d.Err != kerr.ConcurrentTransactions.Code {
-				d.after = e.last
-			}
-			if e.md == nil && !e.pending {
-				c.forget(id, e)
-			}
-			e.mu.Unlock()
-		}
-		close(done)
-		return d
-	}
-	c.mu.Lock()
-	if c.closing {
-		c.mu.Unlock()
-		e.mu.Unlock()
-		d.Outcome = fail(kerr.NotCoordinator.Code)
-		close(done)
-		return d
-	}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	batch := txnlog.Batch{}
-	var state *Metadata
-	if d.Delete {
-		batch.Deletes = []string{id}
-	} else {
-		md := d.Persist.Clone()
-		state = &md
-		batch.Puts = []txnlog.TxnMetadata{d.Persist.Clone()}
-	}
-	e.pending = true
-	e.inflight++
-	e.spec = state
-	e.nextSeq++
-	seq := e.nextSeq
-	w := &write{done: make(chan struct{})}
-	d.own = w
-	prev := e.last
-	e.last = w
-	// Queue the write now, under the entry lock, so one id's writes
-	// reach the store in decision order.
-	var result <-chan error
-	if sub, ok := c.cfg.Store.(txnlog.Submitter); ok {
-		result = sub.Submit(batch)
-	}
-	// Waiters for the next decision (a registration held back by a
-	// Prepare) may now decide on top of this one.
-	e.notifyChanged()
-	e.mu.Unlock()
-	// With a store that queues writes in order, the markers go to the
-	// sender at once, gated on this write: the sender holds them back
-	// from leaders in other processes until it is durable (invariant 1),
-	// and hands them at once to the leaders of this process, which append
-	// them to the same log after it. Prepare, markers and Complete then
-	// share one group commit, and the log's order makes each durable only
-	// with those before it.
-	var durable chan struct{}
-	if d.Markers != nil && result != nil && c.cfg.EarlyMarkers {
-		durable = make(chan struct{})
-		m := senderTxn(*d.Markers)
-		m.Durable = durable
-		c.sendMarkers(m)
-	}
-	go func() {
-		defer c.wg.Done()
-		var err error
-		if result != nil {
-			select {
-			case err = <-result:
-			case <-c.ctx.Done():
-				err = c.ctx.Err()
-			}
-			// Finish in queue order too: a later write's goroutine may
-			// wake first, and would otherwise send a Prepare's markers
-			// while the entry still counts the earlier write as in
-			// flight, so their completion would be refused as pending.
-			if prev != nil {
-				<-prev.done
-			}
-		} else {
-			if prev != nil {
-				<-prev.done // a store without Submit: keep the order by waiting
-			}
-			err = c.cfg.Store.Apply(c.ctx, batch)
-		}
-		e.mu.Lock()
-		e.inflight--
-		e.pending = e.inflight > 0
-		if err == nil && seq > e.durableSeq {
-			e.durableSeq = seq
-			if d.Delete {
-				c.forget(id, e)
-			} else {
-				e.md = state
-				if txncore.OutstandingMarkers(state) == nil {
-					e.stuck = ""
-				}
-			}
-		}
-		if e.inflight == 0 {
-			e.spec = nil
-			if e.md == nil {
-				c.forget(id, e)
-			}
-		}
-		w.err = err
-		if err != nil {
-			w.code = c.storeErrorCode()
-		}
-		close(w.done)
-		e.notifyChanged()
-		e.mu.Unlock()
-		if err != nil {
-			if durable != nil {
-				// Never durable: the sender must not deliver it.
-				if f, ok := c.cfg.Markers.(interface{ Forget(string) }); ok {
-					f.Forget(id)
-				}
-			}
-			if c.storeFailed() != nil {
-				// The store logged the failure once; one line per
-				// transaction would bury it.
-				c.log.Debug().Err(err).Str("txn_id", id).Msg("transaction log write failed: the store has stopped")
-			} else {
-				c.log.Error().Err(err).Str("txn_id", id).Msg("transaction log write failed")
-			}
-			d.Outcome = fail(w.code)
-			close(done)
-			return
-		}
-		markers := d.Markers
-		if durable != nil {
-			close(durable)
-			markers = nil // sent already, gated on durable
-		}
-		close(done)
-		// Durable: now the markers may go out (invariant 1 for the
-		// answer, which the caller releases on done).
-		if markers != nil {
-			c.sendMarkers(senderTxn(*markers))
-		}
-	}()
-	return d
-}
-
 // forget drops an entry from the map; e must be locked.
 func (c *Coordinator) forget(id string, e *entry) {
 	e.deleted = true
@@ -501,18 +251,6 @@ func (c *Coordinator) forget(id string, e *entry) {
 		delete(c.txns, id)
 	}
 	c.mu.Unlock()
-}
-
-// wait blocks until d's write (or the write it depends on) ended.
-func (d *decision) wait() Outcome {
-	<-d.done
-	if d.after != nil {
-		<-d.after.done
-		if d.after.err != nil && d.Err == 0 {
-			return fail(d.after.code)
-		}
-	}
-	return d.Outcome
 }
 
 func (c *Coordinator) sendMarkers(txn markersender.Txn) {
@@ -531,10 +269,14 @@ func (c *Coordinator) sendMarkers(txn markersender.Txn) {
 // MarkersWritten persists Complete* once every marker of txn is written
 // (invariant 2). The write runs in the background; a completion that does
 // not match the stored Prepare* is ignored.
-func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
+func (c *Coordinator) MarkersWritten(txn markersender.Txn) { c.markersWritten(txn) }
+
+// markersWritten is MarkersWritten; it returns the decision whose write
+// persists Complete*, nil when it writes nothing (now).
+func (c *Coordinator) markersWritten(txn markersender.Txn) *decision {
 	if txn.CoordinatorEpoch != 0 && txn.CoordinatorEpoch != c.epoch {
 		c.log.Info().Str("txn_id", txn.TransactionalID).Int32("coordinator_epoch", txn.CoordinatorEpoch).Msg("completion from an older coordinator epoch ignored")
-		return
+		return nil
 	}
 	now := c.nowMs()
 	wasPending := false
@@ -558,11 +300,11 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 			case <-c.stop:
 			}
 		})
-		return
+		return nil
 	}
 	if d.own == nil { // not d.Persist: a failing write may already be rewriting d.Outcome
 		c.log.Warn().Str("txn_id", txn.TransactionalID).Int64("pid", txn.ProducerID).Int16("epoch", txn.ProducerEpoch).Msg("markers written for a transaction not in that Prepare state: ignored")
-		return
+		return nil
 	}
 	c.counters.completions.Add(1)
 	// A failed Complete write is retried, or the transaction would sit in
@@ -577,6 +319,7 @@ func (c *Coordinator) MarkersWritten(txn markersender.Txn) {
 			c.MarkersWritten(txn)
 		}
 	})
+	return d
 }
 
 // background runs fn on a goroutine Close waits for, unless Close has

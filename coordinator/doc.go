@@ -10,6 +10,9 @@
 // Requests for one id are serialized by a per-id lock; while an id's write
 // is in flight its other requests get CONCURRENT_TRANSACTIONS where Kafka
 // does; different ids write concurrently and share group commits.
+// An id's writes go through its queue (idqueue.go): submitted in decision
+// order, ended in that order, pipelined requests decided on the state the
+// last one writes; testdata/idqueue*.txt replays it write by write.
 //
 // Beyond Kafka: a txncoord leader's registration (AddPartitionsToTxn v4+)
 // of a TV2 producer's next transaction is accepted while the previous
