@@ -33,6 +33,8 @@ fuzz: deps
 	$(GO) test ./wire -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./txnlog -run '^$$' -fuzz '^FuzzDecodeTxn$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./wal -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./txnlog -run '^$$' -fuzz '^FuzzDecodeBatch$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./leaderstub -run '^$$' -fuzz '^FuzzDecodePersistOp$$' -fuzztime $(FUZZTIME)
 
 # The standard benchmark: txncoord against franz-go kfake (in memory and
 # with SyncWrites), side by side in one run; report in results/<time>/.

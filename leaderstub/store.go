@@ -188,6 +188,18 @@ func (r *recordReader) uvarint() int {
 
 func (r *recordReader) bytes() []byte { return r.take(r.uvarint()) }
 
+// flag reads a presence byte: 0 or 1, anything else is a bad record.
+func (r *recordReader) flag() bool {
+	v := r.take(1)
+	if v == nil {
+		return false
+	}
+	if v[0] > 1 {
+		r.err = errBadRecord
+	}
+	return v[0] == 1
+}
+
 func (r *recordReader) int64() int64 {
 	v := r.take(8)
 	if v == nil {
@@ -215,14 +227,14 @@ func decodePersistOp(raw []byte) (*persistOp, error) {
 		base := r.int64()
 		o.batches = append(o.batches, opBatch{base: base, raw: r.bytes()})
 	}
-	if f := r.take(1); f != nil && f[0] == 1 {
+	if f := r.flag(); f {
 		e, err := unmarshalEntry(r.bytes())
 		if err != nil && r.err == nil {
 			r.err = err
 		}
 		o.entry = &e
 	}
-	if f := r.take(1); f != nil && f[0] == 1 {
+	if f := r.flag(); f {
 		a, ok := unmarshalAborted(r.take(34))
 		if !ok && r.err == nil {
 			r.err = errBadRecord
