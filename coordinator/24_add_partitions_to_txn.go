@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
@@ -170,10 +171,38 @@ func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, verifyOnl
 			return txncore.VerifyPartitions(cur, pending, pid, epoch, tps)
 		}
 		return txncore.AddPartitions(cur, pending, txncore.AddPartitionsRequest{ProducerID: pid, ProducerEpoch: epoch, Partitions: tps,
-			ClientTV: clientTV, Overlap: overlap}, now)
+			ClientTV: clientTV, Overlap: overlap && c.strictMarkers(cur)}, now)
 	})
 	return pr
 }
+
+// strictMarkers reports whether every marker of cur's Prepare goes out as
+// WriteTxnMarkers v2, so that its leader applies KIP-1228's strict rule
+// (marker epoch > current). Only then may the id's next transaction start
+// while those markers are in flight: a leader on v1 applies Kafka's legacy
+// rule (epoch >=), and a marker resent after a restart, or retried, would
+// commit or abort the next transaction, which has the same epoch under
+// TV2. It reads the cluster file's versions: a leader restarted at a lower
+// version than the file says is not seen (the file is what operators
+// change for a rolling downgrade).
+func (c *Coordinator) strictMarkers(cur *Metadata) bool {
+	if cur == nil {
+		return false
+	}
+	if negotiation.MaxVersion(c.cfg.KafkaVersion, writeTxnMarkersKey) < 2 {
+		return false // a 4.1 coordinator sends v1 only
+	}
+	for _, tp := range cur.Partitions {
+		n, ok := c.cfg.View.LeaderOf(tp.Topic, tp.Partition)
+		if !ok || negotiation.MaxVersion(n.KafkaVersion, writeTxnMarkersKey) < 2 {
+			return false
+		}
+	}
+	return true
+}
+
+// writeTxnMarkersKey is WriteTxnMarkers' API key.
+const writeTxnMarkersKey = 27
 
 func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)

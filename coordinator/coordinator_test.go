@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -561,5 +562,50 @@ func TestInlineCallerGivesUp(t *testing.T) {
 	}
 	if r.err != nil || firstV4Error(r.resp.(*kmsg.AddPartitionsToTxnResponse)) != kerr.ConcurrentTransactions.Code {
 		t.Fatalf("registration after its caller gave up: %v, %v; want 51", r.resp, r.err)
+	}
+}
+
+// TestNoOverlapWithLegacyMarkerLeader: when a partition of the Prepare is
+// led by a leader that gets WriteTxnMarkers v1 (4.1: Kafka's legacy epoch
+// >= rule), the id's next transaction does not start while the markers
+// are in flight: a resent or retried marker would be applied to it, as it
+// has the same epoch under TV2. The leader's registration then waits for
+// the Complete, as Kafka's would (here: CONCURRENT_TRANSACTIONS once the
+// bounded wait ends, since the fake markers never complete). With every
+// leader on 4.2 the same registration is answered at once
+// (TestNextTransactionOverlapsMarkers).
+func TestNoOverlapWithLegacyMarkerLeader(t *testing.T) {
+	for _, c := range []struct {
+		leaderVersion, coordVersion string
+	}{{"4.1", "4.2"}, {"4.2", "4.1"}} {
+		t.Run("leader="+c.leaderVersion+"/coordinator="+c.coordVersion, func(t *testing.T) {
+			view := cluster.NewView(&cluster.File{ClusterID: "test",
+				Coordinator: &cluster.Node{NodeID: 0, Addr: "127.0.0.1:1", KafkaVersion: c.coordVersion},
+				Leaders:     []cluster.Node{{NodeID: 1, Addr: "127.0.0.1:2", KafkaVersion: c.leaderVersion}},
+				Topics:      map[string]int32{"orders": 4}, DefaultPartitions: 3})
+			fm := &fakeMarkers{}
+			co, err := Open(Config{View: view, Store: txnlog.NewMemory(), Markers: fm, KafkaVersion: c.coordVersion, Log: zerolog.Nop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fm.mu.Lock()
+			fm.c = co
+			fm.mu.Unlock()
+			t.Cleanup(func() { co.Close() })
+			pid, epoch := initPID(t, co, "t")
+			if code := addPartitionsV5(co, "t", pid, epoch, "orders", 0); code != 0 {
+				t.Fatal(code)
+			}
+			if r := endTxn(co, 5, "t", pid, epoch, true); r.ErrorCode != 0 {
+				t.Fatal(r.ErrorCode)
+			}
+			waitFor(t, "markers", func() bool { return len(fm.snapshot()) == 1 })
+			if code := addPartitionsV5(co, "t", pid, epoch+1, "orders", 1); code == 0 {
+				t.Fatal("the next transaction started while markers to a v1 leader were in flight")
+			}
+			if d, _ := co.Describe("t"); d.State != "PrepareCommit" || d.Completing != nil {
+				t.Fatalf("state %s, completing %+v: want PrepareCommit alone", d.State, d.Completing)
+			}
+		})
 	}
 }
