@@ -163,6 +163,9 @@ var errStoreFailed = errors.New("storage failed: every write of this process has
 // transaction, so it is refused. forceNew starts over instead: the store
 // and its log are moved aside (never deleted) and their names returned.
 func PrepareDataDir(dataDir string, forceNew bool) (discarded []string, err error) {
+	if err := storage.CheckLock(dataDir); err != nil {
+		return nil, err
+	}
 	db := filepath.Join(dataDir, SharedStoreFile)
 	if forceNew {
 		return storage.Discard(db)

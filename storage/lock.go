@@ -78,3 +78,19 @@ func Discard(dbPath string) ([]string, error) {
 	}
 	return moved, nil
 }
+
+// CheckLock fails with "data dir DIR is in use by pid N" when another
+// process holds dir's lock, without keeping the lock: for a caller that
+// must not touch dir's other files (txncoord up's cluster.yaml and
+// credentials) while another process runs on it. A dir that does not
+// exist is free.
+func CheckLock(dir string) error {
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		return nil
+	}
+	f, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}

@@ -156,9 +156,6 @@ func runUp(c *cli.Context) error {
 		}
 		file.Security = local.Settings
 	}
-	if _, err := node.WriteClusterFile(dataDir, file); err != nil {
-		return fmt.Errorf("data dir %s: %w", dataDir, err)
-	}
 	e, err := node.StartEmbedded(node.EmbeddedConfig{
 		File: file, DataDir: dataDir, AdminListen: c.String("admin-listen"),
 		MarkerVersionDiscovery: c.Bool("marker-version-discovery"), UnsafeNoSync: c.Bool("unsafe-no-fsync"),
@@ -167,6 +164,12 @@ func runUp(c *cli.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	// Written once the store holds the data dir's lock: a second `up`
+	// refused on the same dir must not rewrite the running one's file.
+	if _, err := node.WriteClusterFile(dataDir, file); err != nil {
+		e.Stop(context.Background())
+		return fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
 	adminURL := "none"
 	if e.Admin != nil {
