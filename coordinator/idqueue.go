@@ -359,10 +359,11 @@ func (c *Coordinator) finish(id string, e *entry, d *decision, done chan struct{
 	if durable != nil {
 		close(durable) // the markers went early, gated on it
 	}
-	close(done)
-	// Durable: now the markers may go out (invariant 1 for the
-	// answer, which the caller releases on done).
+	// Durable: now the markers may go out (invariant 1), before the
+	// answer is released (done), so that an answered EndTxn always has
+	// its markers queued. Enqueue does not wait.
 	if markers != nil {
 		c.sendMarkers(*markers)
 	}
+	close(done)
 }
