@@ -84,8 +84,8 @@ type producePart struct {
 	batches [][]byte
 	headers []batchHeader
 	fresh   bool // registered just now for a TV2 producer
-	base  int64
-	op    *writeOp
+	base    int64
+	op      *writeOp
 	// held is closed once a held-back batch was appended (op set) or
 	// refused (code set) by its goroutine; nil when not held back.
 	held <-chan struct{}
@@ -328,6 +328,8 @@ func (l *Leader) appendHeld(pp *producePart, hb *heldBatch, limits holdLimits) {
 			return 0, ""
 		case <-timer.C:
 			return kerr.NotEnoughReplicas.Code, "no marker within the wait bound"
+		case <-l.space.Failed():
+			return kerr.KafkaStorageError.Code, "the process log failed"
 		case <-l.stop:
 			return kerr.NotLeaderForPartition.Code, "leader closing"
 		case <-limits.stopping:

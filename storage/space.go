@@ -125,6 +125,9 @@ func (s *Space) View(fn func(Root) error) error {
 // Err is the failure that stopped the store's writes, nil if none.
 func (s *Space) Err() error { return s.st.Err() }
 
+// Failed is the store's Failed.
+func (s *Space) Failed() <-chan struct{} { return s.st.Failed() }
+
 func (s *Space) closedErr() error {
 	if s.opts.Closed != nil {
 		return s.opts.Closed

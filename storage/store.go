@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -109,6 +110,7 @@ type Store struct {
 	closed   bool
 	stats    Stats
 
+	failed   chan struct{} // closed at the first failure (Failed)
 	applyNow chan chan struct{}
 	kick     chan struct{}
 	stop     chan struct{}
@@ -235,6 +237,8 @@ func Open(dbPath string, opts Options) (st *Store, err error) {
 		db.Close()
 		return nil, err
 	}
+	st.failed = make(chan struct{})
+	go st.watchFailure()
 	go st.applier()
 	return st, nil
 }
@@ -647,3 +651,18 @@ func (st *Store) pagesWritten() int64 {
 	s := st.db.Stats()
 	return s.TxStats.GetWrite()
 }
+
+// watchFailure closes failed once the log fails (not when it is closed).
+func (st *Store) watchFailure() {
+	err := st.wal.WaitDurable(context.Background(), wal.Pos(math.MaxUint64))
+	if err != nil && !errors.Is(err, wal.ErrClosed) {
+		close(st.failed)
+	}
+}
+
+// Failed is closed once the process log has failed: a request waiting for
+// something that needs a write (a held batch waiting for a marker) can
+// give up at once with KAFKA_STORAGE_ERROR rather than at its timeout.
+// A failed bbolt apply stops appends (Err) but does not close it: the log
+// still makes what was appended durable.
+func (st *Store) Failed() <-chan struct{} { return st.failed }
