@@ -245,6 +245,12 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 		c.log.Error().Err(pidErr).Str("txn_id", id).Msg("producer id block not durable")
 		d.Outcome = fail(c.storeErrorCode())
 	}
+	if d.Err == kerr.ConcurrentTransactions.Code && c.storeFailed() != nil {
+		// What it would wait for (markers, a Complete) can never be
+		// written until a restart: clients retry 51 forever (kgo's
+		// InitProducerId does), so say why instead.
+		d.Outcome = fail(kerr.KafkaStorageError.Code)
+	}
 	d.decided, d.asDecided = d.Err, d.Outcome
 	if e == nil || (d.Persist == nil && !d.Delete) {
 		if e != nil {

@@ -3,8 +3,12 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/txnlog"
 )
@@ -170,5 +174,49 @@ func TestSpeculatedAnswerFailsWithTheWriteItRestsOn(t *testing.T) {
 		if code := <-answers; code == 0 {
 			t.Fatal("a registration was answered 0 although the write it rests on failed")
 		}
+	}
+}
+
+// failedStore is a MemoryStore that says it has stopped (fail-stop), as a
+// BoltStore whose process log failed does.
+type failedStore struct {
+	*txnlog.MemoryStore
+	failed atomic.Bool
+}
+
+func (s *failedStore) Err() error {
+	if s.failed.Load() {
+		return errors.New("log failed")
+	}
+	return nil
+}
+
+// TestStoppedStoreAnswersStorageErrorNotConcurrent: once the store has
+// stopped, a request that would wait for the id's markers to complete
+// (CONCURRENT_TRANSACTIONS, which kgo retries forever) gets
+// KAFKA_STORAGE_ERROR instead: nothing it waits for can be written until
+// a restart.
+func TestStoppedStoreAnswersStorageErrorNotConcurrent(t *testing.T) {
+	s := &failedStore{MemoryStore: txnlog.NewMemory()}
+	c, fm := openTest(t, testView("127.0.0.1:1"), s, false)
+	pid, epoch := initPID(t, c, "t")
+	if code := addPartitionsV5(c, "t", pid, epoch, "orders", 0); code != 0 {
+		t.Fatal(code)
+	}
+	if r := endTxn(c, 5, "t", pid, epoch, true); r.ErrorCode != 0 {
+		t.Fatal(r.ErrorCode)
+	}
+	waitFor(t, "markers", func() bool { return len(fm.snapshot()) == 1 }) // never completed: PrepareCommit
+	s.failed.Store(true)
+	start := time.Now()
+	id := "t"
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.SetVersion(4)
+	req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = &id, 60000, -1, -1
+	if code := call(c, 22, req).(*kmsg.InitProducerIDResponse).ErrorCode; code != kerr.KafkaStorageError.Code {
+		t.Fatalf("InitProducerId during PrepareCommit with the store stopped: %d, want %d", code, kerr.KafkaStorageError.Code)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("answered after %v, want at once", took)
 	}
 }
