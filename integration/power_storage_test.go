@@ -24,6 +24,7 @@ import (
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/integration/checker"
 	"github.com/txncoord/txncoord/integration/workload"
+	"github.com/txncoord/txncoord/internal/logtest"
 	"github.com/txncoord/txncoord/node"
 	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wal/waltest"
@@ -140,24 +141,6 @@ func (f *powerFile) Truncate(size int64) error {
 
 func (f *powerFile) Close() error { return f.p.do("close", f.name, f.File.Close) }
 
-// lockedBuffer collects a cluster's log lines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 const powerTopic, powerPartitions = "power", 6
 
 // powerOpts is one power-loss run.
@@ -177,7 +160,7 @@ type powerOpts struct {
 
 // startPowerCluster starts `txncoord up`'s cluster (a 4.2 coordinator,
 // leaders of the given versions) on fresh loopback ports, its log on fs.
-func startPowerCluster(t *testing.T, dataDir string, fs wal.FS, noSync bool, leaders []string, log *lockedBuffer) *node.Embedded {
+func startPowerCluster(t *testing.T, dataDir string, fs wal.FS, noSync bool, leaders []string, log *logtest.Buffer) *node.Embedded {
 	t.Helper()
 	listeners := map[int32]net.Listener{}
 	listen := func(id int32) string {
@@ -294,7 +277,7 @@ func powerProducer(ctx context.Context, bootstrap, id string, seed int64, acked,
 // loss kept and returns the checker's report, the commits acknowledged
 // after the copy, and the restarted cluster (stopped at the end of the
 // test).
-func powerLossRun(t *testing.T, o powerOpts) (rep *checker.Report, ackedAfterCopy int64, e *node.Embedded, log *lockedBuffer) {
+func powerLossRun(t *testing.T, o powerOpts) (rep *checker.Report, ackedAfterCopy int64, e *node.Embedded, log *logtest.Buffer) {
 	t.Helper()
 	if o.leaders == nil {
 		o.leaders = []string{"4.2", "4.2", "4.2"}
@@ -304,7 +287,7 @@ func powerLossRun(t *testing.T, o powerOpts) (rep *checker.Report, ackedAfterCop
 	dataDir := t.TempDir()
 	dbPath := filepath.Join(dataDir, node.SharedStoreFile)
 	m := newPowerMachine()
-	log = &lockedBuffer{}
+	log = &logtest.Buffer{}
 	defer func() {
 		if t.Failed() {
 			t.Logf("cluster log:\n%s", log)

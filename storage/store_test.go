@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.etcd.io/bbolt"
 
+	"github.com/txncoord/txncoord/internal/logtest"
 	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wal/waltest"
 )
@@ -44,24 +45,6 @@ func kvCodec(bucket string) ApplyFunc {
 }
 
 var testKinds = map[Kind]ApplyFunc{kindA: kvCodec("a"), kindB: kvCodec("b")}
-
-// syncBuffer is a log sink safe for the writer and the applier.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func openStore(t *testing.T, db string, opts Options) *Store {
 	t.Helper()
@@ -332,7 +315,7 @@ func TestReplayDurableRecordsNotApplied(t *testing.T) {
 	st.Close()
 	copyFile(t, db+".before", db) // bbolt as of before any apply
 
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	opts.Log = zerolog.New(logs)
 	opts.FS = m.Process()
 	st = openStore(t, db, opts)
@@ -509,7 +492,7 @@ func TestLogBehindAppliedAfterNoSyncCrash(t *testing.T) {
 		t.Fatalf("applied %d, want 20", p)
 	}
 
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	opts := Options{FS: m.Process(), NoSync: true, ApplyInterval: time.Hour, Log: zerolog.New(logs), Kinds: testKinds}
 	st, err := Open(db, opts)
 	if err != nil {

@@ -23,6 +23,13 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// String is everything logged so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // Logger is a JSON logger at debug level writing to b.
 func (b *Buffer) Logger() zerolog.Logger { return zerolog.New(b).Level(zerolog.DebugLevel) }
 
