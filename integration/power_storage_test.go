@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,103 +42,11 @@ import (
 //     acknowledged since. With NoSync bbolt never fsyncs either, so the
 //     copy is one of the states it may be left in.
 //
-// The crashed process must not change the post-crash state: powerMachine
+// The crashed process must not change the post-crash state: waltest.Machine
 // fails every call of a process that lost power (CrashFS alone fails only
 // the files opened before Crash, so the old process's applier could still
 // remove segments and sync the directory), and bbolt is overwritten by
 // the copy after the old process stopped.
-
-// powerMachine is a CrashFS whose power loss also ends the processes
-// using it (see storage's tests, which have the same helper).
-type powerMachine struct {
-	fs    *waltest.CrashFS
-	mu    sync.RWMutex
-	procs []*powerProc
-}
-
-func newPowerMachine() *powerMachine { return &powerMachine{fs: waltest.NewCrashFS()} }
-
-// Process is the FS handle of a new process on the machine.
-func (m *powerMachine) Process() wal.FS {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := &powerProc{m: m}
-	m.procs = append(m.procs, p)
-	return p
-}
-
-// Crash loses power: every handle given out so far fails from now on.
-func (m *powerMachine) Crash() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, p := range m.procs {
-		p.dead = true
-	}
-	m.fs.Crash()
-}
-
-type powerProc struct {
-	m    *powerMachine
-	dead bool
-}
-
-func (p *powerProc) do(op, name string, f func() error) error {
-	p.m.mu.RLock()
-	defer p.m.mu.RUnlock()
-	if p.dead {
-		return &os.PathError{Op: op, Path: name, Err: syscall.EIO}
-	}
-	return f()
-}
-
-func (p *powerProc) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
-	var f wal.File
-	if err := p.do("open", name, func() (err error) { f, err = p.m.fs.OpenFile(name, flag, perm); return err }); err != nil {
-		return nil, err
-	}
-	return &powerFile{File: f, p: p, name: name}, nil
-}
-
-func (p *powerProc) Remove(name string) error {
-	return p.do("remove", name, func() error { return p.m.fs.Remove(name) })
-}
-
-func (p *powerProc) ReadDir(dir string) (names []string, err error) {
-	err = p.do("open", dir, func() (err error) { names, err = p.m.fs.ReadDir(dir); return err })
-	return names, err
-}
-
-func (p *powerProc) MkdirAll(dir string, perm os.FileMode) error {
-	return p.do("mkdir", dir, func() error { return p.m.fs.MkdirAll(dir, perm) })
-}
-
-func (p *powerProc) SyncDir(dir string) error {
-	return p.do("fsync", dir, func() error { return p.m.fs.SyncDir(dir) })
-}
-
-type powerFile struct {
-	wal.File
-	p    *powerProc
-	name string
-}
-
-func (f *powerFile) Read(b []byte) (n int, err error) {
-	err = f.p.do("read", f.name, func() (err error) { n, err = f.File.Read(b); return err })
-	return n, err
-}
-
-func (f *powerFile) Write(b []byte) (n int, err error) {
-	err = f.p.do("write", f.name, func() (err error) { n, err = f.File.Write(b); return err })
-	return n, err
-}
-
-func (f *powerFile) Sync() error { return f.p.do("fdatasync", f.name, f.File.Sync) }
-
-func (f *powerFile) Truncate(size int64) error {
-	return f.p.do("truncate", f.name, func() error { return f.File.Truncate(size) })
-}
-
-func (f *powerFile) Close() error { return f.p.do("close", f.name, f.File.Close) }
 
 const powerTopic, powerPartitions = "power", 6
 
@@ -286,7 +193,7 @@ func powerLossRun(t *testing.T, o powerOpts) (rep *checker.Report, ackedAfterCop
 	const producers = 3
 	dataDir := t.TempDir()
 	dbPath := filepath.Join(dataDir, node.SharedStoreFile)
-	m := newPowerMachine()
+	m := waltest.NewMachine()
 	log = &logtest.Buffer{}
 	defer func() {
 		if t.Failed() {

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -143,105 +142,6 @@ func appliedInFile(t *testing.T, path string) wal.Pos {
 	return p
 }
 
-// machine is a CrashFS whose power loss also ends the process using it:
-// each store opened on it gets its own FS handle (Process), and Crash
-// makes every handle given out so far, and every file opened through one,
-// fail all later calls with EIO, atomically with the CrashFS's power loss.
-// CrashFS alone fails only the files opened before Crash: an applier still
-// running after it could remove segments and sync the directory of the
-// post-crash state, which no dead process can do.
-type machine struct {
-	fs    *waltest.CrashFS
-	mu    sync.RWMutex // held for writing by Crash, for reading by every call
-	procs []*procFS
-}
-
-func newMachine() *machine { return &machine{fs: waltest.NewCrashFS()} }
-
-// Process returns the FS handle of a new process on the machine.
-func (m *machine) Process() wal.FS {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := &procFS{m: m}
-	m.procs = append(m.procs, p)
-	return p
-}
-
-// Crash is a power loss.
-func (m *machine) Crash() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, p := range m.procs {
-		p.dead = true
-	}
-	m.fs.Crash()
-}
-
-type procFS struct {
-	m    *machine
-	dead bool // under m.mu
-}
-
-// do runs f unless the process is dead, with Crash held off meanwhile.
-func (p *procFS) do(op, name string, f func() error) error {
-	p.m.mu.RLock()
-	defer p.m.mu.RUnlock()
-	if p.dead {
-		return &os.PathError{Op: op, Path: name, Err: syscall.EIO}
-	}
-	return f()
-}
-
-func (p *procFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
-	var f wal.File
-	err := p.do("open", name, func() (err error) { f, err = p.m.fs.OpenFile(name, flag, perm); return err })
-	if err != nil {
-		return nil, err
-	}
-	return &procFile{File: f, p: p, name: name}, nil
-}
-
-func (p *procFS) Remove(name string) error {
-	return p.do("remove", name, func() error { return p.m.fs.Remove(name) })
-}
-
-func (p *procFS) ReadDir(dir string) (names []string, err error) {
-	err = p.do("open", dir, func() (err error) { names, err = p.m.fs.ReadDir(dir); return err })
-	return names, err
-}
-
-func (p *procFS) MkdirAll(dir string, perm os.FileMode) error {
-	return p.do("mkdir", dir, func() error { return p.m.fs.MkdirAll(dir, perm) })
-}
-
-func (p *procFS) SyncDir(dir string) error {
-	return p.do("fsync", dir, func() error { return p.m.fs.SyncDir(dir) })
-}
-
-type procFile struct {
-	wal.File
-	p    *procFS
-	name string
-}
-
-func (f *procFile) Read(b []byte) (n int, err error) {
-	err = f.p.do("read", f.name, func() (err error) { n, err = f.File.Read(b); return err })
-	return n, err
-}
-
-func (f *procFile) Write(b []byte) (n int, err error) {
-	err = f.p.do("write", f.name, func() (err error) { n, err = f.File.Write(b); return err })
-	return n, err
-}
-
-func (f *procFile) Sync() error { return f.p.do("fdatasync", f.name, f.File.Sync) }
-
-func (f *procFile) Truncate(size int64) error {
-	return f.p.do("truncate", f.name, func() error { return f.File.Truncate(size) })
-}
-
-func (f *procFile) Close() error { return f.p.do("close", f.name, f.File.Close) }
-
 // Records of two spaces of different kinds, appended interleaved, are in
 // their own spaces after a close and a reopen (read back through View).
 func TestRoundTripTwoSpaces(t *testing.T) {
@@ -289,7 +189,7 @@ func TestRoundTripTwoSpaces(t *testing.T) {
 func TestReplayDurableRecordsNotApplied(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "s.db")
-	m := newMachine()
+	m := waltest.NewMachine()
 	opts := Options{FS: m.Process(), ApplyInterval: time.Hour}
 	st := openStore(t, db, opts)
 	a, b := space(t, st, "alpha", kindA), space(t, st, "beta", kindB)
@@ -357,7 +257,7 @@ func crashOnce(t *testing.T, noSync bool, seed int) (applied, logLast wal.Pos, l
 	t.Helper()
 	dir := t.TempDir()
 	db := filepath.Join(dir, "s.db")
-	m := newMachine()
+	m := waltest.NewMachine()
 	opts := Options{FS: m.Process(), NoSync: noSync, ApplyInterval: time.Millisecond, SegmentSize: 4096}
 	st := openStore(t, db, opts)
 	sp := space(t, st, "alpha", kindA)
@@ -477,7 +377,7 @@ func TestAppliedAheadOfLogWithNoSync(t *testing.T) {
 func TestLogBehindAppliedAfterNoSyncCrash(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "s.db")
-	m := newMachine()
+	m := waltest.NewMachine()
 	st := openStore(t, db, Options{FS: m.Process(), NoSync: true})
 	sp := space(t, st, "alpha", kindA)
 	for i := range 20 {
