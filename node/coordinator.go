@@ -90,7 +90,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	if cfg.Metrics != nil {
 		cfg.Metrics.MustRegister(storeCollector{store})
 		if cfg.Shared == nil { // a process of its own: its log's failure
-			newStoreObserver(nil).watch(cfg.Metrics, store)
+			watchStoreFailure(cfg.Metrics, store)
 		}
 	}
 	sender := markersender.New(markersender.Config{

@@ -49,7 +49,7 @@ func openSharedStore(dataDir string, noSync bool, fs wal.FS, reg prometheus.Regi
 	if err != nil {
 		return nil, err // it names the data dir or the file
 	}
-	obs.watch(reg, st)
+	watchStoreFailure(reg, st)
 	if reg != nil {
 		reg.MustRegister(storeCounters{st})
 	}
@@ -121,8 +121,8 @@ func (c storeCounters) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// watch exports whether st stopped on a failed write.
-func (o *storeObserver) watch(reg prometheus.Registerer, st interface{ Err() error }) {
+// watchStoreFailure exports whether st stopped on a failed write.
+func watchStoreFailure(reg prometheus.Registerer, st interface{ Err() error }) {
 	if reg == nil {
 		return
 	}
