@@ -8,4 +8,10 @@ const (
 	KindTxn Kind = 1
 	// KindLeader is a partition leader's change (leaderstub).
 	KindLeader Kind = 2
+	// KindGroup is a group coordinator's change: group metadata,
+	// committed and transactional offsets, markers (groups).
+	KindGroup Kind = 3
+	// KindTopic is a controller's change to topic metadata: creation,
+	// deletion, partition counts, configs (topics).
+	KindTopic Kind = 4
 )
