@@ -33,6 +33,9 @@ type File struct {
 	Leaders           []Node           `yaml:"leaders"`
 	DefaultPartitions int32            `yaml:"default_partitions"`
 	Topics            map[string]int32 `yaml:"topics,omitempty"`
+	// OffsetsPartitions is the partition count of __consumer_offsets
+	// (Kafka's offsets.topic.num.partitions); 0 means 50.
+	OffsetsPartitions int32 `yaml:"offsets_partitions,omitempty"`
 	// Security, when set, turns on TLS/SASL on every listener, cluster
 	// authorization of broker-only APIs, and the admin API's token.
 	Security *security.Settings `yaml:"security,omitempty"`
@@ -140,6 +143,12 @@ func (f *File) Validate() error {
 	}
 	for i, l := range f.Leaders {
 		check(fmt.Sprintf("leaders[%d]", i), l)
+	}
+	if f.OffsetsPartitions < 0 {
+		add("offsets_partitions must be at least 1 (or left out for %d), got %d", DefaultOffsetsPartitions, f.OffsetsPartitions)
+	}
+	if _, ok := f.Topics[OffsetsTopic]; ok {
+		add("topics: %s is internal: set its partition count with offsets_partitions", OffsetsTopic)
 	}
 	names := make([]string, 0, len(f.Topics))
 	for name := range f.Topics {

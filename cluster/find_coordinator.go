@@ -15,8 +15,8 @@ import (
 // Behavior:
 //   - transaction keys (key type 1) → the coordinator node; a key longer
 //     than MaxTransactionalIDBytes → INVALID_REQUEST;
-//   - group keys (key type 0) → COORDINATOR_NOT_AVAILABLE: txncoord has no
-//     group coordinator yet;
+//   - group keys (key type 0) → the coordinator node, which leads every
+//     __consumer_offsets partition and runs the group coordinator;
 //   - other key types → INVALID_REQUEST.
 //
 // Version notes: v4+ batches keys (Coordinators); v0–v3 carry one key;
@@ -54,7 +54,7 @@ func (v *View) FindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 			}
 			return coord.NodeID, 0, nil
 		case 0:
-			return -1, kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr("txncoord has no group coordinator")
+			return coord.NodeID, 0, nil
 		default:
 			return -1, kerr.InvalidRequest.Code, kmsg.StringPtr("unknown coordinator key type")
 		}

@@ -90,6 +90,7 @@ func (v *View) topicMetadata(t Topic) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic = kmsg.StringPtr(t.Name)
 	mt.TopicID = t.ID
+	mt.IsInternal = t.Internal
 	for p := int32(0); p < t.Partitions; p++ {
 		leader, _ := v.LeaderOf(t.Name, p)
 		mp := kmsg.NewMetadataResponseTopicPartition()

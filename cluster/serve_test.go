@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -80,13 +79,23 @@ func expectedView(f *cluster.File, topics map[string]int32, withIDs bool) metada
 	return m
 }
 
+// withOffsetsTopic adds what a request for all topics also lists:
+// __consumer_offsets, every partition on the coordinator.
+func withOffsetsTopic(m metadataView, f *cluster.File) metadataView {
+	m.IDs[cluster.OffsetsTopic] = cluster.TopicID(f.ClusterID, cluster.OffsetsTopic)
+	for p := int32(0); p < cluster.DefaultOffsetsPartitions; p++ {
+		m.Leaders[fmt.Sprintf("%s/%d", cluster.OffsetsTopic, p)] = strconv.Itoa(int(f.Coordinator.NodeID))
+	}
+	return m
+}
+
 // A real kgo client asking each node (a 4.2 coordinator and 4.2 / 4.1
 // leaders, each with its own View of the same file) learns the same
 // brokers, topics, partition leaders and topic ids, and they are the ones
 // the file defines.
 func TestMetadataIdenticalFromEveryNodeKgo(t *testing.T) {
 	c := startMixed(t)
-	want := expectedView(c.File, c.File.Topics, true)
+	want := withOffsetsTopic(expectedView(c.File, c.File.Topics, true), c.File)
 	for _, node := range c.Nodes {
 		t.Run(fmt.Sprintf("node%d-%s", node.NodeID, node.KafkaVersion), func(t *testing.T) {
 			cl, err := kgo.NewClient(kgo.SeedBrokers(node.Addr))
@@ -192,7 +201,7 @@ func TestFindCoordinatorEveryVersion(t *testing.T) {
 		return out
 	}
 	txn := answer{coord.NodeID, host, port, 0}
-	noGroups := answer{-1, "", "0", kerr.CoordinatorNotAvailable.Code}
+	group := txn // the coordinator node also runs the group coordinator
 	for v := int16(0); v <= 6; v++ {
 		n := 1
 		if v >= 4 {
@@ -203,8 +212,8 @@ func TestFindCoordinatorEveryVersion(t *testing.T) {
 				t.Fatalf("v%d transaction key: %+v, want %+v", v, got, txn)
 			}
 		}
-		if got := ask(v, 0); !reflect.DeepEqual(got, repeat(noGroups, n)) {
-			t.Fatalf("v%d group key: %+v, want %+v", v, got, noGroups)
+		if got := ask(v, 0); !reflect.DeepEqual(got, repeat(group, n)) {
+			t.Fatalf("v%d group key: %+v, want %+v", v, got, group)
 		}
 	}
 }

@@ -17,6 +17,40 @@ type Topic struct {
 	Name       string
 	ID         [16]byte
 	Partitions int32
+	// Internal marks __consumer_offsets (Metadata IsInternal): it is led
+	// by the coordinator node, where the group coordinator serves it.
+	Internal bool
+}
+
+// OffsetsTopic is Kafka's internal topic of committed group offsets. It
+// exists in every view with File.OffsetsPartitions partitions, all led by
+// the coordinator node; its partition of a group is OffsetsPartitionFor.
+const OffsetsTopic = "__consumer_offsets"
+
+// DefaultOffsetsPartitions is Kafka's offsets.topic.num.partitions default.
+const DefaultOffsetsPartitions = 50
+
+// OffsetsPartitionFor is the __consumer_offsets partition of a group:
+// Kafka's GroupCoordinator.partitionFor, abs(Java String.hashCode) mod n.
+// Clients never compute it, but AddOffsetsToTxn (coordinator) and the group
+// coordinator must agree on it, and the number is visible in markers.
+func OffsetsPartitionFor(group string, n int32) int32 {
+	var h int32
+	for _, r := range group { // Java hashes UTF-16 code units
+		if r >= 0x10000 {
+			r -= 0x10000
+			h = 31*h + int32(0xD800+(r>>10))
+			h = 31*h + int32(0xDC00+(r&0x3FF))
+			continue
+		}
+		h = 31*h + int32(r)
+	}
+	if h == -1<<31 {
+		h = 0 // Kafka's Utils.abs maps MIN_VALUE to 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % n
 }
 
 // View is the cluster as every node presents it in Metadata. It is safe for
@@ -35,8 +69,24 @@ func NewView(f *File) *View {
 	for name, n := range f.Topics {
 		v.addLocked(name, n)
 	}
+	offsets := v.addLocked(OffsetsTopic, v.OffsetsPartitions())
+	offsets.Internal = true
+	v.topics[OffsetsTopic] = offsets
 	return v
 }
+
+// OffsetsPartitions is the partition count of __consumer_offsets.
+func (v *View) OffsetsPartitions() int32 {
+	if v.file.OffsetsPartitions > 0 {
+		return v.file.OffsetsPartitions
+	}
+	return DefaultOffsetsPartitions
+}
+
+// GroupCoordinator is the node that coordinates every consumer group: the
+// coordinator node, which leads __consumer_offsets (Kafka co-locates the
+// group coordinator with that partition's leader).
+func (v *View) GroupCoordinator() Node { return *v.file.Coordinator }
 
 // File returns the cluster file the view was built from.
 func (v *View) File() *File { return v.file }
@@ -139,11 +189,15 @@ func LeaderIndex(topic string, partition int32, leaders int) int {
 	return int((uint64(h.Sum32()) + uint64(uint32(partition))) % uint64(leaders))
 }
 
-// LeaderOf returns the leader of a partition of a known topic.
+// LeaderOf returns the leader of a partition of a known topic; every
+// partition of __consumer_offsets is led by the coordinator node.
 func (v *View) LeaderOf(topic string, partition int32) (Node, bool) {
 	t, ok := v.Topic(topic)
 	if !ok || partition < 0 || partition >= t.Partitions {
 		return Node{}, false
+	}
+	if t.Internal {
+		return v.GroupCoordinator(), true
 	}
 	return v.file.Leaders[LeaderIndex(topic, partition, len(v.file.Leaders))], true
 }

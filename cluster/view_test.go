@@ -98,8 +98,8 @@ func TestAutoCreate(t *testing.T) {
 			t.Fatalf("EnsureTopic results differ: %+v vs %+v", tp, got[0])
 		}
 	}
-	if len(v.Topics()) != 3 {
-		t.Fatalf("%d topics, want 3", len(v.Topics()))
+	if len(v.Topics()) != 4 { // two of the file, "fresh", __consumer_offsets
+		t.Fatalf("%d topics, want 4", len(v.Topics()))
 	}
 	for _, bad := range []string{"", ".", "..", "a b", "bad/name", string(make([]byte, 250))} {
 		if _, err := v.EnsureTopic(bad); err == nil {
@@ -182,5 +182,54 @@ func TestWriteLoadRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(f, back) {
 		t.Fatalf("round trip:\n%+v\n%+v", f, back)
+	}
+}
+
+// Kafka's partitionFor: Utils.abs(groupId.hashCode()) % 50.
+func TestOffsetsPartitionForMatchesJava(t *testing.T) {
+	for _, c := range []struct {
+		group string
+		want  int32
+	}{
+		// "my-group".hashCode() is -1906497762 (31-polynomial over UTF-16
+		// units, int32 overflow); abs → 1906497762, mod 50 → 12.
+		{"my-group", 12},
+		// "polygenelubricants".hashCode() == Integer.MIN_VALUE: Utils.abs → 0.
+		{"polygenelubricants", 0},
+		// U+1F600 is the surrogate pair D83D DE00 in Java: hashCode
+		// 31*0xD83D + 0xDE00 = 1772899, mod 50 → 49.
+		{"\U0001F600", 49},
+	} {
+		if p := OffsetsPartitionFor(c.group, 50); p != c.want {
+			t.Errorf("%q: partition %d, want %d", c.group, p, c.want)
+		}
+	}
+}
+
+func TestOffsetsTopicLedByCoordinator(t *testing.T) {
+	f := &File{ClusterID: "c", Coordinator: &Node{NodeID: 0, Addr: "127.0.0.1:9092", KafkaVersion: "4.2"},
+		Leaders: []Node{{NodeID: 1, Addr: "127.0.0.1:9093", KafkaVersion: "4.2"}}, DefaultPartitions: 3, OffsetsPartitions: 7}
+	v := NewView(f)
+	tp, ok := v.Topic(OffsetsTopic)
+	if !ok || !tp.Internal || tp.Partitions != 7 {
+		t.Fatalf("offsets topic %+v %v", tp, ok)
+	}
+	if n, ok := v.LeaderOf(OffsetsTopic, 6); !ok || n.NodeID != 0 {
+		t.Fatalf("leader of %s-6: %+v %v", OffsetsTopic, n, ok)
+	}
+	if _, ok := v.LeaderOf(OffsetsTopic, 7); ok {
+		t.Fatal("partition 7 of 7 has a leader")
+	}
+	resp := v.Metadata(kmsg.NewPtrMetadataRequest()) // all topics
+	internal := map[string]bool{}
+	for _, mt := range resp.Topics {
+		internal[*mt.Topic] = mt.IsInternal
+	}
+	if !internal[OffsetsTopic] || len(internal) != 1 {
+		t.Fatalf("Metadata internal flags %v, want only %s, internal", internal, OffsetsTopic)
+	}
+	f.Topics = map[string]int32{OffsetsTopic: 3}
+	if err := f.Validate(); err == nil {
+		t.Fatal("a cluster file may not size __consumer_offsets through topics")
 	}
 }

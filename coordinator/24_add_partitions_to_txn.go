@@ -35,10 +35,6 @@ import (
 const (
 	addPartitionsMin = 0
 	addPartitionsMax = 5
-	// Kafka's offsets.topic.num.partitions default; __consumer_offsets
-	// partitions are accepted even though no group coordinator exists yet.
-	consumerOffsetsTopic      = "__consumer_offsets"
-	consumerOffsetsPartitions = 50
 )
 
 // txnTopics is one transaction's partitions in request order.
@@ -81,10 +77,9 @@ func (pr *partitionResult) code(tp txnlog.TopicPartition, version int16) int16 {
 	return code
 }
 
+// validPartition: a partition of a topic the view knows (which includes
+// __consumer_offsets, added by the group coordinator for TV2 offsets).
 func (c *Coordinator) validPartition(tp txnlog.TopicPartition) bool {
-	if tp.Topic == consumerOffsetsTopic {
-		return tp.Partition >= 0 && tp.Partition < consumerOffsetsPartitions
-	}
 	t, ok := c.cfg.View.Topic(tp.Topic)
 	return ok && tp.Partition >= 0 && tp.Partition < t.Partitions
 }

@@ -301,21 +301,8 @@ func TestBadRequests(t *testing.T) {
 		t.Fatalf("AddOffsetsToTxn: %d", r.ErrorCode)
 	}
 	d, _ := c.Describe("t")
-	if len(d.Partitions) != 1 || d.Partitions[0] != (txnlog.TopicPartition{Topic: "__consumer_offsets", Partition: offsetsPartition("my-group")}) {
+	if len(d.Partitions) != 1 || d.Partitions[0] != (txnlog.TopicPartition{Topic: "__consumer_offsets", Partition: cluster.OffsetsPartitionFor("my-group", 50)}) {
 		t.Fatalf("partitions %+v", d.Partitions)
-	}
-}
-
-// Kafka's partitionFor: Utils.abs(groupId.hashCode()) % 50.
-func TestOffsetsPartitionMatchesJava(t *testing.T) {
-	// "my-group".hashCode() is -1906497762 (31-polynomial over UTF-16
-	// units, int32 overflow); abs → 1906497762, mod 50 → 12.
-	if p := offsetsPartition("my-group"); p != 12 {
-		t.Fatalf("my-group: partition %d, want 12", p)
-	}
-	// "polygenelubricants".hashCode() == Integer.MIN_VALUE: Utils.abs → 0.
-	if p := offsetsPartition("polygenelubricants"); p != 0 {
-		t.Fatalf("MIN_VALUE hash: partition %d, want 0", p)
 	}
 }
 

@@ -128,6 +128,9 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		return nil, err
 	}
 	e.inProcess.bind(e.Coordinator.Server)
+	// Markers for __consumer_offsets go to the coordinator node's own
+	// server (the group coordinator), in-process like a leader's.
+	e.serve(e.View.GroupCoordinator(), e.Coordinator.Server)
 	if cfg.AdminListen != "" {
 		token, open, err := AdminToken(cfg.File)
 		if err != nil {

@@ -20,6 +20,9 @@ type EmbeddedSpec struct {
 	LeaderVersions     []string
 	Topics             map[string]int32
 	DefaultPartitions  int32
+	// OffsetsPartitions is the partition count of __consumer_offsets
+	// (0: cluster.DefaultOffsetsPartitions).
+	OffsetsPartitions int32
 }
 
 // ClusterFile turns the spec into a validated cluster file.
@@ -39,7 +42,11 @@ func (s EmbeddedSpec) ClusterFile() (*cluster.File, error) {
 		ClusterID:         s.ClusterID,
 		Coordinator:       &cluster.Node{NodeID: 0, Addr: s.Listen, KafkaVersion: s.CoordinatorVersion},
 		DefaultPartitions: s.DefaultPartitions,
+		OffsetsPartitions: s.OffsetsPartitions,
 		Topics:            s.Topics,
+	}
+	if f.OffsetsPartitions == cluster.DefaultOffsetsPartitions {
+		f.OffsetsPartitions = 0 // the default: cluster.yaml leaves it out
 	}
 	if f.ClusterID == "" {
 		f.ClusterID = cluster.DefaultClusterID

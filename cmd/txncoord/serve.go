@@ -84,6 +84,7 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 			&cli.StringFlag{Name: "coordinator-version", Value: "4.2", EnvVars: env("coordinator-version"), Usage: "Kafka version of the coordinator (4.1 sends only WriteTxnMarkers v1)"},
 			&cli.StringFlag{Name: "topics", EnvVars: env("topics"), Usage: "topics to create, name:partitions,..."},
 			&cli.IntFlag{Name: "default-partitions", Value: 3, EnvVars: env("default-partitions"), Usage: "partitions of auto-created topics"},
+			&cli.IntFlag{Name: "offsets-partitions", Value: 50, EnvVars: env("offsets-partitions"), Usage: "partitions of __consumer_offsets (Kafka's offsets.topic.num.partitions)"},
 			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: "admin HTTP API address"},
 			&cli.BoolFlag{Name: "secure", EnvVars: env("secure"), Usage: "TLS + SASL on every listener and a token on the admin API, with a local CA and credentials generated under DATA_DIR/security"},
 			&cli.BoolFlag{Name: "force-new-cluster", EnvVars: env("force-new-cluster"), Usage: "start over: move the data dir's store and log aside (renamed, not deleted) and start an empty cluster"},
@@ -132,6 +133,7 @@ func runUp(c *cli.Context) error {
 	spec := node.EmbeddedSpec{
 		Listen: c.String("listen"), CoordinatorVersion: c.String("coordinator-version"),
 		LeaderVersions: versions, Topics: topics, DefaultPartitions: int32(c.Int("default-partitions")),
+		OffsetsPartitions: int32(c.Int("offsets-partitions")),
 	}
 	file, err := spec.ClusterFile()
 	if err != nil {
