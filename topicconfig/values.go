@@ -1,0 +1,91 @@
+package topicconfig
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Effective is the value of topic config d for a topic whose own configs
+// are topic, on a node whose broker settings are broker (name → value,
+// what the node was started with): the topic's own value
+// (DYNAMIC_TOPIC_CONFIG), else the first of its broker synonyms that is
+// set (STATIC_BROKER_CONFIG, converted to the topic config's unit), else
+// Kafka's default (DEFAULT_CONFIG). The value is nil for a null default.
+func Effective(d *Def, topic, broker map[string]string) (*string, kmsg.ConfigSource) {
+	if v, ok := topic[d.Name]; ok {
+		return &v, kmsg.ConfigSourceDynamicTopicConfig
+	}
+	for _, s := range d.Synonyms {
+		v, ok := broker[s.Name]
+		if !ok {
+			continue
+		}
+		if s.Factor != 1 {
+			n, err := strconv.ParseInt(javaTrim(v), 10, 64)
+			if err != nil {
+				continue
+			}
+			v = strconv.FormatInt(n*s.Factor, 10)
+		}
+		return &v, kmsg.ConfigSourceStaticBrokerConfig
+	}
+	return d.Default, kmsg.ConfigSourceDefaultConfig
+}
+
+// Values are the topic configs a leader enforces, resolved.
+type Values struct {
+	// MaxMessageBytes is the largest record batch accepted
+	// (max.message.bytes).
+	MaxMessageBytes int64
+	// RetentionMs and RetentionBytes bound a partition's log; -1 (any
+	// negative) is no bound. They apply only when Delete is set.
+	RetentionMs    int64
+	RetentionBytes int64
+	// Delete: cleanup.policy holds delete (an empty policy keeps
+	// everything, KIP-1161).
+	Delete bool
+	// LogAppendTime: the leader stamps each batch with its own clock
+	// (message.timestamp.type=LogAppendTime).
+	LogAppendTime bool
+}
+
+// Resolve turns a topic's stored configs into the values a leader
+// enforces (see Effective for the order). A value that does not parse,
+// which validation keeps out of the store, falls back to Kafka's default.
+func Resolve(topic, broker map[string]string) Values {
+	num := func(name string) int64 {
+		d := topicByName[name]
+		if v, _ := Effective(d, topic, broker); v != nil {
+			if n, err := strconv.ParseInt(javaTrim(*v), 10, 64); err == nil {
+				return n
+			}
+		}
+		n, _ := strconv.ParseInt(*d.Default, 10, 64)
+		return n
+	}
+	text := func(name string) string {
+		v, _ := Effective(topicByName[name], topic, broker)
+		if v == nil {
+			return ""
+		}
+		return javaTrim(*v)
+	}
+	vals := Values{
+		MaxMessageBytes: num(MaxMessageBytes),
+		RetentionMs:     num(RetentionMs),
+		RetentionBytes:  num(RetentionBytes),
+		LogAppendTime:   text(MessageTimestampType) == "LogAppendTime",
+	}
+	if p := text(CleanupPolicy); p != "" {
+		for _, s := range commaWithWhitespace.Split(p, -1) {
+			vals.Delete = vals.Delete || strings.EqualFold(s, CleanupDelete)
+		}
+	}
+	return vals
+}
+
+// Default is the Values of a topic with no configs of its own on a node
+// with Kafka's broker defaults.
+func Default() Values { return Resolve(nil, nil) }
