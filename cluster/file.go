@@ -36,6 +36,10 @@ type File struct {
 	// OffsetsPartitions is the partition count of __consumer_offsets
 	// (Kafka's offsets.topic.num.partitions); 0 means 50.
 	OffsetsPartitions int32 `yaml:"offsets_partitions,omitempty"`
+	// AutoCreateTopicsEnable is Kafka's broker setting
+	// auto.create.topics.enable: whether Metadata (AllowAutoTopicCreation)
+	// creates an unknown topic. nil means true, Kafka's default.
+	AutoCreateTopicsEnable *bool `yaml:"auto_create_topics_enable,omitempty"`
 	// Security, when set, turns on TLS/SASL on every listener, cluster
 	// authorization of broker-only APIs, and the admin API's token.
 	Security *security.Settings `yaml:"security,omitempty"`

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -75,7 +76,13 @@ func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
 		switch {
 		case err != nil:
+			// EnsureTopic's errors carry their code: an invalid name,
+			// auto-creation off, the controller's store failed.
 			mt.ErrorCode = kerr.InvalidTopicException.Code
+			var ke *kerr.Error
+			if errors.As(err, &ke) {
+				mt.ErrorCode = ke.Code
+			}
 		case rt.Topic == nil:
 			mt.ErrorCode = kerr.UnknownTopicID.Code
 		default:

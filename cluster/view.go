@@ -2,11 +2,16 @@ package cluster
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"hash/fnv"
+	"maps"
 	"net"
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/wire"
@@ -54,18 +59,29 @@ func OffsetsPartitionFor(group string, n int32) int32 {
 }
 
 // View is the cluster as every node presents it in Metadata. It is safe for
-// concurrent use; only the set of auto-created topics changes after start.
+// concurrent use. Its topics change after start: created, deleted or grown
+// by the controller (package topics), which calls SetTopic and RemoveTopic
+// once its change is durable; a node in a process of its own learns the
+// same changes from the controller and applies them the same way. Without a
+// controller (SetCreator never called) unknown topics are auto-created
+// locally with default_partitions, as every node derives the same topic.
 type View struct {
 	file *File
 
-	mu     sync.RWMutex
-	topics map[string]Topic
-	byID   map[[16]byte]string
+	mu      sync.RWMutex
+	topics  map[string]Topic
+	byID    map[[16]byte]string
+	configs map[string]map[string]string // a topic's explicit configs (none: absent)
+
+	creator   atomic.Pointer[func(string) (Topic, error)]
+	onMiss    atomic.Pointer[func(string)]
+	hooksMu   sync.Mutex
+	onRemoved []func(Topic)
 }
 
 // NewView builds the view of a validated file.
 func NewView(f *File) *View {
-	v := &View{file: f, topics: map[string]Topic{}, byID: map[[16]byte]string{}}
+	v := &View{file: f, topics: map[string]Topic{}, byID: map[[16]byte]string{}, configs: map[string]map[string]string{}}
 	for name, n := range f.Topics {
 		v.addLocked(name, n)
 	}
@@ -125,6 +141,19 @@ func TopicID(clusterID, topic string) [16]byte {
 	return id
 }
 
+// TopicIDOf is the id of the given incarnation of a topic: incarnation 0,
+// a topic never deleted, has TopicID(clusterID, topic), as every node
+// derives it; a topic deleted and created again n times is incarnation n
+// and gets another id, as Kafka gives a re-created topic a new one (clients
+// key their state by it). Only the controller knows the incarnation: other
+// nodes learn the id from it.
+func TopicIDOf(clusterID, topic string, incarnation uint32) [16]byte {
+	if incarnation == 0 {
+		return TopicID(clusterID, topic)
+	}
+	return TopicID(clusterID, topic+"\x00"+strconv.FormatUint(uint64(incarnation), 10))
+}
+
 func (v *View) addLocked(name string, partitions int32) Topic {
 	t := Topic{Name: name, ID: TopicID(v.file.ClusterID, name), Partitions: partitions}
 	v.topics[name] = t
@@ -132,11 +161,17 @@ func (v *View) addLocked(name string, partitions int32) Topic {
 	return t
 }
 
-// Topic returns a known topic.
+// Topic returns a known topic. A miss tells the hook of SetMissHook (a
+// node that learns topics from the controller refreshes at once).
 func (v *View) Topic(name string) (Topic, bool) {
 	v.mu.RLock()
-	defer v.mu.RUnlock()
 	t, ok := v.topics[name]
+	v.mu.RUnlock()
+	if !ok {
+		if miss := v.onMiss.Load(); miss != nil {
+			(*miss)(name)
+		}
+	}
 	return t, ok
 }
 
@@ -151,15 +186,38 @@ func (v *View) TopicByID(id [16]byte) (Topic, bool) {
 	return v.topics[name], true
 }
 
-// EnsureTopic returns the topic, auto-creating it with default_partitions
-// when it does not exist. Every node creates the same topic for the same
-// name, so auto-creation needs no coordination. Invalid names are refused.
+// codedError is err, with code to errors.As.
+type codedError struct {
+	code *kerr.Error
+	err  error
+}
+
+func (e codedError) Error() string   { return e.err.Error() }
+func (e codedError) Unwrap() []error { return []error{e.err, e.code} }
+
+// ErrAutoCreateDisabled answers EnsureTopic for an unknown topic when
+// auto.create.topics.enable is off: Metadata then answers
+// UNKNOWN_TOPIC_OR_PARTITION, as Kafka does.
+var ErrAutoCreateDisabled = fmt.Errorf("auto.create.topics.enable is false: %w", kerr.UnknownTopicOrPartition)
+
+// EnsureTopic returns the topic, auto-creating it when it does not exist:
+// through the creator of SetCreator (the controller, or a node asking the
+// controller), else locally with default_partitions (every node derives the
+// same topic from the name). Invalid names are refused
+// (INVALID_TOPIC_EXCEPTION); with auto-creation off, an unknown topic is
+// ErrAutoCreateDisabled. Errors wrap a kerr code.
 func (v *View) EnsureTopic(name string) (Topic, error) {
 	if t, ok := v.Topic(name); ok {
 		return t, nil
 	}
 	if err := ValidTopicName(name); err != nil {
-		return Topic{}, err
+		return Topic{}, codedError{kerr.InvalidTopicException, err}
+	}
+	if create := v.creator.Load(); create != nil {
+		return (*create)(name)
+	}
+	if !v.AutoCreateTopics() {
+		return Topic{}, ErrAutoCreateDisabled
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -167,6 +225,106 @@ func (v *View) EnsureTopic(name string) (Topic, error) {
 		return t, nil
 	}
 	return v.addLocked(name, v.file.DefaultPartitions), nil
+}
+
+// AutoCreateTopics is the broker setting auto.create.topics.enable (the
+// cluster file's auto_create_topics_enable, default true as in Kafka).
+func (v *View) AutoCreateTopics() bool {
+	return v.file.AutoCreateTopicsEnable == nil || *v.file.AutoCreateTopicsEnable
+}
+
+// SetCreator makes create the way EnsureTopic makes an unknown topic (nil:
+// locally, as without a controller). create is given a valid name and
+// returns the topic once it exists in this view.
+func (v *View) SetCreator(create func(name string) (Topic, error)) {
+	if create == nil {
+		v.creator.Store(nil)
+		return
+	}
+	v.creator.Store(&create)
+}
+
+// SetMissHook makes Topic call miss with every name it does not know. miss
+// must not block: it runs on request paths.
+func (v *View) SetMissHook(miss func(name string)) {
+	if miss == nil {
+		v.onMiss.Store(nil)
+		return
+	}
+	v.onMiss.Store(&miss)
+}
+
+// OnTopicRemoved registers fn, called after a topic left the view: deleted,
+// or replaced by a topic of the same name and another id (deleted and
+// created again). Leaders drop its data there. fn runs on the caller of
+// RemoveTopic or SetTopic, outside the view's lock.
+func (v *View) OnTopicRemoved(fn func(Topic)) {
+	v.hooksMu.Lock()
+	v.onRemoved = append(v.onRemoved, fn)
+	v.hooksMu.Unlock()
+}
+
+func (v *View) removed(t Topic) {
+	v.hooksMu.Lock()
+	hooks := append([]func(Topic){}, v.onRemoved...)
+	v.hooksMu.Unlock()
+	for _, fn := range hooks {
+		fn(t)
+	}
+}
+
+// SetTopic adds t, or replaces the topic of its name (a new partition
+// count or configs), with configs as its explicit topic configs (nil:
+// none). A topic of that name with another id was deleted and created
+// again: the OnTopicRemoved hooks run for it first. Internal topics are
+// the file's and never replaced.
+func (v *View) SetTopic(t Topic, configs map[string]string) {
+	if t.Name == OffsetsTopic {
+		return
+	}
+	v.mu.Lock()
+	old, had := v.topics[t.Name]
+	replaced := had && old.ID != t.ID
+	if replaced {
+		delete(v.byID, old.ID)
+	}
+	t.Internal = false
+	v.topics[t.Name] = t
+	v.byID[t.ID] = t.Name
+	if len(configs) > 0 {
+		v.configs[t.Name] = maps.Clone(configs)
+	} else {
+		delete(v.configs, t.Name)
+	}
+	v.mu.Unlock()
+	if replaced {
+		v.removed(old)
+	}
+}
+
+// RemoveTopic removes a topic (not an internal one) and runs the
+// OnTopicRemoved hooks; false if it was not there.
+func (v *View) RemoveTopic(name string) bool {
+	v.mu.Lock()
+	t, ok := v.topics[name]
+	if !ok || t.Internal {
+		v.mu.Unlock()
+		return false
+	}
+	delete(v.topics, name)
+	delete(v.byID, t.ID)
+	delete(v.configs, name)
+	v.mu.Unlock()
+	v.removed(t)
+	return true
+}
+
+// TopicConfigs returns a copy of a topic's explicit configs (nil: none,
+// or no such topic): every other config has its default.
+func (v *View) TopicConfigs(name string) map[string]string {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return maps.Clone(v.configs[name])
 }
 
 // Topics returns every known topic, sorted by name.
