@@ -13,7 +13,7 @@
 // CoordinatorClient. One handler file per API key (00_produce.go,
 // 01_fetch.go, 02_list_offsets.go, 22_init_producer_id.go,
 // 27_write_txn_markers.go, 61_describe_producers.go); producers.go holds the
-// pure validation (checkDataBatch, checkMarker = reference §2 table);
+// pure validation (checkDataBatch, checkMarker = reference §2 table, from txnrules);
 // store.go its records (persistOp) and their codec; partition.go the in-memory
 // index, LSO and retention; batch.go record batch v2 parsing and the control
 // batch.

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/txncoord/txncoord/txnrules"
 )
 
 // Producer state per (partition, producer id), after Kafka's
@@ -147,52 +149,38 @@ func appendDataBatch(e producerEntry, h batchHeader, base, last int64) producerE
 }
 
 // errNegativeTV marks a marker whose TransactionVersion is negative.
-var errNegativeTV = errors.New("negative transaction version")
+var errNegativeTV = txnrules.ErrNegativeTV
 
-// checkMarker is the leader's marker validation, reference §2 exactly:
-//
-//	| tv  | marker vs current | txn open | result                     |
-//	| 0/1 | <                 | any      | INVALID_PRODUCER_EPOCH (47) |
-//	| 0/1 | >=                | any      | accept                     |
-//	| >=2 | <                 | any      | 47                         |
-//	| >=2 | ==                | yes      | 47                         |
-//	| >=2 | ==                | no       | accept (KAFKA-19999 retry) |
-//	| >=2 | >                 | any      | accept                     |
-//
-// then a stored coordinator epoch above the marker's is
-// TRANSACTION_COORDINATOR_FENCED (52). TransactionVersion above 2 gets the
-// strict rule (KIP-1228: future versions keep TV2 semantics). The caller
-// maps a negative TV first (27_write_txn_markers.go: -1 is answered
-// UNKNOWN_SERVER_ERROR, any other gets the legacy rule, as in Kafka); one
-// that reaches here anyway is errNegativeTV.
-func checkMarker(e producerEntry, markerEpoch int16, coordinatorEpoch int32, tv int8) error {
-	if tv < 0 {
-		return errNegativeTV
-	}
-	if tv >= 2 {
-		if markerEpoch < e.Epoch || (markerEpoch == e.Epoch && e.txnOpen()) {
-			return kerr.InvalidProducerEpoch
-		}
-	} else if markerEpoch < e.Epoch {
-		return kerr.InvalidProducerEpoch
-	}
-	if e.CoordinatorEpoch > coordinatorEpoch {
-		return kerr.TransactionCoordinatorFenced
-	}
-	return nil
+// rules is what the shared marker rules (package txnrules) read of the
+// entry.
+func (e producerEntry) rules() txnrules.Producer {
+	return txnrules.Producer{Epoch: e.Epoch, CoordinatorEpoch: e.CoordinatorEpoch, TxnOpen: e.txnOpen()}
 }
 
-// applyMarker returns the entry after an accepted marker: both epochs
-// stored, the transaction closed, and the sequence window cleared when the
-// epoch moved (the next batch must start at sequence 0).
+// checkMarker is the leader's marker validation: txnrules.CheckMarker, the
+// one implementation the group coordinator's __consumer_offsets partitions
+// apply too (reference §2 table, KAFKA-19999 retry, coordinator-epoch
+// fencing). The caller maps a negative TV first (27_write_txn_markers.go:
+// -1 is answered UNKNOWN_SERVER_ERROR, any other gets the legacy rule, as
+// in Kafka); one that reaches here anyway is errNegativeTV.
+func checkMarker(e producerEntry, markerEpoch int16, coordinatorEpoch int32, tv int8) error {
+	return txnrules.CheckMarker(e.rules(), markerEpoch, coordinatorEpoch, tv)
+}
+
+// applyMarker returns the entry after an accepted marker
+// (txnrules.ApplyMarker: both epochs stored, the transaction closed), with
+// the sequence window cleared when the epoch moved (the next batch must
+// start at sequence 0).
 func applyMarker(e producerEntry, markerEpoch int16, coordinatorEpoch int32, nowMillis int64) producerEntry {
-	if markerEpoch != e.Epoch {
-		e.Epoch = markerEpoch
+	next := txnrules.ApplyMarker(e.rules(), markerEpoch, coordinatorEpoch)
+	if next.Epoch != e.Epoch {
 		e.Batches = nil
 	}
-	e.CoordinatorEpoch = coordinatorEpoch
+	e.Epoch, e.CoordinatorEpoch = next.Epoch, next.CoordinatorEpoch
 	e.LastTimestamp = nowMillis
-	e.TxnFirstOffset = -1
+	if !next.TxnOpen {
+		e.TxnFirstOffset = -1
+	}
 	return e
 }
 
