@@ -13,7 +13,9 @@ package leaderstub
 //   - the request waits up to MaxWaitMillis for MinBytes: the Reply waits,
 //     woken whenever a watermark moves, so the connection's reader is free;
 //   - no fetch sessions: every response has SessionID 0, so clients send
-//     full fetches (Kafka does the same when its session cache is full).
+//     full fetches (Kafka does the same when its session cache is full);
+//   - a partition's record set is zero-length, never null, when it has no
+//     data or an error, at every version (librdkafka refuses a null one).
 //
 // Version notes: v7 sessions (not kept); v11 PreferredReadReplica -1;
 // v12 flexible; v13+ topics by id (unknown id → UNKNOWN_TOPIC_ID).
@@ -88,6 +90,11 @@ func (l *Leader) fetchOnce(req *kmsg.FetchRequest, version int16) (*kmsg.FetchRe
 			fp := kmsg.NewFetchResponseTopicPartition()
 			fp.Partition = rp.Partition
 			fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset, fp.PreferredReadReplica = -1, -1, -1, -1
+			// Never null: librdkafka reads the record set's length as a
+			// MessageSetSize that must be >= 0 and fails the whole
+			// response on -1 (kmsg writes nil as null); Kafka answers an
+			// empty or failed partition with MemoryRecords.EMPTY.
+			fp.RecordBatches = []byte{}
 			if topicErr != nil {
 				fp.ErrorCode = topicErr.Code
 			} else {
