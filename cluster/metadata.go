@@ -10,21 +10,29 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-// Metadata (key 3), v4–v13, served identically by every node.
+// Metadata (key 3), v0–v13, served identically by every node.
 //
 // Behavior:
 //   - brokers are the coordinator and the leaders; ControllerID is the
 //     coordinator (KafkaJS sends idempotent InitProducerId there);
-//   - a null topic list means all topics; a listed unknown topic is created
-//     with default_partitions when AllowAutoTopicCreation is set, else
-//     UNKNOWN_TOPIC_OR_PARTITION; an invalid name gets INVALID_TOPIC_EXCEPTION;
+//   - a null topic list means all topics, and so does an empty list at v0
+//     (v1+: an empty list means none), as Kafka's MetadataRequest.isAllTopics;
+//   - a listed unknown topic is created with default_partitions when the
+//     request allows it and auto.create.topics.enable is on, else
+//     UNKNOWN_TOPIC_OR_PARTITION; an invalid name gets
+//     INVALID_TOPIC_EXCEPTION. Below v4 the request has no
+//     AllowAutoTopicCreation field and Kafka reads it as its default, true:
+//     an old client's Metadata auto-creates as it did against Kafka 0.10;
 //   - a topic asked for by an unknown id (v10+) gets UNKNOWN_TOPIC_ID;
 //   - every partition has one replica, its leader, at leader epoch 0.
 //
-// Version notes: v10+ topics carry ids and may be requested by id; v13 adds
-// a top-level error code (always 0 here).
+// Version notes: v1 adds the controller and rack, v2 the cluster id (kmsg
+// leaves out what a version lacks); v10+ topics carry ids and may be
+// requested by id; v13 adds a top-level error code (always 0 here). Kafka
+// 4.x still serves v0–v3: KIP-896 meant to remove them, KAFKA-18648 kept
+// them because librdkafka sends them.
 const (
-	MetadataMinVersion = 4
+	MetadataMinVersion = 0
 	MetadataMaxVersion = 13
 )
 
@@ -46,7 +54,8 @@ func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 		b.Host, b.Port = hostPort(n.Addr)
 		resp.Brokers = append(resp.Brokers, b)
 	}
-	if req.Topics == nil {
+	version := req.GetVersion()
+	if req.Topics == nil || (version == 0 && len(req.Topics) == 0) {
 		for _, t := range v.Topics() {
 			resp.Topics = append(resp.Topics, v.topicMetadata(t))
 		}
@@ -61,7 +70,7 @@ func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 		switch {
 		case rt.Topic != nil:
 			t, ok = v.Topic(*rt.Topic)
-			if !ok && req.AllowAutoTopicCreation {
+			if !ok && (req.AllowAutoTopicCreation || version < 4) {
 				t, err = v.EnsureTopic(*rt.Topic)
 				ok = err == nil
 			}
