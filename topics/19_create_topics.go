@@ -1,0 +1,80 @@
+package topics
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+// CreateTopics (key 19), v0–v7, served by the controller (the coordinator
+// node).
+//
+// Behavior (Kafka's ControllerApis + ReplicationControlManager.createTopics):
+//   - a name given twice: INVALID_REQUEST "Duplicate topic name." for each;
+//     __cluster_metadata: INVALID_REQUEST;
+//   - an invalid name, or one that collides with an existing topic once
+//     '.' and '_' are unified: INVALID_TOPIC_EXCEPTION;
+//   - an existing topic: TOPIC_ALREADY_EXISTS;
+//   - a null config value, or a config topicconfig.ValidateTopicConfigs
+//     refuses (unknown name, bad value, cleanup.policy=compact): INVALID_CONFIG;
+//   - partitions 0 or below -1: INVALID_PARTITIONS; replication factor 0 or
+//     below -1, or above the number of leaders: INVALID_REPLICATION_FACTOR;
+//     -1 is the default (default_partitions; replication factor 1);
+//   - a manual assignment is accepted only when it is the placement rule's
+//     (INVALID_REPLICA_ASSIGNMENT otherwise; INVALID_REQUEST with a count);
+//   - txncoord's policy (POLICY_VIOLATION): Kafka's own internal topics
+//     __transaction_state and __share_group_state, and more than
+//     DefaultMaxPartitions partitions;
+//   - validate_only checks everything and creates nothing; otherwise the
+//     answer comes once the topic is durable and in the view;
+//   - txncoord keeps one replica per partition: a topic created with a
+//     replication factor up to the number of leaders is accepted and
+//     answered (v5+) and listed in Metadata with replication factor 1.
+//
+// Version notes: v1 adds validate_only and error messages; v5 answers the
+// partition count, replication factor and every effective config; v7 the
+// topic id. TimeoutMillis is not waited on: the view changes with the answer.
+const (
+	createTopicsMinVersion = 0
+	createTopicsMaxVersion = 7
+)
+
+func (c *Controller) handleCreateTopics(ctx context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.CreateTopicsRequest)
+	specs := make([]Spec, len(req.Topics))
+	for i, t := range req.Topics {
+		spec := Spec{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor}
+		for _, cfg := range t.Configs {
+			if spec.Configs == nil {
+				spec.Configs = map[string]*string{}
+			}
+			spec.Configs[cfg.Name] = cfg.Value
+		}
+		for _, a := range t.ReplicaAssignment {
+			if spec.Assignments == nil {
+				spec.Assignments = map[int32][]int32{}
+			}
+			spec.Assignments[a.Partition] = a.Replicas
+		}
+		specs[i] = spec
+	}
+	results := c.Create(ctx, specs, req.ValidateOnly)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, res := range results {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = res.Name
+		if res.Err != nil {
+			rt.ErrorCode, rt.ErrorMessage = res.Err.Code, kmsg.StringPtr(res.Msg)
+		} else {
+			rt.TopicID = res.Info.id
+			rt.NumPartitions, rt.ReplicationFactor = res.Info.Partitions, res.Info.ReplicationFactor
+			if req.Version >= 5 {
+				rt.Configs = effectiveConfigs(res.Info.Configs)
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return wire.Now(resp)
+}

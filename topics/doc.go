@@ -1,0 +1,32 @@
+// Package topics is the controller: as in KRaft, the first coordinator node
+// owns which topics exist, their partition counts and their configs, and
+// every other node learns them from it. Placement stays the contract's
+// rule (partition p of topic t is led by leaders[(fnv32a(t)+p) mod n]), so
+// only existence, counts and configs travel.
+//
+// The controller keeps its state in the space "topics" of the coordinator's
+// store (record kind storage.KindTopic): one record per change, the whole
+// state of one topic (record.go). A deleted topic stays as a tombstone that
+// keeps its incarnation, so a topic created again under the same name gets
+// another id (cluster.TopicIDOf), as Kafka gives a re-created topic a new
+// id, while a topic never deleted keeps the id every node derives from
+// cluster_id and its name.
+//
+// Durability order: a change is answered, and shown in the cluster view,
+// only once its record is durable; the view's OnTopicRemoved hooks (leaders
+// drop a deleted topic's data) run after that.
+//
+// It serves CreateTopics (19), DeleteTopics (20) and CreatePartitions (37)
+// on the coordinator node (one handler file per key) and auto-creation
+// (the view's creator). A leader node answers those keys NOT_CONTROLLER
+// (RegisterNotController), so clients go to Metadata's ControllerID. A node
+// in a process of its own follows the controller with a Follower (sync.go):
+// it polls Metadata at the coordinator, refreshes at once when a request
+// names a topic it does not know, and asks the controller to create topics
+// it auto-creates.
+//
+// It must not know about transactions or partition data. Main types:
+// Controller (Open, Register, Create/Delete/CreatePartitions through the
+// handlers, AlterConfigs, List), Follower, Info (a topic as the admin API
+// shows it).
+package topics
