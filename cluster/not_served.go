@@ -28,7 +28,7 @@ func RegisterNotServed(reg *wire.Registry, apis map[int16][2]int16) {
 		if _, _, ok := reg.Range(key); ok {
 			continue
 		}
-		reg.Register(key, r[0], r[1], func(_ context.Context, req *wire.Request) wire.Reply {
+		reg.RegisterStandIn(key, r[0], r[1], func(_ context.Context, req *wire.Request) wire.Reply {
 			resp, err := notServed(req.Body)
 			if err != nil {
 				return wire.Fail(err)

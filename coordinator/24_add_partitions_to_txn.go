@@ -10,7 +10,15 @@ package coordinator
 //     checks them (TRANSACTION_ABORTABLE for a partition not in the txn).
 //   - an unknown topic or partition gets UNKNOWN_TOPIC_OR_PARTITION and the
 //     other partitions of that transaction OPERATION_NOT_ATTEMPTED; nothing
-//     is written for it.
+//     is written for it (Kafka's KafkaApis.handleAddPartitionsToTxnRequest,
+//     for a partition its metadata cache does not contain).
+//   - so does a partition without a leader that applies markers
+//     (invariant 10: its markers could go nowhere, and the transaction
+//     would sit in Prepare* for good): __consumer_offsets while no group
+//     coordinator serves it on the coordinator node. Kafka accepts such a
+//     partition and retries its markers until a leader appears; txncoord
+//     refuses it up front with Kafka's code for a partition it cannot
+//     place, with one debug line.
 //   - a transaction-level error (51, 49, 90, 48…) is given to each of its
 //     partitions. The answer waits until the Ongoing record is durable.
 //
@@ -84,6 +92,36 @@ func (c *Coordinator) validPartition(tp txnlog.TopicPartition) bool {
 	return ok && tp.Partition >= 0 && tp.Partition < t.Partitions
 }
 
+// noLeader says why a transaction may not contain tp, a partition of a
+// known topic (invariant 10), or "" when tp has a leader that applies
+// markers. Every partition of a data topic has one by the placement rule;
+// __consumer_offsets is led by the coordinator node, which applies its
+// markers only when a group coordinator serves WriteTxnMarkers there.
+func (c *Coordinator) noLeader(tp txnlog.TopicPartition) string {
+	n, ok := c.cfg.View.LeaderOf(tp.Topic, tp.Partition)
+	switch {
+	case !ok || n.Addr == "":
+		return "the partition has no leader"
+	case tp.Topic == cluster.OffsetsTopic && !c.servesOffsets():
+		return "no group coordinator serves __consumer_offsets on the coordinator node"
+	}
+	return ""
+}
+
+// servesOffsets reports whether this node's registry has a WriteTxnMarkers
+// handler of its own (the group coordinator's), not the stand-in every node
+// advertises (cluster.RegisterNotServed).
+func (c *Coordinator) servesOffsets() bool {
+	reg := c.reg.Load()
+	return reg != nil && reg.Serves(writeTxnMarkersKey)
+}
+
+// refuseLeaderless logs, at debug, a partition refused by noLeader.
+func (c *Coordinator) refuseLeaderless(api, id string, tp txnlog.TopicPartition, reason string) {
+	c.log.Debug().Str("api", api).Str("txn_id", id).Str("topic", tp.Topic).Int32("partition", tp.Partition).
+		Str("reason", reason).Msg("partition refused: a transaction never contains a partition without a leader")
+}
+
 // maxConcurrentWait bounds how long an AddPartitionsToTxn that meets a
 // transition in flight (the previous transaction's Prepare* waiting for its
 // markers, or a write being persisted) waits for it before answering
@@ -147,7 +185,14 @@ func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, verifyOnl
 		for _, p := range topics.parts[name] {
 			tp := txnlog.TopicPartition{Topic: name, Partition: p}
 			tps = append(tps, tp)
-			if !c.validPartition(tp) {
+			bad := !c.validPartition(tp)
+			if !bad && !verifyOnly {
+				if why := c.noLeader(tp); why != "" {
+					c.refuseLeaderless("AddPartitionsToTxn", id, tp, why)
+					bad = true
+				}
+			}
+			if bad {
 				if pr.bad == nil {
 					pr.bad = map[txnlog.TopicPartition]bool{}
 				}

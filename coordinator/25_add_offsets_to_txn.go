@@ -9,6 +9,12 @@ package coordinator
 //     durability. Its marker goes to the coordinator node, which leads
 //     __consumer_offsets and runs the group coordinator.
 //   - an Ongoing transaction keeps its client TV; otherwise TV 0.
+//   - while no group coordinator serves __consumer_offsets (noLeader), it
+//     answers COORDINATOR_NOT_AVAILABLE and adds nothing (invariant 10):
+//     Kafka's answer for a group whose offsets partition is not available
+//     (KafkaApis.getCoordinator for FindCoordinator, GroupCoordinator while
+//     the partition is not loaded); a Kafka broker itself never refuses
+//     AddOffsetsToTxn this way, it always has a group coordinator.
 //
 // Version notes: v<2 get INVALID_PRODUCER_EPOCH instead of PRODUCER_FENCED;
 // v4 adds TRANSACTION_ABORTABLE (never returned here).
@@ -20,7 +26,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
-
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
@@ -40,6 +45,11 @@ func (c *Coordinator) handleAddOffsetsToTxn(_ context.Context, r *wire.Request) 
 		return wire.Now(resp)
 	}
 	tp := txnlog.TopicPartition{Topic: cluster.OffsetsTopic, Partition: cluster.OffsetsPartitionFor(req.Group, c.cfg.View.OffsetsPartitions())}
+	if why := c.noLeader(tp); why != "" {
+		c.refuseLeaderless("AddOffsetsToTxn", req.TransactionalID, tp, why)
+		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		return wire.Now(resp)
+	}
 	now := c.nowMs()
 	d := c.step(req.TransactionalID, false, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		return txncore.AddPartitions(cur, pending, txncore.AddPartitionsRequest{

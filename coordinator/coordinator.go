@@ -16,6 +16,7 @@ import (
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
+	"github.com/txncoord/txncoord/wire"
 )
 
 // MarkerQueue takes the markers of a transaction whose Prepare is durable;
@@ -79,6 +80,9 @@ type Coordinator struct {
 	stop         chan struct{}
 
 	counters counters
+	// reg is the node's registry (Register): whether it serves
+	// WriteTxnMarkers decides whether __consumer_offsets has a leader.
+	reg atomic.Pointer[wire.Registry]
 }
 
 type counters struct {

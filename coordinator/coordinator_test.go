@@ -293,7 +293,9 @@ func TestBadRequests(t *testing.T) {
 	if r := endTxn(c, 3, "t", pid, epoch+5, true); r.ErrorCode != kerr.ProducerFenced.Code {
 		t.Fatalf("EndTxn v3 fenced: %d", r.ErrorCode)
 	}
-	// AddOffsetsToTxn adds the group's __consumer_offsets partition.
+	// AddOffsetsToTxn adds the group's __consumer_offsets partition, once
+	// a group coordinator serves it (leaderless_test.go: before).
+	serveOffsets(c)
 	oreq := kmsg.NewPtrAddOffsetsToTxnRequest()
 	oreq.SetVersion(3)
 	oreq.TransactionalID, oreq.ProducerID, oreq.ProducerEpoch, oreq.Group = "t", pid, epoch, "my-group"

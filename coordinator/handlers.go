@@ -9,7 +9,11 @@ import (
 
 // Register adds the coordinator's handlers. Metadata, FindCoordinator and
 // ApiVersions are served by cluster.View and wire on every node.
+//
+// It keeps reg to learn whether a group coordinator registered on it too
+// (servesOffsets), so it must be the registry of this node's server.
 func (c *Coordinator) Register(reg *wire.Registry) {
+	c.reg.Store(reg)
 	reg.Register(22, initProducerIDMin, initProducerIDMax, c.handleInitProducerID)
 	// v4+ are broker-only (leaders registering partitions): with security
 	// on they need the cluster principal; v0-v3 are clients'.

@@ -41,6 +41,12 @@ type Config struct {
 	// transaction is reported stuck (default 3). Only reachable with
 	// Discovery off: with discovery, v2 never goes to such a leader.
 	StuckAfterV2Closes int
+	// StuckAfterRefusals is how many answers in a row saying that a
+	// partition's marker cannot be delivered (no known leader,
+	// NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION while the Router
+	// still knows the partition) make its transaction stuck (default 8:
+	// about 6 s of backoff). Kafka retries them forever.
+	StuckAfterRefusals int
 	// ProbeInterval is how often an idle, disconnected leader is
 	// reconnected so Leaders() shows its current version (default 5 s).
 	ProbeInterval time.Duration
@@ -78,5 +84,8 @@ func (c *Config) defaults() {
 	}
 	if c.StuckAfterV2Closes <= 0 {
 		c.StuckAfterV2Closes = 3
+	}
+	if c.StuckAfterRefusals <= 0 {
+		c.StuckAfterRefusals = 8
 	}
 }

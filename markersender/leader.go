@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/txncoord/txncoord/negotiation"
 )
 
@@ -141,11 +143,19 @@ func (s *Sender) sendBatch(l *leaderState, conn *negotiation.LeaderConn, batch [
 		if code != 0 {
 			s.m.errors.WithLabelValues(errorName(code)).Inc()
 		}
-		q.ps.v2Closes = 0
+		q.ps.v2Closes, q.ps.lastCode = 0, code
 		switch act := actionFor(code); act {
 		case actDone:
 			outs = s.doneLocked(q, outs)
 		case actRetry:
+			if code == kerr.NotLeaderForPartition.Code || code == kerr.UnknownTopicOrPartition.Code {
+				// The partition is not there: deleted (the router
+				// resolves it once our metadata agrees), or a node that
+				// does not lead it.
+				outs = s.refusedLocked(q, l.node.NodeID, errorName(code), errorName(code), at, outs)
+				continue
+			}
+			q.ps.refusals = 0
 			s.retryLocked(q, errorName(code), at)
 		case actRenegotiate:
 			renegotiate = true

@@ -2,12 +2,14 @@ package markersender
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/negotiation"
@@ -63,7 +65,14 @@ type partState struct {
 	notBefore time.Time
 	attempts  int
 	v2Closes  int // connection closed on a v2 request to a leader advertising < v2
-	lastErr   string
+	// refusals counts the answers in a row that say the marker cannot be
+	// delivered where it was sent (no leader, NOT_LEADER_OR_FOLLOWER,
+	// UNKNOWN_TOPIC_OR_PARTITION): at Config.StuckAfterRefusals the
+	// transaction is reported stuck instead of retried for good.
+	refusals int
+	// lastCode is the leader's last answer for the partition.
+	lastCode int16
+	lastErr  string
 }
 
 // leaderState is one leader: its queue and its connections (one per
@@ -200,7 +209,7 @@ func (s *Sender) Retry(txnID string) bool {
 	}
 	now := time.Now()
 	for _, ps := range ts.parts {
-		ps.attempts, ps.v2Closes, ps.notBefore = 0, 0, now
+		ps.attempts, ps.v2Closes, ps.refusals, ps.notBefore = 0, 0, 0, now
 		if !ps.inFlight {
 			ps.routed = false
 			s.waiting[ps] = ts
@@ -339,6 +348,7 @@ func (s *Sender) route() time.Duration {
 		}
 	}
 	woken := map[*leaderState]bool{}
+	var outs []outcome
 	for ps, ts := range s.waiting {
 		if ts.stuck != "" || !s.currentLocked(ts) || ts.parts[ps.tp] != ps || ps.routed || ps.inFlight {
 			delete(s.waiting, ps) // Retry puts stuck ones back
@@ -349,10 +359,24 @@ func (s *Sender) route() time.Duration {
 			continue
 		}
 		node, ok := s.cfg.Router.LeaderOf(ps.tp.Topic, ps.tp.Partition)
+		if !ok && ps.lastCode == kerr.UnknownTopicOrPartition.Code {
+			// Gone from our metadata, and its leader no longer has it.
+			delete(s.waiting, ps)
+			outs = s.resolvedLocked(queued{ts, ps}, outs)
+			continue
+		}
+		if !ok {
+			// Not in our metadata (deleted, or auto-created elsewhere
+			// and not known here yet, as after a restart): the
+			// placement rule still names its leader, which says.
+			node, ok = s.placed(ps.tp)
+		}
 		if !ok || node.Addr == "" {
-			ps.lastErr = "no known leader for the partition"
-			ps.notBefore = now.Add(s.cfg.BackoffMax)
-			due(s.cfg.BackoffMax)
+			delete(s.waiting, ps)
+			outs = s.refusedLocked(queued{ts, ps}, -1, "no known leader for the partition", "", s.newRetryAt(), outs)
+			if ts.stuck == "" {
+				due(max(ps.notBefore.Sub(now), time.Millisecond))
+			}
 			continue
 		}
 		delete(s.waiting, ps)
@@ -365,7 +389,60 @@ func (s *Sender) route() time.Duration {
 	for l := range woken {
 		wake(l)
 	}
+	s.run(outs)
 	return next
+}
+
+// placed is the leader the contract's placement rule gives tp,
+// leaders[(fnv32a(topic)+partition) mod len(leaders)], for a partition the
+// Router does not know.
+func (s *Sender) placed(tp TopicPartition) (cluster.Node, bool) {
+	if len(s.cfg.Leaders) == 0 || tp.Partition < 0 {
+		return cluster.Node{}, false
+	}
+	return s.cfg.Leaders[cluster.LeaderIndex(tp.Topic, tp.Partition, len(s.cfg.Leaders))], true
+}
+
+// resolvedLocked ends the marker of a partition of a deleted topic as
+// delivered: there is nothing left to mark. It is Kafka's rule
+// (TransactionMarkerChannelManager.addTxnMarkersToBrokerQueue, apache/kafka
+// core/src/main/scala/kafka/coordinator/transaction/): a leader's
+// UNKNOWN_TOPIC_OR_PARTITION is retried
+// (TransactionMarkerRequestCompletionHandler), and a retry that finds no
+// leader endpoint in the metadata drops the partition from the
+// transaction ("these partitions are likely deleted already and hence can
+// be skipped") and completes it. Here both must agree: the leader answered
+// UNKNOWN_TOPIC_OR_PARTITION and the Router no longer knows the partition.
+func (s *Sender) resolvedLocked(q queued, outs []outcome) []outcome {
+	txn := q.ts.txn
+	s.log.Info().Str("txn_id", txn.TransactionalID).Int64("pid", txn.ProducerID).Int16("epoch", txn.ProducerEpoch).
+		Str("topic", q.ps.tp.Topic).Int32("partition", q.ps.tp.Partition).
+		Msg("marker skipped: the partition's topic was deleted (its leader and the metadata no longer have it)")
+	return s.doneLocked(q, outs)
+}
+
+// refusedLocked handles an answer that says the marker cannot be delivered
+// where it went (leader -1: it could go nowhere): retried with backoff, and
+// after StuckAfterRefusals in a row the transaction is reported stuck
+// (metric, one log line, Completer.MarkersStuck) rather than retried
+// silently for good, as Kafka does. code is the leader's answer ("" for
+// none); a later Retry starts the count again.
+func (s *Sender) refusedLocked(q queued, leader int32, what, code string, at *retryAt, outs []outcome) []outcome {
+	q.ps.refusals++
+	if q.ps.refusals < s.cfg.StuckAfterRefusals {
+		s.retryLocked(q, what, at)
+		return outs
+	}
+	reason := fmt.Sprintf("%s-%d: %s (%d times in a row)", q.ps.tp.Topic, q.ps.tp.Partition, what, q.ps.refusals)
+	if leader >= 0 {
+		reason = fmt.Sprintf("leader %d answers %s for %s-%d (%d times in a row): it does not lead the partition or does not apply its markers",
+			leader, code, q.ps.tp.Topic, q.ps.tp.Partition, q.ps.refusals)
+		if q.ps.tp.Topic == cluster.OffsetsTopic {
+			reason += " (no group coordinator serves __consumer_offsets there)"
+		}
+	}
+	q.ps.attempts++
+	return s.stuckLocked(q, reason, outs)
 }
 
 // backoff is the capped exponential backoff of the attempts-th retry, with

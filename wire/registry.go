@@ -97,6 +97,9 @@ type Handler func(ctx context.Context, req *Request) Reply
 type registration struct {
 	min, max int16
 	handle   Handler
+	// standIn: the node advertises the key but does not serve it (it
+	// answers so the client goes to the node that does): see Serves.
+	standIn bool
 }
 
 // Registry maps API keys to handlers and the version range they implement.
@@ -119,6 +122,26 @@ func (r *Registry) Register(key, minVersion, maxVersion int16, h Handler) {
 		panic(fmt.Sprintf("wire: bad registration for key %d: v%d-v%d", key, minVersion, maxVersion))
 	}
 	r.handlers[key] = registration{min: minVersion, max: maxVersion, handle: h}
+}
+
+// RegisterStandIn is Register for a key the node advertises without serving
+// it (cluster.RegisterNotServed: NOT_COORDINATOR, NOT_LEADER_OR_FOLLOWER),
+// so that Serves can tell it from a handler that does the work.
+func (r *Registry) RegisterStandIn(key, minVersion, maxVersion int16, h Handler) {
+	r.Register(key, minVersion, maxVersion, h)
+	reg := r.handlers[key]
+	reg.standIn = true
+	r.handlers[key] = reg
+}
+
+// Serves reports whether key has a handler that does the work, not a
+// stand-in. The coordinator asks it whether its node applies the markers of
+// __consumer_offsets (a group coordinator registered WriteTxnMarkers). Safe
+// for concurrent use once the server has started (the registry no longer
+// changes then).
+func (r *Registry) Serves(key int16) bool {
+	reg, ok := r.handlers[key]
+	return ok && !reg.standIn
 }
 
 // Keys returns the registered keys in ascending order.
