@@ -257,6 +257,9 @@ func decodePersistOp(raw []byte) (*persistOp, error) {
 // ApplyRecord is the storage codec of KindLeader: it writes one leader
 // change into the leader's buckets.
 func ApplyRecord(root storage.Root, raw []byte) error {
+	if len(raw) > 0 && raw[0] == dropTopicVersion {
+		return applyDropTopic(root, raw)
+	}
 	o, err := decodePersistOp(raw)
 	if err != nil {
 		return err
