@@ -16,6 +16,8 @@
 //     the newest value of a key to retention;
 //   - remote.storage.enable=true is refused as a Kafka broker without tiered
 //     storage refuses it;
+//   - retention.ms at its default (7 days) is not applied by time: see
+//     Values.RetentionMs;
 //   - a config that is known but not enforced (segment.ms, flush.messages,
 //     compression.type, ...) is stored and described, and changes nothing:
 //     Def.Enforced says which are enforced.

@@ -41,6 +41,11 @@ type Values struct {
 	MaxMessageBytes int64
 	// RetentionMs and RetentionBytes bound a partition's log; -1 (any
 	// negative) is no bound. They apply only when Delete is set.
+	// RetentionMs is -1 unless the topic or the broker sets it: Kafka's
+	// 7-day default deletes whole 1 GiB segments by their newest record,
+	// and a leader here deletes batch by batch, so applying the default
+	// would delete records with made-up old timestamps that Kafka keeps
+	// in a segment with newer ones.
 	RetentionMs    int64
 	RetentionBytes int64
 	// Delete: cleanup.policy holds delete (an empty policy keeps
@@ -74,9 +79,12 @@ func Resolve(topic, broker map[string]string) Values {
 	}
 	vals := Values{
 		MaxMessageBytes: num(MaxMessageBytes),
-		RetentionMs:     num(RetentionMs),
+		RetentionMs:     -1,
 		RetentionBytes:  num(RetentionBytes),
 		LogAppendTime:   text(MessageTimestampType) == "LogAppendTime",
+	}
+	if _, src := Effective(topicByName[RetentionMs], topic, broker); src != kmsg.ConfigSourceDefaultConfig {
+		vals.RetentionMs = num(RetentionMs)
 	}
 	if p := text(CleanupPolicy); p != "" {
 		for _, s := range commaWithWhitespace.Split(p, -1) {
