@@ -118,10 +118,17 @@ func (c *Client) Transaction(ctx context.Context, id string) (Txn, error) {
 	return out, c.do(ctx, http.MethodGet, "/v1/transactions/"+url.PathEscape(id), &out)
 }
 
-// Abort aborts one transaction.
-func (c *Client) Abort(ctx context.Context, id string) (Txn, error) {
+// Abort aborts one transaction (Backend.Abort).
+func (c *Client) Abort(ctx context.Context, id string) (Txn, error) { return c.AbortForce(ctx, id, false) }
+
+// AbortForce is Abort with ?force=true when force is set.
+func (c *Client) AbortForce(ctx context.Context, id string, force bool) (Txn, error) {
 	var out Txn
-	return out, c.do(ctx, http.MethodPost, "/v1/transactions/"+url.PathEscape(id)+"/abort", &out)
+	path := "/v1/transactions/" + url.PathEscape(id) + "/abort"
+	if force {
+		path += "?force=true"
+	}
+	return out, c.do(ctx, http.MethodPost, path, &out)
 }
 
 // RetryMarkers resends a stuck transaction's markers.

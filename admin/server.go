@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,7 +106,16 @@ func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 		writeJSON(w, http.StatusOK, t)
 	})
 	mux.HandleFunc("POST /v1/transactions/{id}/abort", func(w http.ResponseWriter, r *http.Request) {
-		t, err := b.Abort(r.Context(), r.PathValue("id"))
+		force := false
+		if f := r.URL.Query().Get("force"); f != "" {
+			v, err := strconv.ParseBool(f)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, fmt.Errorf("force %q: want true or false", f))
+				return
+			}
+			force = v
+		}
+		t, err := b.Abort(r.Context(), r.PathValue("id"), force)
 		if err != nil {
 			writeBackendError(w, err)
 			return

@@ -46,10 +46,15 @@ func (f *fakeBackend) Transaction(id string) (Txn, error) {
 	return t, nil
 }
 
-func (f *fakeBackend) Abort(_ context.Context, id string) (Txn, error) {
+func (f *fakeBackend) Abort(_ context.Context, id string, force bool) (Txn, error) {
 	t, err := f.Transaction(id)
 	if err != nil {
 		return t, err
+	}
+	if t.State == "PrepareCommit" && force {
+		t.State, t.GaveUp = "CompleteCommit", []markersender.TopicPartition{{Topic: "orders", Partition: 1}}
+		f.txns[id] = t
+		return t, nil
 	}
 	if t.State != "Ongoing" {
 		return t, fmt.Errorf("%w: %s is %s", ErrConflict, id, t.State)
@@ -71,6 +76,7 @@ func TestAdminAPI(t *testing.T) {
 	b := &fakeBackend{txns: map[string]Txn{
 		"a": {TransactionalID: "a", State: "Ongoing", ProducerID: 7},
 		"b": {TransactionalID: "b", State: "CompleteCommit"},
+		"c": {TransactionalID: "c", State: "PrepareCommit"},
 	}}
 	srv := httptest.NewServer(Handler(b, prometheus.NewRegistry()))
 	defer srv.Close()
@@ -87,6 +93,9 @@ func TestAdminAPI(t *testing.T) {
 		{"GET", "/v1/transactions/zzz", 404, `"error": "transactional id not found`},
 		{"POST", "/v1/transactions/b/abort", 409, `"error": "conflict`},
 		{"POST", "/v1/transactions/a/abort", 200, `"state": "PrepareAbort"`},
+		{"POST", "/v1/transactions/c/abort", 409, `"error": "conflict`},
+		{"POST", "/v1/transactions/c/abort?force=maybe", 400, `force \"maybe\": want true or false`},
+		{"POST", "/v1/transactions/c/abort?force=true", 200, `"gave_up_partitions": [`},
 		{"GET", "/v1/leaders", 200, `"write_txn_markers": {`},
 		{"GET", "/v1/markers", 200, `[]`},
 		{"GET", "/healthz", 200, `"ok"`},

@@ -22,6 +22,10 @@ type Txn struct {
 	TransactionVersion int16                         `json:"transaction_version"`
 	Partitions         []markersender.TopicPartition `json:"partitions"`
 	StuckReason        string                        `json:"stuck_reason,omitempty"`
+	// GaveUp, in the answer of an abort that ended a transaction stuck in
+	// Prepare*, are the partitions whose markers were given up: their
+	// leaders keep the transaction open (txn find-hanging).
+	GaveUp []markersender.TopicPartition `json:"gave_up_partitions,omitempty"`
 	// Completing is the previous transaction of the id while its markers
 	// are still being written and this one is already Ongoing (TV2).
 	Completing *Completing `json:"completing,omitempty"`
@@ -54,7 +58,12 @@ var ErrConflict = errors.New("conflict")
 type Backend interface {
 	Transactions(ListFilter) []Txn
 	Transaction(id string) (Txn, error)
-	Abort(ctx context.Context, id string) (Txn, error)
+	// Abort ends a transaction: an Ongoing one is aborted; one in
+	// PrepareAbort whose markers are stuck is completed as aborted; with
+	// force, any Prepare* is completed as it was decided (a PrepareCommit
+	// as committed) for the partitions that acknowledged, giving up on
+	// the others.
+	Abort(ctx context.Context, id string, force bool) (Txn, error)
 	// RetryMarkers resends a stuck transaction's markers.
 	RetryMarkers(id string) (Txn, error)
 	Leaders() []markersender.LeaderStatus

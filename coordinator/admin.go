@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 )
@@ -151,23 +152,79 @@ func (c *Coordinator) Describe(txnID string) (TxnDetail, bool) {
 	}, true
 }
 
-// Abort aborts an Ongoing transaction as a timeout would (epoch bump,
-// markers with the cluster TV) and returns once the PrepareAbort is
-// durable. Other states are refused with an error wrapping the Kafka code:
-// TRANSACTIONAL_ID_NOT_FOUND, CONCURRENT_TRANSACTIONS (a transition is in
-// flight or markers are being written) or INVALID_TXN_STATE.
+// Abort is AbortWith without Force.
 func (c *Coordinator) Abort(ctx context.Context, txnID string) error {
+	_, err := c.AbortWith(ctx, txnID, AbortOptions{})
+	return err
+}
+
+// AbortOptions are an operator's abort (`txn abort`).
+type AbortOptions struct {
+	// Force ends a transaction in Prepare* whose markers are not all
+	// delivered (see AbortWith); without it only a stuck PrepareAbort is.
+	Force bool
+}
+
+// AbortResult is what an operator's abort did.
+type AbortResult struct {
+	// Completed is the state written: CompleteAbort, or CompleteCommit for
+	// a forced PrepareCommit; "" when it aborted an Ongoing transaction
+	// (PrepareAbort, whose markers then go out as a timeout's do).
+	Completed string
+	// GaveUp are the partitions whose markers were not delivered and are
+	// no longer sent: their leaders keep the transaction open there until
+	// an operator ends it (`txn find-hanging`).
+	GaveUp []txnlog.TopicPartition
+}
+
+// AbortWith ends a transaction for an operator (invariant 10: `txn abort`
+// can always end a transaction).
+//
+//   - Ongoing: aborted as a timeout would (epoch bump, markers with the
+//     cluster TV); it returns once the PrepareAbort is durable.
+//   - PrepareAbort whose markers are stuck (or any PrepareAbort with
+//     Force): written CompleteAbort at once; the undelivered markers are
+//     given up (AbortResult.GaveUp). The decision was already abort, so
+//     no data changes fate: only the leaders that did not get their
+//     marker keep the transaction open.
+//   - PrepareCommit, only with Force: written CompleteCommit; the
+//     partitions that acknowledged are committed, the others are given up
+//     (their data stays uncommitted, the transaction open at their
+//     leaders). A commit cannot be turned into an abort: its answer has
+//     been given and some leaders may have applied it.
+//
+// Other cases are refused with an error wrapping the Kafka code:
+// TRANSACTIONAL_ID_NOT_FOUND, CONCURRENT_TRANSACTIONS (a transition in
+// flight, markers still being delivered, or a PrepareCommit without
+// Force) or INVALID_TXN_STATE.
+func (c *Coordinator) AbortWith(ctx context.Context, txnID string, opts AbortOptions) (AbortResult, error) {
 	now := c.nowMs()
-	var state string
-	var missing bool
+	var state, stuck string
+	if e := c.lock(txnID, false); e != nil {
+		// Read before the step (its decide runs under this lock): a
+		// reason cleared meanwhile comes with a state that is no longer
+		// Prepare*, which the step sees.
+		stuck = e.stuck
+		e.mu.Unlock()
+	}
+	var missing, complete bool
+	var markers *txncore.Markers
 	d := c.step(txnID, false, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
 		switch {
 		case cur == nil:
 			missing = true
 			return fail(kerr.TransactionalIDNotFound.Code)
-		case pending || isPrepare(cur.State):
+		case pending:
 			state = cur.State.String()
 			return fail(kerr.ConcurrentTransactions.Code)
+		case isPrepare(cur.State):
+			state = cur.State.String()
+			if cur.State == txnlog.PrepareCommit && !opts.Force || cur.State == txnlog.PrepareAbort && !opts.Force && stuck == "" {
+				return fail(kerr.ConcurrentTransactions.Code)
+			}
+			markers = txncore.OutstandingMarkers(cur)
+			complete = true
+			return txncore.Complete(cur, pending, *markers, now)
 		case cur.Completing != nil:
 			state = "Ongoing while its previous transaction's markers are written"
 			return fail(kerr.ConcurrentTransactions.Code)
@@ -177,24 +234,72 @@ func (c *Coordinator) Abort(ctx context.Context, txnID string) error {
 		}
 		return txncore.AbortTimedOut(cur, pending, now, c.serverTV(), pids)
 	})
+	// Given up now, before the write ends: a delivery meanwhile only
+	// finds the transaction complete and is ignored.
+	var gaveUp []txnlog.TopicPartition
+	if complete && d.Err == 0 {
+		gaveUp = c.giveUpMarkers(txnID, markers)
+	}
 	select {
 	case <-d.done:
 	case <-ctx.Done():
-		return ctx.Err()
+		return AbortResult{}, ctx.Err()
 	}
 	switch {
 	case missing:
-		return fmt.Errorf("transaction %q: %w", txnID, kerr.TransactionalIDNotFound)
+		return AbortResult{}, fmt.Errorf("transaction %q: %w", txnID, kerr.TransactionalIDNotFound)
+	case d.Err == kerr.ConcurrentTransactions.Code && state == txnlog.PrepareCommit.String():
+		why := "its markers are being delivered"
+		if stuck != "" {
+			why = "its markers are stuck: " + stuck
+		}
+		return AbortResult{}, fmt.Errorf("transaction %q is PrepareCommit (%s); a commit cannot be aborted: --force completes it as "+
+			"committed for the partitions that acknowledged and gives up on the others: %w", txnID, why, kerr.ConcurrentTransactions)
+	case d.Err == kerr.ConcurrentTransactions.Code && state == txnlog.PrepareAbort.String():
+		return AbortResult{}, fmt.Errorf("transaction %q is PrepareAbort, its markers are being delivered (not stuck): wait, "+
+			"or --force completes it as aborted and gives up on the partitions that have not acknowledged: %w", txnID, kerr.ConcurrentTransactions)
 	case d.Err == kerr.ConcurrentTransactions.Code && state != "":
-		return fmt.Errorf("transaction %q is %s, already ending: %w", txnID, state, kerr.ConcurrentTransactions)
+		return AbortResult{}, fmt.Errorf("transaction %q is %s, already ending: %w", txnID, state, kerr.ConcurrentTransactions)
 	case d.Err == kerr.InvalidTxnState.Code:
-		return fmt.Errorf("transaction %q is %s, not Ongoing: nothing to abort: %w", txnID, state, kerr.InvalidTxnState)
+		return AbortResult{}, fmt.Errorf("transaction %q is %s, not Ongoing: nothing to abort: %w", txnID, state, kerr.InvalidTxnState)
 	case d.Err != 0:
-		return fmt.Errorf("transaction %q: %w", txnID, kerr.ErrorForCode(d.Err))
+		return AbortResult{}, fmt.Errorf("transaction %q: %w", txnID, kerr.ErrorForCode(d.Err))
 	}
 	c.counters.operatorAborts.Add(1)
-	c.log.Warn().Str("txn_id", txnID).Msg("transaction aborted by an operator")
-	return nil
+	if !complete {
+		c.log.Warn().Str("txn_id", txnID).Msg("transaction aborted by an operator")
+		return AbortResult{}, nil
+	}
+	res := AbortResult{Completed: txnlog.CompleteAbort.String(), GaveUp: gaveUp}
+	if markers.Commit {
+		res.Completed = txnlog.CompleteCommit.String()
+	}
+	c.log.Warn().Str("txn_id", txnID).Int64("pid", markers.ProducerID).Int16("epoch", markers.ProducerEpoch).
+		Str("state", state).Str("completed", res.Completed).Str("stuck_reason", stuck).Str("gave_up", fmt.Sprint(gaveUp)).Bool("force", opts.Force).
+		Msg("transaction ended by an operator without all its markers: the leaders of the given-up partitions keep it open (txn find-hanging)")
+	return res, nil
+}
+
+// giveUpMarkers stops the marker sender's delivery of txnID's markers and
+// returns the partitions that had not acknowledged (all of markers'
+// partitions when the sender cannot tell).
+func (c *Coordinator) giveUpMarkers(txnID string, markers *txncore.Markers) []txnlog.TopicPartition {
+	out := make([]txnlog.TopicPartition, 0, len(markers.Partitions))
+	if u, ok := c.cfg.Markers.(interface {
+		Undelivered(string) []markersender.TopicPartition
+	}); ok {
+		for _, tp := range u.Undelivered(txnID) {
+			out = append(out, txnlog.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+		}
+	} else {
+		for _, tp := range markers.Partitions {
+			out = append(out, txnlog.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+		}
+	}
+	if f, ok := c.cfg.Markers.(interface{ Forget(string) }); ok {
+		f.Forget(txnID)
+	}
+	return out
 }
 
 // Stats returns the counters and the transactions by state.

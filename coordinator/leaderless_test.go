@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -88,5 +89,57 @@ func TestNoPartitionWithoutLeader(t *testing.T) {
 	}
 	if d, _ := c.Describe("t"); d.State != "Ongoing" || len(d.Partitions) != 1 || d.Partitions[0].Partition != group {
 		t.Fatalf("after AddOffsetsToTxn: %s %v", d.State, d.Partitions)
+	}
+}
+
+// `txn abort` ends a transaction whose markers cannot all be delivered
+// (invariant 10): a stuck PrepareAbort as it is; a PrepareCommit only with
+// Force, as committed, giving up on the partitions that did not acknowledge.
+// Without Force both are refused while their markers are on their way, and
+// the id is usable again afterwards.
+func TestOperatorEndsStuckPrepare(t *testing.T) {
+	c, fm := openTest(t, testView("127.0.0.1:1"), txnlog.NewMemory(), false)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		id     string
+		commit bool
+	}{{"aborting", false}, {"committing", true}} {
+		pid, epoch := initPID(t, c, tc.id)
+		if code := addPartitionsV5(c, tc.id, pid, epoch, "orders", 0, 1); code != 0 {
+			t.Fatal(code)
+		}
+		if r := endTxn(c, 5, tc.id, pid, epoch, tc.commit); r.ErrorCode != 0 {
+			t.Fatal(r.ErrorCode)
+		}
+		waitFor(t, "markers", func() bool { return len(fm.snapshot()) > 0 && fm.snapshot()[len(fm.snapshot())-1].TransactionalID == tc.id })
+		txn := fm.snapshot()[len(fm.snapshot())-1]
+		// Markers on their way: refused without Force, saying what Force does.
+		_, err := c.AbortWith(ctx, tc.id, AbortOptions{})
+		if !errors.Is(err, kerr.ConcurrentTransactions) || !strings.Contains(err.Error(), "--force completes it as") {
+			t.Fatalf("%s: abort without force: %v", tc.id, err)
+		}
+		c.MarkersStuck(txn, txn.Partitions[1], "leader 1 answers NOT_LEADER_FOR_PARTITION")
+		res, err := c.AbortWith(ctx, tc.id, AbortOptions{})
+		if tc.commit {
+			if !errors.Is(err, kerr.ConcurrentTransactions) || !strings.Contains(err.Error(), "its markers are stuck: orders-1") {
+				t.Fatalf("stuck PrepareCommit without force: %v", err)
+			}
+			res, err = c.AbortWith(ctx, tc.id, AbortOptions{Force: true})
+		}
+		want := map[bool]string{false: "CompleteAbort", true: "CompleteCommit"}[tc.commit]
+		if err != nil || res.Completed != want || len(res.GaveUp) != 2 {
+			t.Fatalf("%s: %+v %v, want %s giving up both partitions (the fake sender cannot tell which acknowledged)", tc.id, res, err, want)
+		}
+		if d, _ := c.Describe(tc.id); d.State != want || d.StuckReason != "" {
+			t.Fatalf("%s after the operator's abort: %s (stuck %q)", tc.id, d.State, d.StuckReason)
+		}
+		// Usable again: a new transaction begins and ends.
+		pid, epoch = initPID(t, c, tc.id)
+		if code := addPartitionsV5(c, tc.id, pid, epoch, "orders", 2); code != 0 {
+			t.Fatalf("%s: next transaction: %v", tc.id, kerr.ErrorForCode(code))
+		}
+	}
+	if _, err := c.AbortWith(ctx, "nope", AbortOptions{Force: true}); !errors.Is(err, kerr.TransactionalIDNotFound) {
+		t.Fatalf("unknown id: %v", err)
 	}
 }

@@ -221,6 +221,25 @@ func (s *Sender) Retry(txnID string) bool {
 	return true
 }
 
+// Undelivered returns the partitions of txnID whose markers have not been
+// acknowledged, sorted (nil when it has none pending).
+func (s *Sender) Undelivered(txnID string) []TopicPartition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ts := s.txns[txnID]
+	if ts == nil {
+		return nil
+	}
+	out := make([]TopicPartition, 0, len(ts.parts))
+	for tp := range ts.parts {
+		out = append(out, tp)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Topic < out[j].Topic || out[i].Topic == out[j].Topic && out[i].Partition < out[j].Partition
+	})
+	return out
+}
+
 // Forget drops a transaction's pending markers (after an operator aborted
 // it, or the coordinator lost ownership). In-flight answers are ignored.
 func (s *Sender) Forget(txnID string) {

@@ -83,8 +83,9 @@ func (b *adminBackend) Transaction(id string) (admin.Txn, error) {
 	return b.txn(d), nil
 }
 
-func (b *adminBackend) Abort(ctx context.Context, id string) (admin.Txn, error) {
-	if err := b.coord.Abort(ctx, id); err != nil {
+func (b *adminBackend) Abort(ctx context.Context, id string, force bool) (admin.Txn, error) {
+	res, err := b.coord.AbortWith(ctx, id, coordinator.AbortOptions{Force: force})
+	if err != nil {
 		switch {
 		case errors.Is(err, kerr.TransactionalIDNotFound):
 			return admin.Txn{}, fmt.Errorf("%w: %v", admin.ErrNotFound, err)
@@ -93,7 +94,11 @@ func (b *adminBackend) Abort(ctx context.Context, id string) (admin.Txn, error) 
 		}
 		return admin.Txn{}, err
 	}
-	return b.Transaction(id)
+	t, err := b.Transaction(id)
+	if len(res.GaveUp) > 0 {
+		t.GaveUp = markerPartitions(res.GaveUp)
+	}
+	return t, err
 }
 
 func (b *adminBackend) RetryMarkers(id string) (admin.Txn, error) {

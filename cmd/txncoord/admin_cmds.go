@@ -140,10 +140,19 @@ func txnCommand() *cli.Command {
 				Description: `Example:
    txncoord txn abort --transactional-id orders-app-1 --yes
 
+An Ongoing transaction is aborted (PrepareAbort, then its markers). One in PrepareAbort whose
+markers are stuck (txncoord markers) is completed as aborted: the leaders that did not get the
+marker keep it open (txn find-hanging shows them). A transaction in PrepareCommit is never
+aborted: --force completes it as COMMITTED for the partitions that acknowledged and GIVES UP on
+the others, whose records stay uncommitted; it also ends a PrepareAbort whose markers are not
+(yet) stuck. The answer lists the partitions given up.
+
 Asks before it acts unless --yes is given; without a terminal, --yes is required.`,
 				Flags: adminFlags(
 					txnIDFlag(),
 					&cli.BoolFlag{Name: "yes", EnvVars: env("yes"), Usage: "do not ask for confirmation"},
+					&cli.BoolFlag{Name: "force", EnvVars: env("force"), Usage: "end a transaction in PrepareCommit or PrepareAbort whose markers are not all delivered: " +
+						"complete it as it was decided (PrepareCommit: COMMITTED) for the partitions that acknowledged, and GIVE UP on the others (their leaders keep it open)"},
 				),
 				Action: txnIDAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, id string) (admin.Txn, error) {
 					if !c.Bool("yes") {
@@ -151,9 +160,17 @@ Asks before it acts unless --yes is given; without a terminal, --yes is required
 							return admin.Txn{}, err
 						}
 					}
-					return cl.Abort(ctx, id)
+					return cl.AbortForce(ctx, id, c.Bool("force"))
 				}, func(c *cli.Context, t admin.Txn) error {
-					_, err := fmt.Fprintf(c.App.Writer, "aborting %s: state %s, producer id %d, epoch %d\n", t.TransactionalID, t.State, t.ProducerID, t.ProducerEpoch)
+					verb := "aborting"
+					if strings.HasPrefix(t.State, "Complete") {
+						verb = "ended"
+					}
+					_, err := fmt.Fprintf(c.App.Writer, "%s %s: state %s, producer id %d, epoch %d\n", verb, t.TransactionalID, t.State, t.ProducerID, t.ProducerEpoch)
+					if err == nil && len(t.GaveUp) > 0 {
+						_, err = fmt.Fprintf(c.App.Writer, "gave up the markers of %s: their leaders keep the transaction open (txncoord txn find-hanging)\n",
+							partitionsString(admin.Txn{Partitions: t.GaveUp}))
+					}
 					return err
 				}),
 			},
@@ -189,8 +206,17 @@ func confirmAbort(c *cli.Context, ctx context.Context, cl *admin.Client, id stri
 	if !isatty.IsTerminal(confirmInput.Fd()) {
 		return usagef("refusing to abort %s without --yes: standard input is not a terminal to confirm on", id)
 	}
-	fmt.Fprintf(c.App.ErrWriter, "This will ABORT transaction %q (producer id %d, epoch %d, state %s, %d partitions): its records will never be visible to read_committed consumers, and the producer will be fenced.\n",
-		id, t.ProducerID, t.ProducerEpoch, t.State, len(t.Partitions))
+	switch {
+	case t.State == "PrepareCommit" && c.Bool("force"):
+		fmt.Fprintf(c.App.ErrWriter, "This will COMPLETE transaction %q (producer id %d, epoch %d, state %s, %d partitions) as COMMITTED without waiting for all its markers: the partitions that have not acknowledged are GIVEN UP and their records stay uncommitted.\n",
+			id, t.ProducerID, t.ProducerEpoch, t.State, len(t.Partitions))
+	case t.State == "PrepareAbort":
+		fmt.Fprintf(c.App.ErrWriter, "This will COMPLETE transaction %q (producer id %d, epoch %d, state %s, %d partitions) as aborted without waiting for all its markers: the leaders that have not acknowledged keep it open.\n",
+			id, t.ProducerID, t.ProducerEpoch, t.State, len(t.Partitions))
+	default:
+		fmt.Fprintf(c.App.ErrWriter, "This will ABORT transaction %q (producer id %d, epoch %d, state %s, %d partitions): its records will never be visible to read_committed consumers, and the producer will be fenced.\n",
+			id, t.ProducerID, t.ProducerEpoch, t.State, len(t.Partitions))
+	}
 	fmt.Fprint(c.App.ErrWriter, "Abort it? [y/N] ")
 	line, _ := bufio.NewReader(confirmInput).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {

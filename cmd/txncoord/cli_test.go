@@ -64,12 +64,17 @@ func (f *fakeAdminBackend) Transaction(id string) (admin.Txn, error) {
 	return f.txns[i], nil
 }
 
-func (f *fakeAdminBackend) Abort(_ context.Context, id string) (admin.Txn, error) {
+func (f *fakeAdminBackend) Abort(_ context.Context, id string, force bool) (admin.Txn, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	i, err := f.find(id)
 	if err != nil {
 		return admin.Txn{}, err
+	}
+	if force && strings.HasPrefix(f.txns[i].State, "Prepare") {
+		f.txns[i].State = "Complete" + strings.TrimPrefix(f.txns[i].State, "Prepare")
+		f.txns[i].GaveUp = []markersender.TopicPartition{{Topic: "orders", Partition: 1}}
+		return f.txns[i], nil
 	}
 	if f.txns[i].State != "Ongoing" {
 		return f.txns[i], fmt.Errorf("%w: %s is %s, not Ongoing", admin.ErrConflict, id, f.txns[i].State)
@@ -135,6 +140,8 @@ func TestCLIMessages(t *testing.T) {
 			{TransactionalID: "open-1", ProducerID: 7, ProducerEpoch: 1, State: "Ongoing", TransactionVersion: 2},
 			{TransactionalID: "open-2", ProducerID: 8, ProducerEpoch: 0, State: "Ongoing", TransactionVersion: 2},
 			{TransactionalID: "done-1", ProducerID: 9, ProducerEpoch: 3, State: "CompleteCommit", TransactionVersion: 2},
+			{TransactionalID: "stuck-1", ProducerID: 10, ProducerEpoch: 2, State: "PrepareCommit", TransactionVersion: 2,
+				Partitions: []markersender.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}}},
 		},
 		leaders: fakeLeaders(t),
 	}
