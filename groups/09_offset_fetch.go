@@ -1,0 +1,125 @@
+package groups
+
+// OffsetFetch (key 9), v0–v9.
+//
+// Behavior:
+//   - committed offsets only: transactional offsets stay invisible until
+//     their COMMIT marker; with RequireStable (v7+) a partition that has
+//     some pending is UNSTABLE_OFFSET_COMMIT (the client retries);
+//   - a partition without an offset (or a group that does not exist) is
+//     offset -1, leader epoch -1, metadata "";
+//   - no topics (v2+: null) lists every partition the group has an offset
+//     for;
+//   - the answer shows only durable offsets: it waits for the group
+//     coordinator's records appended so far.
+//
+// Version notes: v2 adds the top-level error code; v5 the leader epoch;
+// v7 RequireStable; v8 several groups per request (KIP-709); v9 the
+// member id and epoch of KIP-848 (not checked for classic groups).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+const offsetFetchMax = 9
+
+// fetchGroup is one group of an OffsetFetch: tps nil for every partition.
+type fetchGroup struct {
+	group string
+	tps   []TP
+}
+
+func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.OffsetFetchRequest)
+	var groups []fetchGroup
+	if req.Version < 8 {
+		fg := fetchGroup{group: req.Group}
+		if req.Topics != nil || req.Version < 2 {
+			fg.tps = []TP{}
+			for _, t := range req.Topics {
+				for _, p := range t.Partitions {
+					fg.tps = append(fg.tps, TP{t.Topic, p})
+				}
+			}
+		}
+		groups = append(groups, fg)
+	} else {
+		for _, g := range req.Groups {
+			fg := fetchGroup{group: g.Group}
+			if g.Topics != nil {
+				fg.tps = []TP{}
+				for _, t := range g.Topics {
+					for _, p := range t.Partitions {
+						fg.tps = append(fg.tps, TP{t.Topic, p})
+					}
+				}
+			}
+			groups = append(groups, fg)
+		}
+	}
+	return func() (kmsg.Response, error) {
+		resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+		if err := c.readable(ctx); err != nil {
+			code := storeErrCode(err)
+			if req.Version >= 8 {
+				for _, g := range req.Groups {
+					rg := kmsg.NewOffsetFetchResponseGroup()
+					rg.Group, rg.ErrorCode = g.Group, code
+					resp.Groups = append(resp.Groups, rg)
+				}
+			} else {
+				resp.ErrorCode = code
+			}
+			return resp, nil
+		}
+		c.mu.Lock()
+		fetched := make([][]FetchedOffset, len(groups))
+		for i, g := range groups {
+			fetched[i] = c.core.Fetch(g.group, g.tps, req.RequireStable)
+		}
+		c.mu.Unlock()
+		for i, g := range groups {
+			byTopic := map[string][]FetchedOffset{}
+			var order []string
+			for _, f := range fetched[i] {
+				if _, ok := byTopic[f.Topic]; !ok {
+					order = append(order, f.Topic)
+				}
+				byTopic[f.Topic] = append(byTopic[f.Topic], f)
+			}
+			if req.Version < 8 {
+				for _, topic := range order {
+					rt := kmsg.NewOffsetFetchResponseTopic()
+					rt.Topic = topic
+					for _, f := range byTopic[topic] {
+						rp := kmsg.NewOffsetFetchResponseTopicPartition()
+						md := f.Metadata
+						rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = f.Partition, f.Offset.Offset, f.LeaderEpoch, &md, f.Err
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					resp.Topics = append(resp.Topics, rt)
+				}
+				continue
+			}
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = g.group
+			for _, topic := range order {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = topic
+				for _, f := range byTopic[topic] {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					md := f.Metadata
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = f.Partition, f.Offset.Offset, f.LeaderEpoch, &md, f.Err
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rg.Topics = append(rg.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil
+	}
+}

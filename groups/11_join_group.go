@@ -1,0 +1,106 @@
+package groups
+
+// JoinGroup (key 11), v0–v9.
+//
+// Behavior:
+//   - a new member gets its id (client id + "-" + a UUID); from v4 a new
+//     dynamic member first gets MEMBER_ID_REQUIRED with it (KIP-394) and
+//     must join again with it within its session timeout;
+//   - a static member (group.instance.id, v5+) that joins again without
+//     its member id replaces its old id (the old one is fenced with
+//     FENCED_INSTANCE_ID); a known instance id with another member id is
+//     FENCED_INSTANCE_ID;
+//   - the answer waits until every member rejoined or the rebalance
+//     timeout passed (core.go); an Empty group first waits the initial
+//     rebalance delay (0 by default: kfake waits none, Kafka 3 s);
+//   - INVALID_SESSION_TIMEOUT outside [min, max] session timeout,
+//     INCONSISTENT_GROUP_PROTOCOL for a protocol type or protocols the
+//     group cannot take, UNKNOWN_MEMBER_ID for an unknown member id.
+//
+// Version notes: v0 has no rebalance timeout (the session timeout is
+// used); v7 adds the protocol type to the answer; v9 SkipAssignment (a
+// static leader replaced without a rebalance; before v9 it gets no
+// members, so it does not assign).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+const joinGroupMax = 9
+
+func (c *Coordinator) handleJoinGroup(ctx context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.JoinGroupRequest)
+	jr := JoinRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: str(req.InstanceID), ClientID: str(r.ClientID),
+		ClientHost: clientHost(r), ProtocolType: req.ProtocolType, SessionTimeout: millis(req.SessionTimeoutMillis),
+		RebalanceTimeout: millis(req.RebalanceTimeoutMillis), RequireKnownMemberID: req.Version >= 4, Reason: str(req.Reason)}
+	if req.Version == 0 {
+		jr.RebalanceTimeout = jr.SessionTimeout
+	}
+	for _, p := range req.Protocols {
+		jr.Protocols = append(jr.Protocols, Protocol{Name: p.Name, Metadata: p.Metadata})
+	}
+	var (
+		res     JoinResult
+		waiting bool
+		w       *waiter
+	)
+	pos, err := c.step(func(now time.Time) {
+		var token uint64
+		token, w = c.newWaiterLocked()
+		res, waiting = c.core.Join(now, jr, token)
+		if !waiting {
+			delete(c.waiters, token)
+		}
+	})
+	return func() (kmsg.Response, error) {
+		switch {
+		case waiting:
+			a, werr := c.wait(ctx, r, w)
+			if werr != nil {
+				return nil, werr
+			}
+			res = *a.Join
+		case err != nil:
+			res = joinErr(storeErrCode(err), res.MemberID)
+		default:
+			if derr := c.durable(ctx, r, pos); derr != nil {
+				res = joinErr(storeErrCode(derr), res.MemberID)
+			}
+		}
+		return joinResponse(req, res), nil
+	}
+}
+
+func joinResponse(req *kmsg.JoinGroupRequest, res JoinResult) *kmsg.JoinGroupResponse {
+	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	resp.ErrorCode, resp.Generation, resp.LeaderID, resp.MemberID = res.Err, res.Generation, res.Leader, res.MemberID
+	protocol := res.Protocol
+	resp.Protocol = &protocol
+	if req.Version >= 7 {
+		if res.Err != 0 {
+			resp.Protocol = nil
+		} else {
+			pt := res.ProtocolType
+			resp.ProtocolType = &pt
+		}
+	}
+	resp.SkipAssignment = res.SkipAssignment && req.Version >= 9
+	if res.SkipAssignment && req.Version < 9 {
+		return resp // the old static leader gets no members, so it does not assign
+	}
+	for _, m := range res.Members {
+		rm := kmsg.NewJoinGroupResponseMember()
+		rm.MemberID, rm.ProtocolMetadata = m.ID, m.Metadata
+		if m.InstanceID != "" {
+			id := m.InstanceID
+			rm.InstanceID = &id
+		}
+		resp.Members = append(resp.Members, rm)
+	}
+	return resp
+}

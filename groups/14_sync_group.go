@@ -1,0 +1,76 @@
+package groups
+
+// SyncGroup (key 14), v0–v5.
+//
+// Behavior:
+//   - in CompletingRebalance every member waits for the leader's
+//     SyncGroup; the leader's assignment is stored (durable) before any
+//     member gets its part; a member the leader left out gets an empty
+//     assignment;
+//   - in Stable the member's assignment at once; PreparingRebalance is
+//     REBALANCE_IN_PROGRESS; a wrong generation ILLEGAL_GENERATION; an
+//     unknown member UNKNOWN_MEMBER_ID; a fenced static member
+//     FENCED_INSTANCE_ID.
+//
+// Version notes: v3 adds group.instance.id; v5 the protocol type and name
+// (INCONSISTENT_GROUP_PROTOCOL if they differ from the group's) in the
+// request and the answer.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+const syncGroupMax = 5
+
+func (c *Coordinator) handleSyncGroup(ctx context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.SyncGroupRequest)
+	sr := SyncRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: str(req.InstanceID), Generation: req.Generation,
+		Assignments: map[string][]byte{}}
+	if req.Version >= 5 {
+		sr.ProtocolType, sr.Protocol = req.ProtocolType, req.Protocol
+	}
+	for _, a := range req.GroupAssignment {
+		sr.Assignments[a.MemberID] = a.MemberAssignment
+	}
+	var (
+		res     SyncResult
+		waiting bool
+		w       *waiter
+	)
+	pos, err := c.step(func(now time.Time) {
+		var token uint64
+		token, w = c.newWaiterLocked()
+		res, waiting = c.core.Sync(now, sr, token)
+		if !waiting {
+			delete(c.waiters, token)
+		}
+	})
+	return func() (kmsg.Response, error) {
+		switch {
+		case waiting:
+			a, werr := c.wait(ctx, r, w)
+			if werr != nil {
+				return nil, werr
+			}
+			res = *a.Sync
+		case err != nil:
+			res = SyncResult{Err: storeErrCode(err)}
+		default:
+			if derr := c.durable(ctx, r, pos); derr != nil {
+				res = SyncResult{Err: storeErrCode(derr)}
+			}
+		}
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode, resp.MemberAssignment = res.Err, res.Assignment
+		if req.Version >= 5 && res.Err == 0 {
+			pt, p := res.ProtocolType, res.Protocol
+			resp.ProtocolType, resp.Protocol = &pt, &p
+		}
+		return resp, nil
+	}
+}

@@ -1,0 +1,46 @@
+package groups
+
+// ListGroups (key 16), v0–v5.
+//
+// Behavior: every group with its protocol type; v4+ its state, filtered
+// by StatesFilter (case-insensitive, as Kafka); v5+ its type ("classic"),
+// filtered by TypesFilter (case-insensitive).
+
+import (
+	"context"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+const listGroupsMax = 5
+
+func (c *Coordinator) handleListGroups(_ context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.ListGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	in := func(filter []string, v string) bool {
+		if len(filter) == 0 {
+			return true
+		}
+		for _, f := range filter {
+			if strings.EqualFold(f, v) {
+				return true
+			}
+		}
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range c.core.GroupIDs() {
+		g := c.core.groups[id]
+		if (req.Version >= 4 && !in(req.StatesFilter, g.State.String())) || (req.Version >= 5 && !in(req.TypesFilter, string(g.Type))) {
+			continue
+		}
+		rg := kmsg.NewListGroupsResponseGroup()
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.ID, g.ProtocolType, g.State.String(), string(g.Type)
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return wire.Now(resp)
+}

@@ -1,0 +1,185 @@
+package groups
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The read and delete accessors the admin API calls (GET /v1/groups,
+// GET /v1/groups/{id}, DELETE /v1/groups/{id}, `txn describe`'s pending
+// offsets). They read the in-memory state under the coordinator's lock;
+// each answer is a copy.
+
+// GroupSummary is one group as ListGroups shows it.
+type GroupSummary struct {
+	Group        string `json:"group"`
+	Type         string `json:"type"`  // "classic" (KIP-848 "consumer" later)
+	State        string `json:"state"` // Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+	ProtocolType string `json:"protocol_type"`
+	Protocol     string `json:"protocol"` // the selected assignor; "" unless Stable or CompletingRebalance
+	Generation   int32  `json:"generation"`
+	Members      int    `json:"members"`
+	// Coordinator is the node id of the group's coordinator.
+	Coordinator int32 `json:"coordinator"`
+	// Partition is the group's __consumer_offsets partition.
+	Partition int32 `json:"offsets_partition"`
+}
+
+// TopicPartitions is an assignment of one topic.
+type TopicPartitions struct {
+	Topic      string  `json:"topic"`
+	Partitions []int32 `json:"partitions"`
+}
+
+// MemberInfo is one member of a group.
+type MemberInfo struct {
+	MemberID         string        `json:"member_id"`
+	InstanceID       string        `json:"instance_id,omitempty"`
+	ClientID         string        `json:"client_id"`
+	ClientHost       string        `json:"client_host"`
+	SessionTimeout   time.Duration `json:"session_timeout"`
+	RebalanceTimeout time.Duration `json:"rebalance_timeout"`
+	// Assignment is the member's partitions, decoded when the group's
+	// protocol type is "consumer"; AssignmentBytes is the raw assignment.
+	Assignment      []TopicPartitions `json:"assignment,omitempty"`
+	AssignmentBytes []byte            `json:"assignment_bytes,omitempty"`
+}
+
+// OffsetInfo is a committed offset.
+type OffsetInfo struct {
+	Topic       string    `json:"topic"`
+	Partition   int32     `json:"partition"`
+	Offset      int64     `json:"offset"`
+	LeaderEpoch int32     `json:"leader_epoch"`
+	Metadata    string    `json:"metadata,omitempty"`
+	CommitTime  time.Time `json:"commit_time"`
+}
+
+// PendingOffsetInfo is a transactional offset waiting for its marker.
+type PendingOffsetInfo struct {
+	Group string `json:"group"`
+	OffsetInfo
+	ProducerID    int64 `json:"producer_id"`
+	ProducerEpoch int16 `json:"producer_epoch"`
+}
+
+// GroupDescription is one group in full.
+type GroupDescription struct {
+	GroupSummary
+	Leader  string              `json:"leader,omitempty"`
+	Members []MemberInfo        `json:"members"`
+	Offsets []OffsetInfo        `json:"offsets"`
+	Pending []PendingOffsetInfo `json:"pending_offsets"`
+}
+
+func (c *Coordinator) summary(g *Group) GroupSummary {
+	return GroupSummary{Group: g.ID, Type: string(g.Type), State: g.State.String(), ProtocolType: g.ProtocolType,
+		Protocol: g.Protocol, Generation: g.Generation, Members: len(g.Members), Coordinator: c.cfg.NodeID, Partition: g.partition}
+}
+
+// ListGroups returns every group, sorted by id.
+func (c *Coordinator) ListGroups() []GroupSummary {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := []GroupSummary{}
+	for _, id := range c.core.GroupIDs() {
+		out = append(out, c.summary(c.core.groups[id]))
+	}
+	return out
+}
+
+// DescribeGroup returns one group; false if there is none.
+func (c *Coordinator) DescribeGroup(id string) (GroupDescription, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.core.groups[id]
+	if g == nil {
+		return GroupDescription{}, false
+	}
+	d := GroupDescription{GroupSummary: c.summary(g), Leader: g.Leader, Members: []MemberInfo{}, Offsets: []OffsetInfo{}, Pending: []PendingOffsetInfo{}}
+	for _, mid := range sortedMembers(g) {
+		m := g.Members[mid]
+		mi := MemberInfo{MemberID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			SessionTimeout: m.SessionTimeout, RebalanceTimeout: m.RebalanceTimeout, AssignmentBytes: m.Assignment}
+		if g.ProtocolType == "consumer" && len(m.Assignment) > 0 {
+			var a kmsg.ConsumerMemberAssignment
+			if a.ReadFrom(m.Assignment) == nil {
+				for _, t := range a.Topics {
+					mi.Assignment = append(mi.Assignment, TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+				}
+			}
+		}
+		d.Members = append(d.Members, mi)
+	}
+	for _, tp := range sortedTPs(g.Offsets) {
+		d.Offsets = append(d.Offsets, offsetInfo(tp, g.Offsets[tp]))
+	}
+	d.Pending = pendingOf(g, -1)
+	return d, true
+}
+
+// PendingOffsets returns the transactional offsets of producerID that
+// wait for their marker, in every group.
+func (c *Coordinator) PendingOffsets(producerID int64) []PendingOffsetInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := []PendingOffsetInfo{}
+	for _, id := range c.core.GroupIDs() {
+		out = append(out, pendingOf(c.core.groups[id], producerID)...)
+	}
+	return out
+}
+
+// DeleteGroup deletes an Empty group and its committed offsets, once
+// durable: kerr.GroupIDNotFound, kerr.NonEmptyGroup, or a storage error.
+func (c *Coordinator) DeleteGroup(ctx context.Context, id string) error {
+	var code int16
+	pos, err := c.step(func(now time.Time) { code = c.core.DeleteGroup(now, id) })
+	if code != 0 {
+		return kerr.ErrorForCode(code)
+	}
+	if err != nil {
+		return err
+	}
+	if pos == 0 {
+		return nil
+	}
+	return c.space.Store().WaitDurable(ctx, pos)
+}
+
+func offsetInfo(tp TP, o Offset) OffsetInfo {
+	return OffsetInfo{Topic: tp.Topic, Partition: tp.Partition, Offset: o.Offset, LeaderEpoch: o.LeaderEpoch,
+		Metadata: o.Metadata, CommitTime: o.CommitTime}
+}
+
+// pendingOf lists g's pending offsets of one producer (-1: every one).
+func pendingOf(g *Group, producerID int64) []PendingOffsetInfo {
+	var pids []int64
+	for pid := range g.Txn {
+		if producerID < 0 || pid == producerID {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
+	out := []PendingOffsetInfo{}
+	for _, pid := range pids {
+		for _, tp := range sortedTPs(g.Txn[pid]) {
+			o := g.Txn[pid][tp]
+			out = append(out, PendingOffsetInfo{Group: g.ID, OffsetInfo: offsetInfo(tp, o), ProducerID: pid, ProducerEpoch: o.ProducerEpoch})
+		}
+	}
+	return out
+}
+
+func sortedTPs(m map[TP]Offset) []TP {
+	tps := make([]TP, 0, len(m))
+	for tp := range m {
+		tps = append(tps, tp)
+	}
+	sortTPs(tps)
+	return tps
+}

@@ -1,0 +1,337 @@
+package groups
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/wal"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// SpaceName is the group coordinator's space in the process store.
+const SpaceName = "groups"
+
+// Config configures a Coordinator.
+type Config struct {
+	NodeID int32
+	View   *cluster.View
+	// Store is the process store; the coordinator opens its space
+	// SpaceName (records of storage.KindGroup) in it.
+	Store *storage.Store
+	// TxnCoordinator sends a request to the transaction coordinator of
+	// this process (its wire server's LocalClient.Do): TxnOffsetCommit
+	// verifies or adds its __consumer_offsets partition with
+	// AddPartitionsToTxn v4+ through it, as a leader does. Nil: every
+	// TxnOffsetCommit is answered COORDINATOR_NOT_AVAILABLE.
+	TxnCoordinator func(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	// Now is the clock (time.Now when nil). Tests that set it drive time
+	// with Tick.
+	Now      func() time.Time
+	Timeouts Timeouts
+	// TickInterval is how often timeouts are checked (100 ms when 0; a
+	// negative value starts no ticker: the test calls Tick).
+	TickInterval time.Duration
+	Log          zerolog.Logger
+	Metrics      prometheus.Registerer // may be nil
+}
+
+// Coordinator is the group coordinator: the pure core (core.go,
+// offsets.go) behind one lock, its records in the process log, and the
+// answers of waiting requests.
+type Coordinator struct {
+	cfg   Config
+	space *storage.Space
+	log   zerolog.Logger
+	m     *metrics
+
+	mu        sync.Mutex
+	core      *Core
+	waiters   map[uint64]*waiter
+	nextToken uint64
+	lastPos   wal.Pos // position of the last record appended
+	lastExp   time.Time
+
+	stop    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+// waiter is a JoinGroup or SyncGroup waiting for its answer.
+type waiter struct {
+	done   chan struct{}
+	answer Answer
+	pos    wal.Pos // the answer is given once this is durable
+}
+
+// ErrClosed answers appends after Close.
+var ErrClosed = errors.New("groups: closed")
+
+// Open opens the space, loads every group, offset and producer state
+// from bbolt (the store replayed its log before), and starts the ticker.
+func Open(cfg Config) (*Coordinator, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.TickInterval == 0 {
+		cfg.TickInterval = 100 * time.Millisecond
+	}
+	space, err := cfg.Store.Space(SpaceName, storage.KindGroup, storage.SpaceOptions{Closed: ErrClosed})
+	if err != nil {
+		return nil, fmt.Errorf("groups: %w", err)
+	}
+	c := &Coordinator{cfg: cfg, space: space, log: cfg.Log.With().Str("component", "groups").Logger(),
+		waiters: map[uint64]*waiter{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+	c.core = NewCore(cfg.Timeouts, cfg.View.OffsetsPartitions(), newMemberSuffix)
+	now := cfg.Now()
+	if err := space.View(func(root storage.Root) error { return c.core.load(root, now) }); err != nil {
+		space.Close()
+		return nil, fmt.Errorf("groups: load: %w", err)
+	}
+	c.lastExp = now
+	c.m = newMetrics(cfg.Metrics, c)
+	c.log.Info().Int("groups", len(c.core.groups)).Msg("group coordinator loaded")
+	if cfg.TickInterval > 0 {
+		go c.ticker()
+	} else {
+		close(c.stopped)
+	}
+	return c, nil
+}
+
+// newMemberSuffix is the random part of a member id (Kafka: a UUID).
+func newMemberSuffix() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%s-%s-%s-%s", hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:6]), hex.EncodeToString(b[6:8]),
+		hex.EncodeToString(b[8:10]), hex.EncodeToString(b[10:]))
+}
+
+// Close stops the ticker, answers every waiting request with
+// REBALANCE_IN_PROGRESS... (they are abandoned as on a coordinator
+// failover: clients find the coordinator again) and closes the space.
+func (c *Coordinator) Close() error {
+	var err error
+	c.once.Do(func() {
+		close(c.stop)
+		<-c.stopped
+		err = c.space.Close()
+	})
+	return err
+}
+
+func (c *Coordinator) ticker() {
+	defer close(c.stopped)
+	t := time.NewTicker(c.cfg.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.Tick()
+		}
+	}
+}
+
+// expireEvery is how often offsets are checked for expiry (Kafka's
+// offsets.retention.check.interval.ms, 10 minutes).
+const expireEvery = 10 * time.Minute
+
+// Tick runs the core's timeouts at the clock's now (the ticker calls it;
+// tests with their own clock call it themselves).
+func (c *Coordinator) Tick() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.cfg.Now()
+	if next := c.core.NextDeadline(); !next.IsZero() && !now.Before(next) {
+		c.core.Tick(now)
+	}
+	if now.Sub(c.lastExp) >= expireEvery {
+		c.lastExp = now
+		if n := c.core.ExpireOffsets(now); n > 0 {
+			c.m.expired.Add(float64(n))
+		}
+	}
+	c.flushLocked(false)
+}
+
+// step runs fn on the core under the lock and flushes what it produced:
+// ops appended to the log (in the order of the steps, as the lock
+// orders them), waiting answers released. It returns the position the
+// caller's own answer must wait for (0: nothing written).
+func (c *Coordinator) step(fn func(now time.Time)) (wal.Pos, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fn(c.cfg.Now())
+	return c.flushLocked(true)
+}
+
+// newWaiter registers a waiting request; call with c.mu held.
+func (c *Coordinator) newWaiterLocked() (uint64, *waiter) {
+	c.nextToken++
+	w := &waiter{done: make(chan struct{})}
+	c.waiters[c.nextToken] = w
+	return c.nextToken, w
+}
+
+func (c *Coordinator) flushLocked(returnErr bool) (wal.Pos, error) {
+	out := c.core.Take()
+	var pos wal.Pos
+	var err error
+	if len(out.Ops) > 0 {
+		pos, err = c.space.Append(encodeOps(out.Ops))
+		if err != nil {
+			// The store stopped (fail-stop) or the space closed: what the
+			// core changed is not stored, and nothing it answers may be
+			// acknowledged; waiting answers become errors below.
+			c.log.Error().Err(err).Msg("group record not appended")
+		} else {
+			c.lastPos = pos
+		}
+	}
+	for _, e := range out.Events {
+		if e.Rebalance {
+			c.m.rebalances.Inc()
+			continue
+		}
+		if e.Info {
+			c.log.Info().Str("group", e.Group).Msg(e.Msg)
+		} else if c.log.GetLevel() <= zerolog.DebugLevel {
+			c.log.Debug().Str("group", e.Group).Msg(e.Msg)
+		}
+	}
+	for _, a := range out.Answers {
+		w := c.waiters[a.Token]
+		if w == nil {
+			continue
+		}
+		delete(c.waiters, a.Token)
+		if err != nil {
+			a = failedAnswer(a)
+		}
+		w.answer, w.pos = a, pos
+		close(w.done)
+	}
+	return pos, err
+}
+
+// failedAnswer turns an answer whose record could not be appended into
+// the error a client retries: the coordinator is not available.
+func failedAnswer(a Answer) Answer {
+	code := kerr.CoordinatorNotAvailable.Code
+	if a.Join != nil {
+		a.Join = &JoinResult{Err: code, Generation: -1, MemberID: a.Join.MemberID}
+	}
+	if a.Sync != nil {
+		a.Sync = &SyncResult{Err: code}
+	}
+	return a
+}
+
+// storeErrCode is the answer of a request whose record failed.
+func storeErrCode(err error) int16 {
+	if errors.Is(err, ErrClosed) {
+		return kerr.NotCoordinator.Code
+	}
+	return kerr.KafkaStorageError.Code
+}
+
+// durable waits until pos is durable, unless the caller is in-process
+// (it shares the log, so whatever it appends next is durable only with
+// this) or pos is 0.
+func (c *Coordinator) durable(ctx context.Context, r *wire.Request, pos wal.Pos) error {
+	if pos == 0 || r.InProcess() {
+		return nil
+	}
+	return c.space.Store().WaitDurable(ctx, pos)
+}
+
+// readable waits until every record appended so far is durable, so that
+// a read answers only what a crash cannot take back.
+func (c *Coordinator) readable(ctx context.Context) error {
+	c.mu.Lock()
+	pos := c.lastPos
+	c.mu.Unlock()
+	if pos == 0 || c.space.Store().Durable() >= pos {
+		return nil
+	}
+	return c.space.Store().WaitDurable(ctx, pos)
+}
+
+// wait blocks a Reply until w is answered and durable. An error means no
+// answer can be given (the server is stopping).
+func (c *Coordinator) wait(ctx context.Context, r *wire.Request, w *waiter) (Answer, error) {
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		return Answer{}, ctx.Err()
+	case <-c.stop:
+		return Answer{}, ErrClosed
+	}
+	if err := c.durable(ctx, r, w.pos); err != nil {
+		return failedAnswer(w.answer), nil
+	}
+	return w.answer, nil
+}
+
+// Register registers the group coordinator's handlers: the classic group
+// protocol, offsets (plain and transactional), and WriteTxnMarkers and
+// DescribeProducers for __consumer_offsets.
+func (c *Coordinator) Register(reg *wire.Registry) {
+	for key, r := range APIs {
+		h := c.handlers()[key]
+		if key == 27 {
+			h = wire.RequireClusterAction(h)
+		}
+		reg.Register(key, r[0], r[1], h)
+	}
+}
+
+func (c *Coordinator) handlers() map[int16]wire.Handler {
+	return map[int16]wire.Handler{
+		8:  c.handleOffsetCommit,
+		9:  c.handleOffsetFetch,
+		11: c.handleJoinGroup,
+		12: c.handleHeartbeat,
+		13: c.handleLeaveGroup,
+		14: c.handleSyncGroup,
+		15: c.handleDescribeGroups,
+		16: c.handleListGroups,
+		27: c.handleWriteTxnMarkers,
+		28: c.handleTxnOffsetCommit,
+		42: c.handleDeleteGroups,
+		47: c.handleOffsetDelete,
+		61: c.handleDescribeProducers,
+	}
+}
+
+// APIs are the keys the group coordinator serves with their version
+// ranges (before the node's profile caps them). Leaders advertise the
+// group keys too and answer NOT_COORDINATOR (cluster.RegisterNotServed).
+var APIs = map[int16][2]int16{
+	8:  {0, offsetCommitMax},
+	9:  {0, offsetFetchMax},
+	11: {0, joinGroupMax},
+	12: {0, heartbeatMax},
+	13: {0, leaveGroupMax},
+	14: {0, syncGroupMax},
+	15: {0, describeGroupsMax},
+	16: {0, listGroupsMax},
+	27: {0, writeTxnMarkersMax},
+	28: {0, txnOffsetCommitMax},
+	42: {0, deleteGroupsMax},
+	47: {0, offsetDeleteMax},
+	61: {0, 0},
+}

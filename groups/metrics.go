@@ -1,0 +1,44 @@
+package groups
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the group coordinator's Prometheus series.
+type metrics struct {
+	rebalances prometheus.Counter
+	commits    *prometheus.CounterVec // kind: offset, txn
+	markers    *prometheus.CounterVec // result: an error name or NONE
+	expired    prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer, c *Coordinator) *metrics {
+	m := &metrics{
+		rebalances: prometheus.NewCounter(prometheus.CounterOpts{Name: "txncoord_group_rebalances_total",
+			Help: "Completed rebalances of classic groups (a generation that started)."}),
+		commits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "txncoord_group_offset_commits_total",
+			Help: "Offset commits accepted: kind offset (OffsetCommit) or txn (TxnOffsetCommit), per partition."}, []string{"kind"}),
+		markers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "txncoord_group_markers_total",
+			Help: "WriteTxnMarkers partitions of __consumer_offsets, by result."}, []string{"result"}),
+		expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "txncoord_group_offsets_expired_total",
+			Help: "Committed offsets removed by offsets retention."}),
+	}
+	if reg == nil {
+		return m
+	}
+	count := func(f func(g *Group) int) func() float64 {
+		return func() float64 {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			n := 0
+			for _, g := range c.core.groups {
+				n += f(g)
+			}
+			return float64(n)
+		}
+	}
+	reg.MustRegister(m.rebalances, m.commits, m.markers, m.expired,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "txncoord_groups", Help: "Groups known to the group coordinator."},
+			count(func(*Group) int { return 1 })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "txncoord_group_members", Help: "Members of every group."},
+			count(func(g *Group) int { return len(g.Members) })))
+	return m
+}
