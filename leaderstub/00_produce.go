@@ -86,6 +86,9 @@ type producePart struct {
 	fresh   bool // registered just now for a TV2 producer
 	base    int64
 	op      *writeOp
+	// logAppendTime is the time a LogAppendTime topic's batches were
+	// stamped with (topic_configs.go); 0 otherwise.
+	logAppendTime int64
 	// held is closed once a held-back batch was appended (op set) or
 	// refused (code set) by its goroutine; nil when not held back.
 	held <-chan struct{}
@@ -191,6 +194,7 @@ func (l *Leader) prepareProducePart(pp *producePart, records []byte, txnID *stri
 		return
 	}
 	pp.batches, pp.headers = batches, headers
+	l.applyTopicConfigs(pp) // max.message.bytes, LogAppendTime (topic_configs.go)
 }
 
 // neededRegistrations lists the transactional partitions whose producer
@@ -398,7 +402,7 @@ func (l *Leader) appendLocked(pp *producePart) {
 		p.setEntry(*entry)
 		op.entry = entry
 	}
-	op.dropped, op.droppedAborted = p.retain(l.cfg.RetentionBytes)
+	op.dropped, op.droppedAborted = l.retain(p)
 	op.logStart = p.logStart
 	end := p.nextOffset
 	l.metrics.batches.Add(float64(len(pp.batches)))
@@ -420,6 +424,8 @@ func (l *Leader) produceResponse(req *kmsg.ProduceRequest, parts []*producePart,
 			rp.LogStartOffset = -1
 			if pp.code != 0 {
 				rp.BaseOffset = -1
+			} else if pp.logAppendTime != 0 {
+				rp.LogAppendTime = pp.logAppendTime
 			}
 			if pp.p != nil {
 				pp.p.mu.RLock()

@@ -182,7 +182,7 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	op.entry = &next
 	p.appendIndex(batchIndex{Base: offset, Last: offset, Size: int64(len(raw)), MaxTimestamp: now,
 		ProducerID: m.ProducerID, Control: true, Transactional: true, raw: raw})
-	op.dropped, op.droppedAborted = p.retain(l.cfg.RetentionBytes)
+	op.dropped, op.droppedAborted = l.retain(p)
 	op.logStart = p.logStart
 	end := p.nextOffset
 	w := l.enqueue(op, func() { p.advanceHW(end); l.notify() })

@@ -11,4 +11,6 @@ var APIs = map[int16][2]int16{
 	22: {initProducerIDMinVersion, initProducerIDMaxVersion},
 	27: {writeTxnMarkersMinVersion, writeTxnMarkersMaxVersion},
 	61: {0, 0},
+	21: {deleteRecordsMinVersion, deleteRecordsMaxVersion},
+	23: {offsetForLeaderEpochMinVersion, offsetForLeaderEpochMaxVersion},
 }

@@ -12,7 +12,9 @@
 // Main types: Leader (Open, Register, Close, ReceivedMarkers), Config,
 // CoordinatorClient. One handler file per API key (00_produce.go,
 // 01_fetch.go, 02_list_offsets.go, 22_init_producer_id.go,
-// 27_write_txn_markers.go, 61_describe_producers.go); producers.go holds the
+// 27_write_txn_markers.go, 61_describe_producers.go, 21_delete_records.go,
+// 23_offset_for_leader_epoch.go, 35_describe_log_dirs.go); topic_configs.go
+// the topic configs a leader enforces; producers.go holds the
 // pure validation (checkDataBatch, checkMarker = reference §2 table, from txnrules);
 // store.go its records (persistOp) and their codec; partition.go the in-memory
 // index, LSO and retention; batch.go record batch v2 parsing and the control
@@ -37,9 +39,8 @@
 //   - no fetch sessions (SessionID 0: clients send full fetches);
 //   - producer state is stored per producer at each write instead of being
 //     rebuilt from the log, and producers never expire;
-//   - ListOffsets by timestamp answers batch granularity (base offset of the
-//     first batch whose max timestamp qualifies; -3 the batch's last offset);
-//   - LogAppendTime topics are not supported (CreateTime kept as sent);
+//   - retention deletes whole batches (Kafka: whole segments), at each
+//     append of the partition (topic_configs.go);
 //   - the 4.3-only rules (epoch 32767 while a txn is open) are not applied:
 //     the baseline is Kafka 4.2.0.
 package leaderstub

@@ -206,8 +206,9 @@ func (l *Leader) recover() error {
 }
 
 // Register adds the leader's handlers: Produce, Fetch, ListOffsets,
-// InitProducerId (null transactional id, forwarded), WriteTxnMarkers and
-// DescribeProducers. Metadata, FindCoordinator and ApiVersions come from the
+// InitProducerId (null transactional id, forwarded), WriteTxnMarkers,
+// DescribeProducers, DeleteRecords, OffsetForLeaderEpoch and
+// DescribeLogDirs. Metadata, FindCoordinator and ApiVersions come from the
 // node assembly.
 func (l *Leader) Register(reg *wire.Registry) {
 	reg.Register(0, produceMinVersion, produceMaxVersion, l.handleProduce)
@@ -219,6 +220,9 @@ func (l *Leader) Register(reg *wire.Registry) {
 	// and nothing changes).
 	reg.Register(27, writeTxnMarkersMinVersion, writeTxnMarkersMaxVersion, wire.RequireClusterAction(l.handleWriteTxnMarkers))
 	reg.Register(61, 0, 0, l.handleDescribeProducers)
+	reg.Register(21, deleteRecordsMinVersion, deleteRecordsMaxVersion, l.handleDeleteRecords)
+	reg.Register(23, offsetForLeaderEpochMinVersion, offsetForLeaderEpochMaxVersion, l.handleOffsetForLeaderEpoch)
+	reg.Register(35, describeLogDirsMinVersion, describeLogDirsMaxVersion, l.handleDescribeLogDirs)
 }
 
 // Close stops the registrar, commits what is queued, and closes the store.

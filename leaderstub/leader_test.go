@@ -196,7 +196,9 @@ func TestRetention(t *testing.T) {
 	}
 }
 
-// TestListOffsets: earliest, latest (HW vs LSO), by timestamp, max timestamp.
+// TestListOffsets: earliest, latest (HW vs LSO), by timestamp, max timestamp
+// (v7+; under read_committed the open transaction's batch holds the max
+// timestamp, at the LSO, so none is answered, as Kafka does).
 func TestListOffsets(t *testing.T) {
 	f := newFixture(t)
 	for i, ts := range []int64{100, 200, 300} {
@@ -208,8 +210,11 @@ func TestListOffsets(t *testing.T) {
 		ts        int64
 		committed bool
 		want      int64
-	}{{-2, false, 0}, {-1, false, 7}, {-1, true, 6}, {150, false, 1}, {300, false, 3}, {500, false, -1}, {-3, false, 6}, {-3, true, 5}} {
+	}{{-2, false, 0}, {-1, false, 7}, {-1, true, 6}, {150, false, 1}, {300, false, 3}, {500, false, -1}, {-3, false, 6}, {-3, true, -1}} {
 		for _, v := range []int16{1, 7, 11} {
+			if tc.ts == -3 && v < 7 {
+				continue // UNSUPPORTED_VERSION: list_offsets_test.go
+			}
 			lo := f.call(f.l.handleListOffsets, listOffsetsReq("t", 0, tc.ts, tc.committed), v).(*kmsg.ListOffsetsResponse)
 			p := lo.Topics[0].Partitions[0]
 			if p.ErrorCode != 0 || p.Offset != tc.want {

@@ -238,26 +238,6 @@ func (p *partition) findBatch(off int64) int {
 	return sort.Search(len(p.batches), func(i int) bool { return p.batches[i].Last >= off })
 }
 
-// retain drops whole batches from the start while the log exceeds
-// retentionBytes, never a batch at or above the LSO (an undecided
-// transaction's records and everything after stay). It returns the base
-// offsets to delete and the aborted-index keys that fell off.
-func (p *partition) retain(retentionBytes int64) (dropped []int64, droppedAborted []int64) {
-	lso := p.lso()
-	for p.size > retentionBytes && len(p.batches) > 1 && p.batches[0].Last < lso {
-		b := p.batches[0]
-		p.batches = p.batches[1:]
-		p.size -= b.Size
-		dropped = append(dropped, b.Base)
-		p.logStart = p.batches[0].Base
-	}
-	for len(p.aborted) > 0 && p.aborted[0].LastOffset < p.logStart {
-		droppedAborted = append(droppedAborted, p.aborted[0].LastOffset)
-		p.aborted = p.aborted[1:]
-	}
-	return dropped, droppedAborted
-}
-
 // persistOp is the bbolt side of one append: batches, the producer entry,
 // an aborted-index entry, and retention deletions.
 type persistOp struct {
@@ -312,8 +292,13 @@ func (o *persistOp) apply(r storage.Root) error {
 			return err
 		}
 	}
-	if len(o.dropped) > 0 {
-		return meta.Put(keyLogStart, u64(o.logStart))
+	// The log start only moves forward: by retention (dropped batches)
+	// or by DeleteRecords, which may move it into a batch and drop none.
+	// Ops that leave it alone carry the current one or 0 (expiry).
+	if cur := meta.Get(keyLogStart); len(cur) != 8 || o.logStart > int64(binary.BigEndian.Uint64(cur)) {
+		if len(o.dropped) > 0 || o.logStart > 0 {
+			return meta.Put(keyLogStart, u64(o.logStart))
+		}
 	}
 	return nil
 }
@@ -345,7 +330,9 @@ func loadPartition(topic string, index int32, pb *bbolt.Bucket) (*partition, err
 		}
 	}
 	if len(p.batches) > 0 {
-		p.logStart = p.batches[0].Base
+		// DeleteRecords may have left the stored start inside the
+		// first batch.
+		p.logStart = max(p.logStart, p.batches[0].Base)
 	}
 	p.hw = p.nextOffset
 	if prods := pb.Bucket(bucketProducers); prods != nil {
