@@ -12,12 +12,12 @@ package leaderstub
 //     the byte limits (KIP-74);
 //   - the request waits up to MaxWaitMillis for MinBytes: the Reply waits,
 //     woken whenever a watermark moves, so the connection's reader is free;
-//   - no fetch sessions: every response has SessionID 0, so clients send
-//     full fetches (Kafka does the same when its session cache is full);
+//   - fetch sessions (KIP-227, v7+; fetch_sessions.go): a full fetch
+//     creates one, incremental fetches answer only partitions that changed;
 //   - a partition's record set is zero-length, never null, when it has no
 //     data or an error, at every version (librdkafka refuses a null one).
 //
-// Version notes: v7 sessions (not kept); v11 PreferredReadReplica -1;
+// Version notes: v7 sessions; v11 PreferredReadReplica -1;
 // v12 flexible; v13+ topics by id (unknown id → UNKNOWN_TOPIC_ID).
 
 import (
@@ -44,14 +44,19 @@ func (l *Leader) handleFetch(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.FetchRequest)
 	version := r.Version
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxFetchWait)
+	// The session is looked up and updated now, in connection order; the
+	// answer is filtered through it once the wait is over.
+	fc := l.sessions.newContext(req, version)
 	return func() (kmsg.Response, error) {
 		deadline := time.Now().Add(wait)
 		for {
 			changed := l.changes()
-			resp, n, hasErr := l.fetchOnce(req, version)
+			results, n, hasErr := l.fetchOnce(req, fc.targets, version)
 			remaining := time.Until(deadline)
-			if n >= int(req.MinBytes) || hasErr || remaining <= 0 {
-				return resp, nil
+			// Nothing to read (a session error, an emptied session)
+			// is answered at once, as Kafka's DelayedFetch does.
+			if n >= int(req.MinBytes) || hasErr || remaining <= 0 || len(fc.targets) == 0 {
+				return l.fetchResponse(req, version, fc, results), nil
 			}
 			timer := time.NewTimer(remaining)
 			select {
@@ -63,57 +68,58 @@ func (l *Leader) handleFetch(ctx context.Context, r *wire.Request) wire.Reply {
 			}
 			timer.Stop()
 			if ctx.Err() != nil || l.stopped() || isClosed(r.Stopping) {
-				resp, _, _ := l.fetchOnce(req, version)
-				return resp, nil
+				results, _, _ := l.fetchOnce(req, fc.targets, version)
+				return l.fetchResponse(req, version, fc, results), nil
 			}
 		}
 	}
+}
+
+func (l *Leader) fetchResponse(req *kmsg.FetchRequest, version int16, fc *fetchContext, results []fetchResult) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SetVersion(version)
+	fc.respond(resp, results)
+	return resp
 }
 
 func (l *Leader) stopped() bool { return isClosed(l.stop) }
 
-// fetchOnce builds a response from the current state; it returns the
-// number of record bytes and whether a partition had an error.
-func (l *Leader) fetchOnce(req *kmsg.FetchRequest, version int16) (*kmsg.FetchResponse, int, bool) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	resp.SetVersion(version)
+// fetchOnce reads the targets from the current state; it returns their
+// answers, the number of record bytes and whether a partition had an
+// error.
+func (l *Leader) fetchOnce(req *kmsg.FetchRequest, targets []fetchTarget, version int16) ([]fetchResult, int, bool) {
 	budget := int(req.MaxBytes)
 	if version < 3 || budget <= 0 {
 		budget = 1 << 30
 	}
+	results := make([]fetchResult, 0, len(targets))
 	total, hasErr := 0, false
-	for _, rt := range req.Topics {
-		t := kmsg.NewFetchResponseTopic()
-		t.Topic, t.TopicID = rt.Topic, rt.TopicID
-		name, topicErr := l.topicName(rt.Topic, rt.TopicID, version >= 13)
-		for _, rp := range rt.Partitions {
-			fp := kmsg.NewFetchResponseTopicPartition()
-			fp.Partition = rp.Partition
-			fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset, fp.PreferredReadReplica = -1, -1, -1, -1
-			// Never null: librdkafka reads the record set's length as a
-			// MessageSetSize that must be >= 0 and fails the whole
-			// response on -1 (kmsg writes nil as null); Kafka answers an
-			// empty or failed partition with MemoryRecords.EMPTY.
-			fp.RecordBatches = []byte{}
-			if topicErr != nil {
-				fp.ErrorCode = topicErr.Code
-			} else {
-				n := l.fetchPartition(name, rp, req.IsolationLevel == 1, budget-total, total == 0, &fp)
-				total += n
-			}
-			if fp.ErrorCode != 0 {
-				hasErr = true
-			}
-			t.Partitions = append(t.Partitions, fp)
+	for _, t := range targets {
+		fp := kmsg.NewFetchResponseTopicPartition()
+		fp.Partition = t.key.partition
+		fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset, fp.PreferredReadReplica = -1, -1, -1, -1
+		// Never null: librdkafka reads the record set's length as a
+		// MessageSetSize that must be >= 0 and fails the whole
+		// response on -1 (kmsg writes nil as null); Kafka answers an
+		// empty or failed partition with MemoryRecords.EMPTY.
+		fp.RecordBatches = []byte{}
+		name, topicErr := l.topicName(t.key.topic, t.key.id, version >= 13)
+		if topicErr != nil {
+			fp.ErrorCode = topicErr.Code
+		} else {
+			total += l.fetchPartition(name, t, req.IsolationLevel == 1, budget-total, total == 0, &fp)
 		}
-		resp.Topics = append(resp.Topics, t)
+		if fp.ErrorCode != 0 {
+			hasErr = true
+		}
+		results = append(results, fetchResult{target: t, fp: fp})
 	}
-	return resp, total, hasErr
+	return results, total, hasErr
 }
 
 // fetchPartition fills one partition's answer and returns its byte count.
-func (l *Leader) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartition, readCommitted bool, budget int, first bool, fp *kmsg.FetchResponseTopicPartition) int {
-	p, kerrE := l.partitionFor(topic, rp.Partition)
+func (l *Leader) fetchPartition(topic string, rp fetchTarget, readCommitted bool, budget int, first bool, fp *kmsg.FetchResponseTopicPartition) int {
+	p, kerrE := l.partitionFor(topic, rp.key.partition)
 	if kerrE != nil {
 		fp.ErrorCode = kerrE.Code
 		return 0
@@ -121,7 +127,7 @@ func (l *Leader) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartition
 	p.mu.RLock()
 	hw, lso, logStart := p.hw, p.lso(), p.logStart
 	fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset = hw, lso, logStart
-	if rp.FetchOffset < logStart || rp.FetchOffset > hw {
+	if rp.offset < logStart || rp.offset > hw {
 		p.mu.RUnlock()
 		fp.ErrorCode = kerr.OffsetOutOfRange.Code
 		return 0
@@ -130,14 +136,14 @@ func (l *Leader) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartition
 	if readCommitted {
 		upper = lso
 	}
-	limit := min(int(rp.PartitionMaxBytes), budget)
+	limit := min(int(rp.maxBytes), budget)
 	// Each batch's bytes: in memory until the process log's applier has
 	// written them to bbolt (batchIndex.raw), then in bbolt.
 	var parts []fetchedBatch
 	size := 0
-	end := rp.FetchOffset
+	end := rp.offset
 	inBolt := false
-	for i := p.findBatch(rp.FetchOffset); i < len(p.batches) && p.batches[i].Base < upper; i++ {
+	for i := p.findBatch(rp.offset); i < len(p.batches) && p.batches[i].Base < upper; i++ {
 		b := p.batches[i]
 		if size+int(b.Size) > limit && (size > 0 || !first) {
 			break
@@ -150,7 +156,7 @@ func (l *Leader) fetchPartition(topic string, rp kmsg.FetchRequestTopicPartition
 	if readCommitted {
 		fp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		for _, a := range p.aborted {
-			if a.LastOffset >= rp.FetchOffset && a.FirstOffset < end {
+			if a.LastOffset >= rp.offset && a.FirstOffset < end {
 				at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 				at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
 				fp.AbortedTransactions = append(fp.AbortedTransactions, at)

@@ -82,6 +82,8 @@ type Leader struct {
 	markersMu sync.Mutex
 	markers   []ReceivedMarker
 
+	sessions *fetchSessionCache // Fetch sessions (fetch_sessions.go)
+
 	stop       chan struct{}
 	background sync.WaitGroup // expireLoop; Close waits for it
 	closeOnce  sync.Once
@@ -135,6 +137,7 @@ func Open(cfg Config) (*Leader, error) {
 		partitions: map[string]*partition{},
 		changed:    make(chan struct{}),
 		stop:       make(chan struct{}),
+		sessions:   newFetchSessionCache(cfg.Now),
 	}
 	l.metrics = newMetrics(cfg.Metrics, cfg.NodeID)
 	sopts := storage.SpaceOptions{Closed: errStoreClosed, OnApplied: l.applied}
