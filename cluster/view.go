@@ -175,6 +175,14 @@ func (v *View) Topic(name string) (Topic, bool) {
 	return t, ok
 }
 
+// Known is Topic without the miss hook: for the code that fills the view.
+func (v *View) Known(name string) (Topic, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	t, ok := v.topics[name]
+	return t, ok
+}
+
 // TopicByID returns a known topic by id.
 func (v *View) TopicByID(id [16]byte) (Topic, bool) {
 	v.mu.RLock()
@@ -275,17 +283,15 @@ func (v *View) removed(t Topic) {
 
 // SetTopic adds t, or replaces the topic of its name (a new partition
 // count or configs), with configs as its explicit topic configs (nil:
-// none). A topic of that name with another id was deleted and created
-// again: the OnTopicRemoved hooks run for it first. Internal topics are
+// none). It runs no hooks: a caller that knows the name was deleted and
+// created again in between calls RemoveTopic first. Internal topics are
 // the file's and never replaced.
 func (v *View) SetTopic(t Topic, configs map[string]string) {
 	if t.Name == OffsetsTopic {
 		return
 	}
 	v.mu.Lock()
-	old, had := v.topics[t.Name]
-	replaced := had && old.ID != t.ID
-	if replaced {
+	if old, had := v.topics[t.Name]; had && old.ID != t.ID {
 		delete(v.byID, old.ID)
 	}
 	t.Internal = false
@@ -297,9 +303,6 @@ func (v *View) SetTopic(t Topic, configs map[string]string) {
 		delete(v.configs, t.Name)
 	}
 	v.mu.Unlock()
-	if replaced {
-		v.removed(old)
-	}
 }
 
 // RemoveTopic removes a topic (not an internal one) and runs the

@@ -18,6 +18,7 @@ import (
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -54,6 +55,9 @@ type Embedded struct {
 	// Shared is the process's store: one log and one bbolt file every
 	// node writes in.
 	Shared *storage.Store
+	// Controller owns the cluster's topics; it changes the one View every
+	// node of the process answers from, so they all show a change at once.
+	Controller *topics.Controller
 
 	cfg       EmbeddedConfig
 	inProcess *inProcessCoordinator
@@ -63,6 +67,21 @@ type Embedded struct {
 	// while the sender may be dialing.
 	servedMu sync.Mutex
 	served   map[string]*wire.Server
+	// leadersMu guards Leaders against RestartLeader while a deleted
+	// topic's data is dropped.
+	leadersMu sync.Mutex
+}
+
+// dropTopic is the view's OnTopicRemoved hook: every leader drops the
+// deleted topic's partitions.
+func (e *Embedded) dropTopic(t cluster.Topic) {
+	e.leadersMu.Lock()
+	defer e.leadersMu.Unlock()
+	for _, l := range e.Leaders {
+		if err := l.Leader.DropTopic(t.Name); err != nil {
+			e.cfg.Log.Error().Err(err).Str("topic", t.Name).Int32("leader", l.Node.NodeID).Msg("drop a deleted topic's data")
+		}
+	}
 }
 
 // serve records (srv non-nil) or forgets leader n's server as the one
@@ -110,19 +129,38 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	if e.Shared, err = openSharedStore(cfg.DataDir, cfg.UnsafeNoSync, cfg.WALFS, e.Metrics, cfg.Log); err != nil {
 		return nil, err
 	}
+	// The controller first: the view holds every topic before a leader
+	// recovers. A leader's recovered topic the controller does not know
+	// (a data dir of the release before it) is adopted; one it deleted
+	// (a crash before the leader's drop was durable) is dropped.
+	if e.Controller, err = topics.Open(topics.Config{View: e.View, Store: e.Shared, Log: cfg.Log}); err != nil {
+		return nil, err
+	}
+	e.View.SetCreator(func(name string) (cluster.Topic, error) { return e.Controller.Adopt(name, -1) })
+	e.View.OnTopicRemoved(e.dropTopic)
 	e.inProcess = newInProcessCoordinator(e.View)
 	for _, l := range cfg.File.Leaders {
 		ln, err := StartLeader(e.leaderConfig(l.NodeID, "", cfg.Listeners[l.NodeID], cfg.Log))
 		if err != nil {
 			return nil, err
 		}
+		e.leadersMu.Lock()
 		e.Leaders = append(e.Leaders, ln)
+		e.leadersMu.Unlock()
 		e.serve(ln.Node, ln.Server)
+		for name := range ln.Leader.HeldTopics() {
+			if _, ok := e.View.Known(name); !ok {
+				if err := ln.Leader.DropTopic(name); err != nil {
+					return nil, err
+				}
+			}
+		}
 	}
+	e.View.SetCreator(e.Controller.AutoCreate)
 	e.Coordinator, err = StartCoordinator(CoordinatorConfig{
 		View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
 		UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[cfg.File.Coordinator.NodeID], Log: cfg.Log, Metrics: e.Metrics,
-		InProcessLeader: e.inProcessLeader, Limits: cfg.Limits,
+		InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Controller: e.Controller,
 	})
 	if err != nil {
 		return nil, err
@@ -180,7 +218,9 @@ func (e *Embedded) RestartLeader(ctx context.Context, id int32, kafkaVersion str
 		if err != nil {
 			return fmt.Errorf("restart leader %d: %w", id, err)
 		}
+		e.leadersMu.Lock()
 		e.Leaders[i] = nl
+		e.leadersMu.Unlock()
 		e.serve(nl.Node, nl.Server)
 		return nil
 	}
@@ -201,6 +241,9 @@ func (e *Embedded) Stop(ctx context.Context) error {
 	}
 	for _, l := range e.Leaders {
 		errs = append(errs, l.Stop(ctx))
+	}
+	if e.Controller != nil {
+		errs = append(errs, e.Controller.Close())
 	}
 	if e.Shared != nil {
 		errs = append(errs, e.Shared.Close())
@@ -244,6 +287,7 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	v.RegisterMetadata(reg)
 	v.RegisterFindCoordinator(reg)
 	registerRole(reg)
+	topics.RegisterNotController(reg) // a leader: clients go to the controller
 	cluster.RegisterNotServed(reg, leaderstub.APIs)
 	cluster.RegisterNotServed(reg, coordinator.APIs)
 	return wire.Start(wire.Config{

@@ -16,6 +16,7 @@ import (
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -42,6 +43,11 @@ type CoordinatorConfig struct {
 	Metrics         prometheus.Registerer
 	// Limits are the listener's limits (wire.Limits).
 	Limits wire.Limits
+	// Controller, when set, is the topic controller already open in
+	// Shared (`txncoord up` opens it before the leaders, which adopt
+	// their topics through it); nil opens it here, in the coordinator's
+	// store. The caller closes a controller it passed.
+	Controller *topics.Controller
 }
 
 // Coordinator is a running coordinator node.
@@ -51,21 +57,42 @@ type Coordinator struct {
 	Sender      *markersender.Sender
 	Store       *txnlog.BoltStore
 	Server      *wire.Server
+	// Controller owns the cluster's topics (package topics).
+	Controller *topics.Controller
+
+	ownController bool
+	ownStore      *storage.Store // the process's store (no Shared): closed last
 }
 
 // markerClientID is the client id of the marker sender's requests.
 const markerClientID = "txncoord-markers"
 
 // openTxnLog opens the transaction log: the space "coordinator" of the
-// shared file, or DATA_DIR/coordinator/txnlog.db.
-func openTxnLog(cfg CoordinatorConfig) (*txnlog.BoltStore, error) {
+// shared file, or DATA_DIR/coordinator/txnlog.db (the transaction log at
+// its top level, the controller's space beside it), whose store it also
+// returns.
+func openTxnLog(cfg CoordinatorConfig) (*txnlog.BoltStore, *storage.Store, error) {
 	if cfg.Shared != nil {
-		return txnlog.OpenBoltIn(cfg.Shared, "coordinator")
+		store, err := txnlog.OpenBoltIn(cfg.Shared, "coordinator")
+		return store, nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "coordinator"), 0o755); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return txnlog.OpenBolt(filepath.Join(cfg.DataDir, "coordinator", "txnlog.db"), txnlog.BoltOptions{UnsafeNoSync: cfg.UnsafeNoSync, Log: cfg.Log})
+	path := filepath.Join(cfg.DataDir, "coordinator", "txnlog.db")
+	st, err := storage.Open(path, storage.Options{NoSync: cfg.UnsafeNoSync, Log: cfg.Log, Kinds: RecordCodecs})
+	if err != nil {
+		return nil, nil, fmt.Errorf("txnlog: %w", err)
+	}
+	if cfg.UnsafeNoSync {
+		cfg.Log.Warn().Str("path", path).Msg("txnlog: fsync disabled (UnsafeNoSync): acknowledged transactions can be lost on a crash")
+	}
+	store, err := txnlog.OpenBoltIn(st, "")
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return store, st, nil
 }
 
 // StartCoordinator opens the transaction log, recovers, and starts the
@@ -83,9 +110,29 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := openTxnLog(cfg)
+	store, own, err := openTxnLog(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	ctl, ownController := cfg.Controller, false
+	closeStores := func() {
+		if ownController {
+			ctl.Close()
+		}
+		store.Close()
+		if own != nil {
+			own.Close()
+		}
+	}
+	if ctl == nil {
+		ctl, err = topics.Open(topics.Config{View: cfg.View, Store: own, Log: log})
+		if err != nil {
+			store.Close()
+			own.Close()
+			return nil, fmt.Errorf("coordinator: %w", err)
+		}
+		ownController = true
+		cfg.View.SetCreator(ctl.AutoCreate)
 	}
 	if cfg.Metrics != nil {
 		cfg.Metrics.MustRegister(storeCollector{store})
@@ -129,18 +176,22 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		Metrics:      cfg.Metrics,
 	})
 	if err != nil {
-		store.Close()
+		closeStores()
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	sender.Start(coord)
-	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, coord.Register)
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
+		coord.Register(reg)
+		ctl.Register(reg)
+	})
 	if err != nil {
 		sender.Close()
 		coord.Close()
-		store.Close()
+		closeStores()
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	return &Coordinator{Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv}, nil
+	return &Coordinator{Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
+		Controller: ctl, ownController: ownController, ownStore: own}, nil
 }
 
 // Stop stops accepting, finishes in-flight requests until ctx is done, then
@@ -150,5 +201,11 @@ func (c *Coordinator) Stop(ctx context.Context) error {
 	err := c.Server.Shutdown(ctx)
 	c.Sender.Close()
 	err = errors.Join(err, c.Coordinator.Close(), c.Store.Close())
+	if c.ownController {
+		err = errors.Join(err, c.Controller.Close())
+	}
+	if c.ownStore != nil {
+		err = errors.Join(err, c.ownStore.Close())
+	}
 	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -50,6 +51,9 @@ type Leader struct {
 	Leader  *leaderstub.Leader
 	Server  *wire.Server
 	coordCl leaderstub.CoordinatorClient
+	// follower keeps a leader of its own process in step with the topic
+	// controller (nil in `txncoord up`, whose nodes share one view).
+	follower *topics.Follower
 }
 
 // StartLeader opens the leader's store and starts its listener.
@@ -71,8 +75,17 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		return nil, err
 	}
 	coordCl := cfg.Coordinator
+	var follower *topics.Follower
 	if coordCl == nil {
 		coordCl = leaderstub.DialCoordinatorWith(cfg.View.Coordinator().Addr, dial, log)
+		// A process of its own learns topics from the controller. One
+		// sync before recovery, so recovered partitions find their
+		// topics with the controller's counts (best effort: the
+		// controller may be down; the follower keeps trying).
+		follower = topics.NewFollower(topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		follower.Sync(ctx, nil, nil)
+		cancel()
 	}
 	l, err := leaderstub.Open(leaderstub.Config{
 		NodeID:               cfg.NodeID,
@@ -90,18 +103,32 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leader %d: %w", cfg.NodeID, err)
 	}
+	if follower != nil {
+		cfg.View.OnTopicRemoved(func(t cluster.Topic) {
+			if err := l.DropTopic(t.Name); err != nil {
+				log.Error().Err(err).Str("topic", t.Name).Msg("drop a deleted topic's data")
+			}
+		})
+		follower.Start(l.HeldTopics, l.DropTopic)
+	}
 	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, l.Register)
 	if err != nil {
+		if follower != nil {
+			follower.Close()
+		}
 		l.Close()
 		return nil, fmt.Errorf("leader %d: %w", cfg.NodeID, err)
 	}
-	return &Leader{Node: self, Leader: l, Server: srv, coordCl: coordCl}, nil
+	return &Leader{Node: self, Leader: l, Server: srv, coordCl: coordCl, follower: follower}, nil
 }
 
 // Stop stops accepting, finishes in-flight requests until ctx is done, and
 // closes the store.
 func (l *Leader) Stop(ctx context.Context) error {
 	err := l.Server.Shutdown(ctx)
+	if l.follower != nil {
+		l.follower.Close()
+	}
 	if c, ok := l.coordCl.(interface{ Close() error }); ok {
 		c.Close()
 	}

@@ -9,8 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wal"
 )
@@ -25,6 +27,8 @@ const SharedStoreFile = "txncoord.db"
 var RecordCodecs = map[storage.Kind]storage.ApplyFunc{
 	storage.KindTxn:    txnlog.ApplyRecord,
 	storage.KindLeader: leaderstub.ApplyRecord,
+	storage.KindGroup:  groups.ApplyRecord,
+	storage.KindTopic:  topics.ApplyRecord,
 }
 
 // openSharedStore opens DATA_DIR/txncoord.db and the process log beside

@@ -2,7 +2,9 @@ package topics
 
 import (
 	"context"
+	"errors"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/wire"
@@ -43,6 +45,9 @@ const (
 
 func (c *Controller) handleCreateTopics(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.CreateTopicsRequest)
+	if r.ClientID != nil && *r.ClientID == AdoptClientID {
+		return wire.Now(c.adopt(req))
+	}
 	specs := make([]Spec, len(req.Topics))
 	for i, t := range req.Topics {
 		spec := Spec{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor}
@@ -77,4 +82,27 @@ func (c *Controller) handleCreateTopics(ctx context.Context, r *wire.Request) wi
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return wire.Now(resp)
+}
+
+// adopt answers a follower's CreateTopics for topics its leader holds data
+// for (sync.go, AdoptClientID): each is created unless it was deleted
+// (UNKNOWN_TOPIC_OR_PARTITION); an existing one is answered as it is.
+func (c *Controller) adopt(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic = t.Topic
+		topic, err := c.Adopt(t.Topic, t.NumPartitions)
+		if err != nil {
+			rt.ErrorCode, rt.ErrorMessage = kerr.UnknownServerError.Code, kmsg.StringPtr(err.Error())
+			var ke *kerr.Error
+			if errors.As(err, &ke) {
+				rt.ErrorCode = ke.Code
+			}
+		} else {
+			rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = topic.ID, topic.Partitions, 1
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }

@@ -255,7 +255,7 @@ func (c *Controller) checkCreateLocked(spec Spec) (state, Result) {
 	if err := cluster.ValidTopicName(name); err != nil {
 		return state{}, fail(name, kerr.InvalidTopicException, "%v", err)
 	}
-	if _, ok := c.view.Topic(name); ok {
+	if _, ok := c.view.Known(name); ok {
 		return state{}, fail(name, kerr.TopicAlreadyExists, "Topic '%s' already exists.", name)
 	}
 	if strings.ContainsAny(name, "._") {
@@ -367,7 +367,7 @@ func (c *Controller) Adopt(name string, partitions int32) (cluster.Topic, error)
 func (c *Controller) ensure(name string, partitions int32, adopt bool) (cluster.Topic, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t, ok := c.view.Topic(name); ok {
+	if t, ok := c.view.Known(name); ok {
 		return t, nil
 	}
 	if s, ok := c.topics[name]; adopt && ok && s.Deleted {
@@ -383,7 +383,7 @@ func (c *Controller) ensure(name string, partitions int32, adopt bool) (cluster.
 	if err := c.commitLocked([]state{s}); err != nil {
 		return cluster.Topic{}, err
 	}
-	t, _ := c.view.Topic(name)
+	t, _ := c.view.Known(name)
 	return t, nil
 }
 

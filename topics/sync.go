@@ -1,0 +1,291 @@
+package topics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// AdoptClientID is the client id of a follower's CreateTopics for topics
+// its leader holds data for and the controller does not know (a data dir
+// of the release before the controller): the controller then creates the
+// topic even with auto-creation off, unless it was deleted, which it
+// answers UNKNOWN_TOPIC_OR_PARTITION so the leader drops the data.
+const AdoptClientID = "txncoord-leader-adopt"
+
+// FollowerConfig configures a Follower.
+type FollowerConfig struct {
+	View *cluster.View
+	// Addr is the controller's (the coordinator node's) address.
+	Addr string
+	Dial wire.DialConfig
+	// Interval between polls (default 250 ms): a topic the controller
+	// created shows in this node's Metadata within about that long, a
+	// deleted one leaves it as fast.
+	Interval time.Duration
+	Log      zerolog.Logger
+}
+
+// Follower keeps the view of a node in a process of its own in step with
+// the controller over the Kafka protocol: it polls Metadata (all topics,
+// with ids) at the coordinator node, and again at once when a request
+// names a topic the view does not know (the view's miss hook). Topics the
+// controller no longer lists leave the view (the OnTopicRemoved hooks drop
+// their data), and a topic whose id changed was deleted and created again
+// in between: it leaves the view before the new one enters. Auto-creation
+// asks the controller (Metadata with AllowAutoTopicCreation).
+//
+// Not carried: topic configs (Metadata has none; DescribeConfigs at the
+// controller would carry them).
+type Follower struct {
+	cfg FollowerConfig
+	log zerolog.Logger
+
+	mu    sync.Mutex // one exchange at a time; guards cl and seen
+	cl    *wire.Client
+	seen  map[string][16]byte // topics as the controller last listed them
+	first bool                // the first successful sync is still to come
+
+	kick chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+// NewFollower returns a follower; Start runs it.
+func NewFollower(cfg FollowerConfig) *Follower {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 250 * time.Millisecond
+	}
+	return &Follower{cfg: cfg, log: cfg.Log.With().Str("component", "topics-follower").Logger(),
+		seen: map[string][16]byte{}, first: true, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Start hooks the follower into the view (auto-creation and misses) and
+// polls until Close. held lists the topics the node holds data for (with
+// one more than the highest partition it holds); the first sync adopts
+// those the controller does not know, and drop is called for those it
+// deleted that are not in the view.
+func (f *Follower) Start(held func() map[string]int32, drop func(topic string) error) {
+	f.cfg.View.SetCreator(f.autoCreate)
+	f.cfg.View.SetMissHook(func(string) { f.Kick() })
+	go f.loop(held, drop)
+}
+
+// Kick asks for a sync now; it never blocks.
+func (f *Follower) Kick() {
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops polling.
+func (f *Follower) Close() {
+	select {
+	case <-f.stop:
+		return
+	default:
+	}
+	f.cfg.View.SetCreator(nil)
+	f.cfg.View.SetMissHook(nil)
+	close(f.stop)
+	<-f.done
+	f.mu.Lock()
+	if f.cl != nil {
+		f.cl.Close()
+		f.cl = nil
+	}
+	f.mu.Unlock()
+}
+
+func (f *Follower) loop(held func() map[string]int32, drop func(string) error) {
+	defer close(f.done)
+	tick := time.NewTicker(f.cfg.Interval)
+	defer tick.Stop()
+	failing := false
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := f.Sync(ctx, held, drop)
+		cancel()
+		switch {
+		case err != nil && !failing:
+			f.log.Warn().Err(err).Str("controller", f.cfg.Addr).Msg("cannot learn topics from the controller; retrying")
+			failing = true
+		case err == nil && failing:
+			f.log.Info().Str("controller", f.cfg.Addr).Msg("learning topics from the controller again")
+			failing = false
+		}
+		select {
+		case <-f.stop:
+			return
+		case <-tick.C:
+		case <-f.kick:
+			// Many misses at once share one sync; at most one in 50 ms.
+			select {
+			case <-f.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// do sends req to the controller, dialing if needed.
+func (f *Follower) do(ctx context.Context, req kmsg.Request, clientID string) (kmsg.Response, error) {
+	if clientID != "" { // a connection of its own, for its client id
+		cl, err := wire.DialWith(ctx, f.cfg.Addr, clientID, f.cfg.Dial)
+		if err != nil {
+			return nil, err
+		}
+		defer cl.Close()
+		return cl.Do(ctx, req)
+	}
+	if f.cl == nil {
+		cl, err := wire.DialWith(ctx, f.cfg.Addr, "txncoord-topics-follower", f.cfg.Dial)
+		if err != nil {
+			return nil, err
+		}
+		f.cl = cl
+	}
+	resp, err := f.cl.Do(ctx, req)
+	if err != nil {
+		f.cl.Close()
+		f.cl = nil
+	}
+	return resp, err
+}
+
+// metadata asks the controller for topics (nil: all), auto-creating them
+// if create.
+func (f *Follower) metadata(ctx context.Context, names []string, create bool) (*kmsg.MetadataResponse, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12) // topic ids
+	req.AllowAutoTopicCreation = create
+	if names != nil {
+		req.Topics = []kmsg.MetadataRequestTopic{}
+		for _, n := range names {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(n)
+			req.Topics = append(req.Topics, rt)
+		}
+	}
+	resp, err := f.do(ctx, req, "")
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.MetadataResponse), nil
+}
+
+// Sync brings the view in step with the controller once.
+func (f *Follower) Sync(ctx context.Context, held func() map[string]int32, drop func(string) error) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	resp, err := f.metadata(ctx, nil, false)
+	if err != nil {
+		return err
+	}
+	listed := map[string]cluster.Topic{}
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 || t.Topic == nil || t.IsInternal {
+			continue
+		}
+		listed[*t.Topic] = cluster.Topic{Name: *t.Topic, ID: t.TopicID, Partitions: int32(len(t.Partitions))}
+	}
+	if f.first && held != nil {
+		if err := f.adoptLocked(ctx, listed, held(), drop); err != nil {
+			f.log.Warn().Err(err).Msg("cannot ask the controller to adopt the topics this leader holds data for")
+		}
+		f.first = false
+	}
+	for name, t := range listed {
+		if old, ok := f.seen[name]; ok && old != t.ID {
+			f.cfg.View.RemoveTopic(name) // deleted and created again since the last sync
+		}
+		if cur, ok := f.cfg.View.Known(name); !ok || cur != t {
+			f.cfg.View.SetTopic(t, f.cfg.View.TopicConfigs(name))
+		}
+	}
+	for _, t := range f.cfg.View.Topics() {
+		if _, ok := listed[t.Name]; !ok && !t.Internal {
+			f.cfg.View.RemoveTopic(t.Name)
+		}
+	}
+	f.seen = map[string][16]byte{}
+	for name, t := range listed {
+		f.seen[name] = t.ID
+	}
+	return nil
+}
+
+// adoptLocked asks the controller to create the topics this node holds
+// data for that it does not list; a deleted one's data is dropped.
+func (f *Follower) adoptLocked(ctx context.Context, listed map[string]cluster.Topic, held map[string]int32, drop func(string) error) error {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	for name, n := range held {
+		if _, ok := listed[name]; ok {
+			continue
+		}
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, n, -1
+		req.Topics = append(req.Topics, rt)
+	}
+	if len(req.Topics) == 0 {
+		return nil
+	}
+	raw, err := f.do(ctx, req, AdoptClientID)
+	if err != nil {
+		return err
+	}
+	for _, rt := range raw.(*kmsg.CreateTopicsResponse).Topics {
+		switch rt.ErrorCode {
+		case 0:
+			listed[rt.Topic] = cluster.Topic{Name: rt.Topic, ID: rt.TopicID, Partitions: rt.NumPartitions}
+			f.log.Info().Str("topic", rt.Topic).Msg("topic this leader holds data for adopted by the controller")
+		case kerr.UnknownTopicOrPartition.Code:
+			f.log.Info().Str("topic", rt.Topic).Msg("topic this leader holds data for was deleted: dropping its data")
+			if !f.cfg.View.RemoveTopic(rt.Topic) && drop != nil {
+				if err := drop(rt.Topic); err != nil {
+					return err
+				}
+			}
+		default:
+			f.log.Warn().Str("topic", rt.Topic).Str("error", kerr.ErrorForCode(rt.ErrorCode).Error()).Msg("controller refused to adopt a topic this leader holds data for")
+		}
+	}
+	return nil
+}
+
+// autoCreate is the view's creator on a follower: the controller creates
+// the topic (or refuses), and the view learns it from the answer.
+func (f *Follower) autoCreate(name string) (cluster.Topic, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	f.mu.Lock()
+	resp, err := f.metadata(ctx, []string{name}, f.cfg.View.AutoCreateTopics())
+	f.mu.Unlock()
+	if err != nil {
+		return cluster.Topic{}, fmt.Errorf("ask the controller: %v: %w", err, kerr.LeaderNotAvailable)
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != name {
+			continue
+		}
+		if t.ErrorCode != 0 {
+			return cluster.Topic{}, kerr.ErrorForCode(t.ErrorCode)
+		}
+		topic := cluster.Topic{Name: name, ID: t.TopicID, Partitions: int32(len(t.Partitions))}
+		f.cfg.View.SetTopic(topic, nil)
+		return topic, nil
+	}
+	return cluster.Topic{}, errors.New("controller did not answer for the topic")
+}
