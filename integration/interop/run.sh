@@ -2,8 +2,11 @@
 # make interop: clients that are not Go modules — kcat (librdkafka 2.0.2,
 # Debian) and KafkaJS 2.2.4 (npm) — commit and abort against `txncoord up`
 # (leaders 4.2 and 4.1), checked by a franz-go read_committed read
-# (verify/). Installs what it needs: apt-get install kcat (as root), npm
-# install kafkajs into this directory. Exits non-zero on any failure.
+# (verify/); then librdkafka consumers read it back read_committed to
+# partition EOF: kcat -C -e (must exit by itself) and a confluent-kafka
+# Python consumer (Debian's python3-confluent-kafka, assign()). Installs
+# what it needs: apt-get install kcat python3-confluent-kafka (as root),
+# npm install kafkajs into this directory. Exits non-zero on any failure.
 #
 # kcat has no way to abort a transaction: it commits at EOF. Its abort case
 # is a kcat SIGKILLed inside its transaction; the next kcat with the same
@@ -45,6 +48,12 @@ if ! command -v kcat >/dev/null 2>&1; then
 	log "installing kcat (apt-get)"
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null
+fi
+if ! /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null; then
+	[ "$(id -u)" -eq 0 ] || fail "python3-confluent-kafka is missing; install it (apt-get install -y python3-confluent-kafka) or run as root"
+	log "installing python3-confluent-kafka (apt-get)"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-confluent-kafka >/dev/null
 fi
 command -v node >/dev/null 2>&1 || fail "node is missing"
 if [ ! -f "$HERE/node_modules/kafkajs/package.json" ]; then
@@ -104,4 +113,30 @@ log "kcat: SIGKILLed inside a transaction (its values are in the log); the next 
 	-want "kcat-commit-1,kcat-commit-2,kcat-after-fence-1,kafkajs-commit-1,kafkajs-commit-2,kafkajs-idempotent-1" \
 	-absent "kafkajs-abort-1,kafkajs-abort-2" -absent-prefix kcat-abort- \
 	|| fail "read_committed check"
+
+# --- librdkafka consumers: read_committed to partition EOF ---------------
+# Both must reach EOF on every partition by themselves, with no protocol
+# error: a Fetch answer with a null record set for an empty partition made
+# librdkafka log "Protocol parse failure for Fetch v11 ... invalid
+# MessageSetSize -1" every 0.5 s, never report EOF, and kcat -e never exit.
+COMMITTED="kcat-commit-1 kcat-commit-2 kcat-after-fence-1 kafkajs-commit-1 kafkajs-commit-2 kafkajs-idempotent-1"
+check_consumed() { # name file
+	local v
+	for v in $COMMITTED; do grep -qx "$v" "$2" || fail "$1: committed value $v not read"; done
+	if grep -q -e '^kafkajs-abort-' -e '^kcat-abort-' "$2"; then fail "$1: read an aborted value"; fi
+	if grep -q -e 'Protocol parse failure' -e 'PROTOERR' "$WORK/$1.err"; then
+		cat "$WORK/$1.err" >&2
+		fail "$1: librdkafka protocol error"
+	fi
+}
+timeout 60 kcat -C -b "$BOOT" -t "$TOPIC" -e -q -f '%s\n' -X isolation.level=read_committed \
+	>"$WORK/kcat-consumer.out" 2>"$WORK/kcat-consumer.err" \
+	|| { cat "$WORK/kcat-consumer.err" >&2; fail "kcat -C -e did not exit by itself at EOF (or failed)"; }
+check_consumed kcat-consumer "$WORK/kcat-consumer.out"
+log "kcat -C -e read_committed: exited at EOF, $(wc -l <"$WORK/kcat-consumer.out") values, no protocol error"
+timeout 90 /usr/bin/python3 "$HERE/confluent_consumer.py" "$BOOT" "$TOPIC" "$PARTITIONS" \
+	>"$WORK/confluent-consumer.out" 2>"$WORK/confluent-consumer.err" \
+	|| { cat "$WORK/confluent-consumer.err" >&2; fail "confluent-kafka consumer"; }
+check_consumed confluent-consumer "$WORK/confluent-consumer.out"
+log "confluent-kafka assign() read_committed: EOF on every partition, $(wc -l <"$WORK/confluent-consumer.out") values"
 log "PASS"
