@@ -4,7 +4,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 1000000x
 DATA_DIR  ?= ./txncoord-data
 
-.PHONY: all build run test vet deps fuzz bench soak interop clean
+.PHONY: all build run test vet deps fuzz bench soak interop conformance clean
 
 all: build
 
@@ -55,6 +55,19 @@ soak: deps
 # (npm) against txncoord up; installs them itself (apt-get as root, npm).
 interop: deps
 	bash integration/interop/run.sh
+
+# franz-go's own integration tests (pkg/kgo, the 36 that read KGO_SEEDS),
+# unmodified, from the module cache at go.mod's version: each against a
+# fresh `txncoord up` and against kfake (the control); prints a table and
+# N/36 passed; fails on a txncoord failure outside
+# integration/conformance/expected.go. CONFORMANCE_FLAGS: e.g.
+# --run TestTxnEtl --targets txncoord --parallel 2 (see --help).
+CONFORMANCE_FLAGS ?=
+conformance: build
+	$(GO) build -o bin/conformance ./integration/conformance
+	KGO_DIR="$$($(GO) list -m -f '{{.Dir}}' github.com/twmb/franz-go)/pkg/kgo" && \
+	  (cd "$$KGO_DIR" && GOWORK=off GOFLAGS="-mod=mod $$GOFLAGS" $(GO) test -c -o "$(CURDIR)/bin/kgo.test" .) && \
+	  ./bin/conformance --kgo-dir "$$KGO_DIR" --kgo-test bin/kgo.test --txncoord bin/txncoord $(CONFORMANCE_FLAGS)
 
 clean:
 	rm -rf bin $(DATA_DIR)
