@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/cluster/clustertest"
 )
 
@@ -55,7 +56,7 @@ func TestApiVersionsKgoEveryVersion(t *testing.T) {
 		return min(p, maxVersion)
 	}
 	want := map[int16][2]int16{
-		3:  {4, capped(3, 13)},
+		3:  {cluster.MetadataMinVersion, capped(3, 13)},
 		10: {0, capped(10, 6)},
 		18: {0, 4},
 	}

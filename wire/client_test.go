@@ -39,7 +39,8 @@ func TestClientRoundTrip(t *testing.T) {
 			t.Fatalf("Metadata v%d: %v", v, err)
 		}
 		resp := raw.(*kmsg.MetadataResponse)
-		if len(resp.Brokers) != 2 || len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+		// The topic and the internal __consumer_offsets.
+		if len(resp.Brokers) != 2 || len(resp.Topics) != 2 || len(dataTopic(resp).Partitions) != 2 {
 			t.Fatalf("Metadata v%d: %+v", v, resp)
 		}
 	}
@@ -90,4 +91,14 @@ func TestClientContextCancel(t *testing.T) {
 	if _, err := cl.Do(context.Background(), initPIDReq()); !errors.Is(err, wire.ErrClientBroken) {
 		t.Fatalf("Do after cancel = %v, want ErrClientBroken", err)
 	}
+}
+
+// dataTopic is the one topic of a Metadata answer that is not internal.
+func dataTopic(resp *kmsg.MetadataResponse) kmsg.MetadataResponseTopic {
+	for _, t := range resp.Topics {
+		if !t.IsInternal {
+			return t
+		}
+	}
+	return kmsg.MetadataResponseTopic{}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -42,6 +43,9 @@ type conn struct {
 	// zerolog's With allocates 500 bytes.
 	logOnce sync.Once
 	logv    zerolog.Logger
+	// unservedLogged holds the API keys of unserved requests already
+	// logged on this connection (unserved); reader goroutine only.
+	unservedLogged map[int16]bool
 	// sasl is the SASL state (nil when SASL is off); reader goroutine only.
 	sasl    *connSASL
 	stopped atomic.Bool
@@ -373,8 +377,7 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 	}
 	rng, known := c.s.advertised[h.key]
 	if !known {
-		req.Logger().Warn().Str("reason", "unsupported api key").Msg("connection closed: unsupported request")
-		return pending{}, false
+		return c.unserved(h, body, req)
 	}
 	if h.version < rng[0] || h.version > rng[1] {
 		if h.key == 18 && h.version > rng[1] {
@@ -412,6 +415,41 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 		return pending{}, false
 	}
 	return pending{h: h, reply: reply}, true
+}
+
+// unserved answers a request for an API this node does not advertise with
+// UNSUPPORTED_VERSION (UnservedResponse), which clients treat as final, so
+// they fail at once with a clear error rather than reconnect and retry in a
+// silent loop after a closed connection (Kafka closes it). The first such
+// request of each API on a connection is logged at info, naming the API. A
+// key kmsg does not know, or a version it cannot decode, still closes the
+// connection: there is no response format to answer with.
+func (c *conn) unserved(h header, body []byte, req *Request) (pending, bool) {
+	decoded, err := decodeBody(h, body)
+	var resp kmsg.Response
+	if err == nil {
+		resp = UnservedResponse(decoded, kerr.UnsupportedVersion.Code)
+	}
+	if err != nil || (resp == nil && h.key != 0) {
+		req.Logger().Warn().Str("reason", "unsupported api key").Msg("connection closed: unsupported request")
+		return pending{}, false
+	}
+	if !c.unservedLogged[h.key] {
+		if c.unservedLogged == nil {
+			c.unservedLogged = map[int16]bool{}
+		}
+		c.unservedLogged[h.key] = true
+		req.Logger().Info().Str("api", kmsg.NameForKey(h.key)).Str("client_id", derefOr(h.clientID, "")).
+			Msg("request for an API this node does not serve: answered UNSUPPORTED_VERSION (logged once per connection and API)")
+	}
+	return pending{h: h, reply: Now(resp)}, true
+}
+
+func derefOr(s *string, or string) string {
+	if s == nil {
+		return or
+	}
+	return *s
 }
 
 // callHandler runs req's handler, turning a panic into an error so that one

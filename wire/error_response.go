@@ -1,6 +1,10 @@
 package wire
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"reflect"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // ErrorResponse answers req with code everywhere its response carries an
 // error: every partition of a partition request, every transaction of a
@@ -147,4 +151,75 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 		return resp
 	}
 	return nil
+}
+
+// UnservedResponse answers a request for an API the node does not serve
+// (not advertised: no handler, or above its Kafka version's profile) with
+// code, so that the client fails at once with a clear error instead of
+// reconnecting after a closed connection in a silent loop. It is
+// ErrorResponse where that knows the key; otherwise it is built from the
+// request by the field names kmsg shares between a request and its
+// response: the top-level ErrorCode, and each entry of a list the response
+// has under the request's name (topics, groups, resources, partitions,
+// nested), with its name fields copied and its ErrorCode set. It returns
+// nil when there is no response to send (Produce acks=0).
+func UnservedResponse(req kmsg.Request, code int16) kmsg.Response {
+	if resp := ErrorResponse(req, code); resp != nil {
+		return resp
+	}
+	if p, ok := req.(*kmsg.ProduceRequest); ok && p.Acks == 0 {
+		return nil
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	mirrorErrors(reflect.ValueOf(req).Elem(), reflect.ValueOf(resp).Elem(), code)
+	return resp
+}
+
+// mirrorErrors sets dst's ErrorCode to code and, for every list field of
+// dst whose namesake in src is a list, adds one entry per src entry, with
+// the fields of the same name and type copied and errors mirrored in turn.
+// A list of strings in src (DescribeGroups' group ids) fills the first
+// string field of each dst entry.
+func mirrorErrors(src, dst reflect.Value, code int16) {
+	if f := dst.FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 {
+		f.SetInt(int64(code))
+	}
+	if !src.IsValid() {
+		return
+	}
+	for i := 0; i < dst.NumField(); i++ {
+		df := dst.Field(i)
+		name := dst.Type().Field(i).Name
+		if df.Kind() != reflect.Slice || df.Type().Elem().Kind() != reflect.Struct || !df.CanSet() {
+			continue
+		}
+		sf := src.FieldByName(name)
+		if !sf.IsValid() || sf.Kind() != reflect.Slice {
+			continue
+		}
+		out := reflect.MakeSlice(df.Type(), sf.Len(), sf.Len())
+		for j := 0; j < sf.Len(); j++ {
+			se, de := sf.Index(j), out.Index(j)
+			switch se.Kind() {
+			case reflect.Struct:
+				for k := 0; k < de.NumField(); k++ {
+					fname := de.Type().Field(k).Name
+					if v := se.FieldByName(fname); v.IsValid() && v.Type() == de.Field(k).Type() && v.Kind() != reflect.Slice && de.Field(k).CanSet() && fname != "ErrorCode" {
+						de.Field(k).Set(v)
+					}
+				}
+				mirrorErrors(se, de, code)
+			case reflect.String:
+				for k := 0; k < de.NumField(); k++ {
+					if de.Field(k).Kind() == reflect.String && de.Field(k).CanSet() {
+						de.Field(k).SetString(se.String())
+						break
+					}
+				}
+				mirrorErrors(reflect.Value{}, de, code)
+			}
+		}
+		df.Set(out)
+	}
 }

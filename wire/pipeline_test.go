@@ -100,7 +100,7 @@ func TestPipelining100(t *testing.T) {
 				t.Fatalf("corr %d: ApiVersions error %d", corr, resp.ErrorCode)
 			}
 		case *kmsg.MetadataResponse:
-			if len(resp.Brokers) != 2 || len(resp.Topics) != 1 {
+			if len(resp.Brokers) != 2 || len(resp.Topics) != 2 { // the topic and __consumer_offsets
 				t.Fatalf("corr %d: metadata %d brokers, %d topics", corr, len(resp.Brokers), len(resp.Topics))
 			}
 		case *kmsg.InitProducerIDResponse:

@@ -115,9 +115,7 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 		{"random garbage", garbage, ""},
 		{"garbage in a well-sized frame", sized(uint32(len(framedGarbage)), framedGarbage...), ""},
 		{"unknown api key", unknownKey, "unsupported api key"},
-		{"api key known to kmsg, not registered", withVersion(kmsg.NewPtrProduceRequest(), 9), "unsupported api key"},
 		{"WriteTxnMarkers v2 on a 4.1 node", withVersion(kmsg.NewPtrWriteTxnMarkersRequest(), 2), "unsupported version"},
-		{"Metadata below its min version", withVersion(kmsg.NewPtrMetadataRequest(), 3), "unsupported version"},
 		{"undecodable body", truncatedBody, "undecodable request"},
 		{"bad header tag section", badTags, "bad request header"},
 	}
