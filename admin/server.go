@@ -136,6 +136,7 @@ func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 	mux.HandleFunc("GET /v1/markers", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, nonNil(b.Markers()))
 	})
+	groupRoutes(mux, b)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	// Profiles for performance work (go tool pprof URL/debug/pprof/profile);
 	// behind the admin token like the rest of the API.
@@ -206,7 +207,7 @@ type ErrorBody struct {
 
 func writeBackendError(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrGroupNotFound):
 		writeError(w, http.StatusNotFound, err)
 	case errors.Is(err, ErrConflict):
 		writeError(w, http.StatusConflict, err)

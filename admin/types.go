@@ -26,6 +26,9 @@ type Txn struct {
 	// Prepare*, are the partitions whose markers were given up: their
 	// leaders keep the transaction open (txn find-hanging).
 	GaveUp []markersender.TopicPartition `json:"gave_up_partitions,omitempty"`
+	// PendingOffsets are the group offsets committed in this transaction,
+	// waiting for its marker (TxnOffsetCommit).
+	PendingOffsets []PendingOffset `json:"pending_offsets,omitempty"`
 	// Completing is the previous transaction of the id while its markers
 	// are still being written and this one is already Ongoing (TV2).
 	Completing *Completing `json:"completing,omitempty"`

@@ -131,6 +131,15 @@ func txnCommand() *cli.Command {
 					tbl := tableFor(c, "TransactionalId", "ProducerId", "ProducerEpoch", "State", "TimeoutMs", "TV", "StartTime", "Duration", "Partitions", "StuckReason")
 					tbl.Row(t.TransactionalID, fmt.Sprint(t.ProducerID), fmt.Sprint(t.ProducerEpoch), t.State, fmt.Sprint(t.TimeoutMs),
 						fmt.Sprint(t.TransactionVersion), msTime(t.StartTimeMs), (time.Duration(t.DurationMs) * time.Millisecond).String(), partitionsString(t), t.StuckReason)
+					if err := tbl.Flush(); err != nil || len(t.PendingOffsets) == 0 {
+						return err
+					}
+					// The group offsets committed in it, visible once it commits.
+					fmt.Fprintln(c.App.Writer)
+					tbl = tableFor(c, "GROUP", "TOPIC", "PARTITION", "PENDING-OFFSET")
+					for _, p := range t.PendingOffsets {
+						tbl.Row(p.Group, p.Topic, fmt.Sprint(p.Partition), fmt.Sprint(p.Offset))
+					}
 					return tbl.Flush()
 				}),
 			},

@@ -31,6 +31,7 @@ type fakeAdminBackend struct {
 	mu      sync.Mutex
 	txns    []admin.Txn
 	leaders []markersender.LeaderStatus
+	groups  []admin.GroupDetail
 }
 
 func (f *fakeAdminBackend) Transactions(lf admin.ListFilter) []admin.Txn {
@@ -81,6 +82,43 @@ func (f *fakeAdminBackend) Abort(_ context.Context, id string, force bool) (admi
 	}
 	f.txns[i].State = "PrepareAbort"
 	return f.txns[i], nil
+}
+
+func (f *fakeAdminBackend) Groups(context.Context) ([]admin.GroupSummary, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []admin.GroupSummary
+	for _, g := range f.groups {
+		out = append(out, g.GroupSummary)
+	}
+	return out, nil
+}
+
+func (f *fakeAdminBackend) Group(_ context.Context, id string) (admin.GroupDetail, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, g := range f.groups {
+		if g.Group == id {
+			return g, nil
+		}
+	}
+	return admin.GroupDetail{}, fmt.Errorf("%w: %q", admin.ErrGroupNotFound, id)
+}
+
+func (f *fakeAdminBackend) DeleteGroup(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, g := range f.groups {
+		if g.Group != id {
+			continue
+		}
+		if g.MemberCount > 0 {
+			return fmt.Errorf("%w: group %q has %d members (NON_EMPTY_GROUP)", admin.ErrConflict, id, g.MemberCount)
+		}
+		f.groups = append(f.groups[:i], f.groups[i+1:]...)
+		return nil
+	}
+	return fmt.Errorf("%w: %q", admin.ErrGroupNotFound, id)
 }
 
 func (f *fakeAdminBackend) RetryMarkers(id string) (admin.Txn, error) { return f.Transaction(id) }
@@ -141,8 +179,10 @@ func TestCLIMessages(t *testing.T) {
 			{TransactionalID: "open-2", ProducerID: 8, ProducerEpoch: 0, State: "Ongoing", TransactionVersion: 2},
 			{TransactionalID: "done-1", ProducerID: 9, ProducerEpoch: 3, State: "CompleteCommit", TransactionVersion: 2},
 			{TransactionalID: "stuck-1", ProducerID: 10, ProducerEpoch: 2, State: "PrepareCommit", TransactionVersion: 2,
-				Partitions: []markersender.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}}},
+				Partitions: []markersender.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}},
+				PendingOffsets: []admin.PendingOffset{{Group: "etl", Topic: "input", Partition: 0, Offset: 12, ProducerID: 10, ProducerEpoch: 2}}},
 		},
+		groups:  fakeGroups(),
 		leaders: fakeLeaders(t),
 	}
 	adminURL := startFakeAdmin(t, b, "")
@@ -349,4 +389,23 @@ func TestTableStreams(t *testing.T) {
 	if slices.ContainsFunc(rows, func(r string) bool { return strings.HasSuffix(r, " ") }) {
 		t.Fatal("trailing blanks")
 	}
+}
+
+// fakeGroups are the groups of TestCLIMessages: etl, Stable with one
+// member and a pending transactional offset (lag filled by admin.Lag, as
+// the node does), and old, Empty.
+func fakeGroups() []admin.GroupDetail {
+	etl := admin.GroupDetail{
+		GroupSummary: admin.GroupSummary{Group: "etl", Type: "classic", State: "Stable", ProtocolType: "consumer", Protocol: "cooperative-sticky",
+			Generation: 3, MemberCount: 1, OffsetsPartition: 17},
+		Leader: "kgo-1",
+		Members: []admin.GroupMember{{MemberID: "kgo-1", ClientID: "etl-stage-1", Host: "/127.0.0.1",
+			Assignment: []admin.TopicPartition{{Topic: "input", Partition: 0}, {Topic: "input", Partition: 1}}}},
+		Offsets: []admin.GroupOffset{{Topic: "input", Partition: 0, CurrentOffset: 10}},
+		Pending: []admin.PendingOffset{{Group: "etl", Topic: "input", Partition: 0, Offset: 12, ProducerID: 10, ProducerEpoch: 2}},
+	}
+	admin.Lag(&etl, map[admin.TopicPartition]int64{{Topic: "input", Partition: 0}: 15, {Topic: "input", Partition: 1}: 4})
+	old := admin.GroupDetail{GroupSummary: admin.GroupSummary{Group: "old", Type: "classic", State: "Empty", ProtocolType: "consumer"},
+		Members: []admin.GroupMember{}, Offsets: []admin.GroupOffset{{Topic: "input", Partition: 1, CurrentOffset: 2, LogEndOffset: 4, Lag: 2}}}
+	return []admin.GroupDetail{etl, old}
 }

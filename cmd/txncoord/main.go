@@ -105,6 +105,7 @@ func newApp() *cli.App {
 			producersCommand(),
 			leadersCommand(),
 			markersCommand(),
+			groupsCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version",
