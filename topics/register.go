@@ -14,6 +14,8 @@ var APIs = map[int16][2]int16{
 	19: {createTopicsMinVersion, createTopicsMaxVersion},
 	20: {deleteTopicsMinVersion, deleteTopicsMaxVersion},
 	37: {createPartitionsMinVersion, createPartitionsMaxVersion},
+	33: {alterConfigsMinVersion, alterConfigsMaxVersion},
+	44: {incrementalAlterConfigsMinVersion, incrementalAlterConfigsMaxVersion},
 }
 
 // Register adds the controller's handlers.
@@ -21,6 +23,12 @@ func (c *Controller) Register(reg *wire.Registry) {
 	reg.Register(19, createTopicsMinVersion, createTopicsMaxVersion, c.handleCreateTopics)
 	reg.Register(20, deleteTopicsMinVersion, deleteTopicsMaxVersion, c.handleDeleteTopics)
 	reg.Register(37, createPartitionsMinVersion, createPartitionsMaxVersion, c.handleCreatePartitions)
+	reg.Register(33, alterConfigsMinVersion, alterConfigsMaxVersion, c.handleAlterConfigs)
+	reg.Register(44, incrementalAlterConfigsMinVersion, incrementalAlterConfigsMaxVersion, c.handleIncrementalAlterConfigs)
+	// DescribeConfigs is served by every node in Kafka; here the
+	// controller's node for now (leaders: RegisterDescribeConfigs, once
+	// node wires it).
+	RegisterDescribeConfigs(reg, c.view, c.view.Coordinator())
 }
 
 // RegisterNotController answers the controller's keys NOT_CONTROLLER on a
@@ -63,6 +71,22 @@ func notController(body kmsg.Request) kmsg.Response {
 		}
 		for _, t := range req.Topics {
 			add(t.Topic, t.TopicID)
+		}
+		return resp
+	case *kmsg.AlterConfigsRequest:
+		resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+		for _, rr := range req.Resources {
+			out := kmsg.NewAlterConfigsResponseResource()
+			out.ResourceType, out.ResourceName, out.ErrorCode, out.ErrorMessage = rr.ResourceType, rr.ResourceName, code, msg
+			resp.Resources = append(resp.Resources, out)
+		}
+		return resp
+	case *kmsg.IncrementalAlterConfigsRequest:
+		resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+		for _, rr := range req.Resources {
+			out := kmsg.NewIncrementalAlterConfigsResponseResource()
+			out.ResourceType, out.ResourceName, out.ErrorCode, out.ErrorMessage = rr.ResourceType, rr.ResourceName, code, msg
+			resp.Resources = append(resp.Resources, out)
 		}
 		return resp
 	case *kmsg.CreatePartitionsRequest:

@@ -1,0 +1,129 @@
+package topics
+
+// IncrementalAlterConfigs (key 44), v0–v1 (see 33_alter_configs.go for
+// what topics and brokers accept).
+//
+// Behavior, as Kafka's controller (ConfigurationControlManager):
+//   - SET sets a config, DELETE removes the topic's own value (back to the
+//     broker's or Kafka's default), APPEND and SUBTRACT add or remove
+//     values of a LIST config (cleanup.policy, the throttled-replica
+//     lists), starting from the current value, else the default; APPEND or
+//     SUBTRACT on another type is INVALID_CONFIG; a config named twice in
+//     one resource is INVALID_REQUEST;
+//   - the topic's resulting config is validated as a whole and persisted
+//     through the controller; ValidateOnly checks only.
+//
+// Version notes: v1 flexible.
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/topicconfig"
+	"github.com/txncoord/txncoord/wire"
+)
+
+const (
+	incrementalAlterConfigsMinVersion = 0
+	incrementalAlterConfigsMaxVersion = 1
+)
+
+func (c *Controller) handleIncrementalAlterConfigs(ctx context.Context, r *wire.Request) wire.Reply {
+	req := r.Body.(*kmsg.IncrementalAlterConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	var keys []string
+	for _, rr := range req.Resources {
+		keys = append(keys, resourceKey(rr.ResourceType, rr.ResourceName))
+	}
+	dup := duplicates(keys)
+	for _, rr := range req.Resources {
+		var res alterResult
+		var names []string
+		for _, cfg := range rr.Configs {
+			names = append(names, cfg.Name)
+		}
+		switch {
+		case dup[resourceKey(rr.ResourceType, rr.ResourceName)]:
+			res = invalidRequest("Duplicate resource in request: " + rr.ResourceName)
+		case len(duplicates(names)) > 0:
+			res = invalidRequest("Error due to duplicate config keys")
+		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
+			res = c.incrementalTopic(ctx, rr, req.ValidateOnly)
+		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
+			res = alterBroker(rr.ResourceName, names)
+		default:
+			res = invalidRequest("Unsupported resource type " + rr.ResourceType.String())
+		}
+		out := kmsg.NewIncrementalAlterConfigsResponseResource()
+		out.ResourceType, out.ResourceName, out.ErrorCode, out.ErrorMessage = rr.ResourceType, rr.ResourceName, res.code, res.msg
+		resp.Resources = append(resp.Resources, out)
+	}
+	return wire.Now(resp)
+}
+
+func (c *Controller) incrementalTopic(ctx context.Context, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) alterResult {
+	configs, ok := c.Configs(rr.ResourceName)
+	if !ok {
+		return alterResult{kerr.UnknownTopicOrPartition.Code, kmsg.StringPtr("Topic " + rr.ResourceName + " does not exist")}
+	}
+	if configs == nil {
+		configs = map[string]string{}
+	}
+	for _, op := range rr.Configs {
+		switch op.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if op.Value == nil {
+				return alterResult{kerr.InvalidConfig.Code, kmsg.StringPtr("Null value not supported for topic configs: " + op.Name)}
+			}
+			configs[op.Name] = *op.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			delete(configs, op.Name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			d, known := topicconfig.Topic(op.Name)
+			verb := "append"
+			if op.Op == kmsg.IncrementalAlterConfigOpSubtract {
+				verb = "subtract"
+			}
+			if !known || d.Type != kmsg.ConfigTypeList {
+				return alterResult{kerr.InvalidConfig.Code, kmsg.StringPtr("Config value " + verb + " is not allowed for config key: " + op.Name)}
+			}
+			current, set := configs[op.Name]
+			if !set && d.Default != nil {
+				current = *d.Default
+			}
+			list := splitList(current)
+			for _, v := range splitList(deref(op.Value)) {
+				if op.Op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(list, v) {
+					list = append(list, v)
+				} else if op.Op == kmsg.IncrementalAlterConfigOpSubtract {
+					list = slices.DeleteFunc(list, func(s string) bool { return s == v })
+				}
+			}
+			configs[op.Name] = strings.Join(list, ",")
+		default:
+			return invalidRequest("Unknown alter config operation " + op.Op.String())
+		}
+	}
+	return resultOf(c.AlterConfigs(ctx, rr.ResourceName, configs, validateOnly))
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
