@@ -27,7 +27,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	txncoordBin := fs.String("txncoord", "bin/txncoord", "the txncoord binary")
 	targetList := fs.String("targets", "txncoord,kfake", "targets, in column order: txncoord, kfake")
 	only := fs.String("run", "", "run only the broker tests matching this regexp")
-	timeout := fs.Duration("timeout", 4*time.Minute, "per test")
+	timeout := fs.Duration("timeout", 3*time.Minute, "per test (kfake runs the longest, TestGroupETL, in about 20 s)")
 	records := fs.Int("records", 100000, "KGO_TEST_RECORDS: records of the ETL tests (franz-go's default is 500000)")
 	parallel := fs.Int("parallel", 1, "tests run at once, each with its own server")
 	logs := fs.String("logs", "bin/conformance-logs", "logs of every run: LOGS/TARGET/TEST/{test,server}.log")
