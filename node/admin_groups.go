@@ -1,0 +1,178 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/groups"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// groupsSource is what the admin API reads of the group coordinator
+// (*groups.Coordinator).
+type groupsSource interface {
+	ListGroups() []groups.GroupSummary
+	DescribeGroup(id string) (groups.GroupDescription, bool)
+	DeleteGroup(ctx context.Context, id string) error
+	PendingOffsets(producerID int64) []groups.PendingOffsetInfo
+}
+
+// groupsAdminBackend is the coordinator's admin backend with its group
+// coordinator: it implements admin.GroupsBackend, and `txn describe` shows
+// a transaction's pending offsets.
+type groupsAdminBackend struct {
+	*adminBackend
+	groups groupsSource
+	// endOffsets asks the partitions' leaders for their log end offsets
+	// (ListOffsets, latest), for the lag; a partition missing from the
+	// answer has an unknown end.
+	endOffsets func(ctx context.Context, tps []admin.TopicPartition) map[admin.TopicPartition]int64
+}
+
+// withGroups adds the group coordinator g to the admin backend b; the lag
+// comes from ListOffsets at the leaders of view, dialed with dial.
+func withGroups(b *adminBackend, g groupsSource, view *cluster.View, dial wire.DialConfig) admin.Backend {
+	return &groupsAdminBackend{adminBackend: b, groups: g, endOffsets: func(ctx context.Context, tps []admin.TopicPartition) map[admin.TopicPartition]int64 {
+		return listEndOffsets(ctx, view, dial, tps)
+	}}
+}
+
+func (b *groupsAdminBackend) Transaction(id string) (admin.Txn, error) {
+	t, err := b.adminBackend.Transaction(id)
+	if err == nil {
+		t.PendingOffsets = pendingOffsets(b.groups.PendingOffsets(t.ProducerID))
+	}
+	return t, err
+}
+
+func (b *groupsAdminBackend) Groups(context.Context) ([]admin.GroupSummary, error) {
+	gs := b.groups.ListGroups()
+	out := make([]admin.GroupSummary, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, groupSummary(g))
+	}
+	return out, nil
+}
+
+func (b *groupsAdminBackend) Group(ctx context.Context, id string) (admin.GroupDetail, error) {
+	g, ok := b.groups.DescribeGroup(id)
+	if !ok {
+		return admin.GroupDetail{}, fmt.Errorf("%w: %q", admin.ErrGroupNotFound, id)
+	}
+	d := admin.GroupDetail{GroupSummary: groupSummary(g.GroupSummary), Leader: g.Leader,
+		Members: []admin.GroupMember{}, Offsets: []admin.GroupOffset{}, Pending: pendingOffsets(g.Pending)}
+	parts := map[admin.TopicPartition]bool{}
+	for _, m := range g.Members {
+		gm := admin.GroupMember{MemberID: m.MemberID, InstanceID: m.InstanceID, ClientID: m.ClientID, Host: m.ClientHost,
+			Assignment: []admin.TopicPartition{}}
+		for _, tp := range m.Assignment {
+			for _, p := range tp.Partitions {
+				gm.Assignment = append(gm.Assignment, admin.TopicPartition{Topic: tp.Topic, Partition: p})
+				parts[admin.TopicPartition{Topic: tp.Topic, Partition: p}] = true
+			}
+		}
+		d.Members = append(d.Members, gm)
+	}
+	for _, o := range g.Offsets {
+		d.Offsets = append(d.Offsets, admin.GroupOffset{Topic: o.Topic, Partition: o.Partition, CurrentOffset: o.Offset, Metadata: o.Metadata})
+		parts[admin.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = true
+	}
+	tps := make([]admin.TopicPartition, 0, len(parts))
+	for tp := range parts {
+		tps = append(tps, tp)
+	}
+	admin.Lag(&d, b.endOffsets(ctx, tps))
+	return d, nil
+}
+
+func (b *groupsAdminBackend) DeleteGroup(ctx context.Context, id string) error {
+	err := b.groups.DeleteGroup(ctx, id)
+	switch {
+	case errors.Is(err, kerr.GroupIDNotFound):
+		return fmt.Errorf("%w: %q", admin.ErrGroupNotFound, id)
+	case errors.Is(err, kerr.NonEmptyGroup):
+		return fmt.Errorf("%w: group %q has members (NON_EMPTY_GROUP): stop its consumers first", admin.ErrConflict, id)
+	}
+	return err
+}
+
+func groupSummary(g groups.GroupSummary) admin.GroupSummary {
+	return admin.GroupSummary{Group: g.Group, Type: g.Type, State: g.State, ProtocolType: g.ProtocolType, Protocol: g.Protocol,
+		Generation: g.Generation, MemberCount: g.Members, Coordinator: g.Coordinator, OffsetsPartition: g.Partition}
+}
+
+func pendingOffsets(ps []groups.PendingOffsetInfo) []admin.PendingOffset {
+	out := make([]admin.PendingOffset, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, admin.PendingOffset{Group: p.Group, Topic: p.Topic, Partition: p.Partition, Offset: p.Offset,
+			ProducerID: p.ProducerID, ProducerEpoch: p.ProducerEpoch})
+	}
+	return out
+}
+
+// listEndOffsets asks each partition's leader for its log end offset
+// (ListOffsets v4+, timestamp -1, read_uncommitted: what
+// kafka-consumer-groups.sh shows as LOG-END-OFFSET), one request per leader
+// in parallel, each bounded by 5 s; what fails is left out.
+func listEndOffsets(ctx context.Context, view *cluster.View, dial wire.DialConfig, tps []admin.TopicPartition) map[admin.TopicPartition]int64 {
+	byLeader := map[string][]admin.TopicPartition{}
+	for _, tp := range tps {
+		if n, ok := view.LeaderOf(tp.Topic, tp.Partition); ok && n.Addr != "" {
+			byLeader[n.Addr] = append(byLeader[n.Addr], tp)
+		}
+	}
+	var mu sync.Mutex
+	out := map[admin.TopicPartition]int64{}
+	var wg sync.WaitGroup
+	for addr, tps := range byLeader {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			cl, err := wire.DialWith(ctx, addr, "txncoord-admin", dial)
+			if err != nil {
+				return
+			}
+			defer cl.Close()
+			sort.Slice(tps, func(i, j int) bool { return tps[i].Topic < tps[j].Topic })
+			req := kmsg.NewPtrListOffsetsRequest()
+			req.SetVersion(4)
+			req.ReplicaID = -1
+			for _, tp := range tps {
+				if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
+					rt := kmsg.NewListOffsetsRequestTopic()
+					rt.Topic = tp.Topic
+					req.Topics = append(req.Topics, rt)
+				}
+				rp := kmsg.NewListOffsetsRequestTopicPartition()
+				rp.Partition, rp.Timestamp = tp.Partition, -1
+				req.Topics[len(req.Topics)-1].Partitions = append(req.Topics[len(req.Topics)-1].Partitions, rp)
+			}
+			raw, err := cl.Do(ctx, req)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, t := range raw.(*kmsg.ListOffsetsResponse).Topics {
+				for _, p := range t.Partitions {
+					if p.ErrorCode == 0 {
+						out[admin.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.Offset
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
