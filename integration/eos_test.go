@@ -83,7 +83,13 @@ func startEOSKfake(t *testing.T, topics [3]string) []string {
 // runEOS runs one chain and fails the test on any anomaly.
 func runEOS(t *testing.T, ctx context.Context, cfg eos.Config) *eos.Report {
 	t.Helper()
-	cfg.MemberBin = eosMemberBinary(t)
+	return runEOSBin(t, ctx, cfg, eosMemberBinary(t))
+}
+
+// runEOSBin is runEOS with another member program (cfg.MemberArgs).
+func runEOSBin(t *testing.T, ctx context.Context, cfg eos.Config, bin string) *eos.Report {
+	t.Helper()
+	cfg.MemberBin = bin
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
 	}

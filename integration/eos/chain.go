@@ -78,9 +78,13 @@ type Config struct {
 	// Members per stage at the start (default 3).
 	Members   int
 	MemberBin string // the eosmember binary
-	Dir       string // histories and member logs
-	AbortP    float64
-	BatchMax  int
+	// MemberArgs go before the member flags (e.g. a script for node):
+	// any program that takes eosmember's flags and writes the same
+	// history can be a member.
+	MemberArgs []string
+	Dir        string // histories and member logs
+	AbortP     float64
+	BatchMax   int
 	// Pause is each member's sleep after a transaction (see
 	// MemberConfig.Pause).
 	Pause  time.Duration
@@ -205,10 +209,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 // produceInput writes InputValue(i) to partition i mod Partitions, without
-// a transaction, and returns where each landed.
+// a transaction and uncompressed (KafkaJS reads no snappy), and returns
+// where each landed.
 func produceInput(ctx context.Context, cfg Config) (map[int32]map[int64]string, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Bootstrap...), kgo.ClientID("eos-input"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(cfg.Topics[0]))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(cfg.Topics[0]),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		return nil, err
 	}
@@ -399,12 +405,13 @@ func (s *slot) startLocked() error {
 	if batch <= 0 {
 		batch = 50
 	}
-	cmd := exec.Command(cfg.MemberBin,
+	args := append(append([]string(nil), cfg.MemberArgs...),
 		"-client", cfg.Client, "-bootstrap", strings.Join(cfg.Bootstrap, ","),
 		"-stage", fmt.Sprint(s.stage), "-group", cfg.Groups[s.stage-1], "-from", from, "-to", to,
 		"-name", name, "-txn-id", fmt.Sprintf("eos-%s-%s-s%d.m%d", cfg.Client, cfg.Topics[0], s.stage, s.idx),
 		"-history", HistoryPath(cfg.Dir, name), "-abort-p", fmt.Sprint(cfg.AbortP),
 		"-seed", fmt.Sprint(cfg.Seed*1000+int64(s.stage*100+s.idx*10+s.inc)), "-batch", fmt.Sprint(batch), "-pause", cfg.Pause.String())
+	cmd := exec.Command(cfg.MemberBin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return err
