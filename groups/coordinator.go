@@ -227,6 +227,11 @@ func (c *Coordinator) flushLocked(returnErr bool) (wal.Pos, error) {
 	return pos, err
 }
 
+func notCoordinator(a Answer) Answer {
+	code := kerr.NotCoordinator.Code
+	return Answer{Join: &JoinResult{Err: code, Generation: -1}, Sync: &SyncResult{Err: code}}
+}
+
 // failedAnswer turns an answer whose record could not be appended into
 // the error a client retries: the coordinator is not available.
 func failedAnswer(a Answer) Answer {
@@ -279,6 +284,10 @@ func (c *Coordinator) wait(ctx context.Context, r *wire.Request, w *waiter) (Ans
 		return Answer{}, ctx.Err()
 	case <-c.stop:
 		return Answer{}, ErrClosed
+	case <-r.Stopping:
+		// The server is shutting down: the member finds the coordinator
+		// again, as after Kafka unloads a group.
+		return notCoordinator(w.answer), nil
 	}
 	if err := c.durable(ctx, r, w.pos); err != nil {
 		return failedAnswer(w.answer), nil

@@ -16,6 +16,7 @@ import (
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/topics"
@@ -290,6 +291,7 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	topics.RegisterNotController(reg) // a leader: clients go to the controller
 	cluster.RegisterNotServed(reg, leaderstub.APIs)
 	cluster.RegisterNotServed(reg, coordinator.APIs)
+	groups.RegisterNotCoordinator(reg)
 	return wire.Start(wire.Config{
 		Addr:     self.Addr,
 		Listener: ln,

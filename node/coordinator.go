@@ -7,12 +7,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/storage"
@@ -43,6 +46,9 @@ type CoordinatorConfig struct {
 	Metrics         prometheus.Registerer
 	// Limits are the listener's limits (wire.Limits).
 	Limits wire.Limits
+	// GroupTimeouts are the group coordinator's timeouts (zero values:
+	// its defaults).
+	GroupTimeouts groups.Timeouts
 	// Controller, when set, is the topic controller already open in
 	// Shared (`txncoord up` opens it before the leaders, which adopt
 	// their topics through it); nil opens it here, in the coordinator's
@@ -57,6 +63,9 @@ type Coordinator struct {
 	Sender      *markersender.Sender
 	Store       *txnlog.BoltStore
 	Server      *wire.Server
+	// Groups is the group coordinator, served on the same listener, its
+	// records in the same store as the transaction log.
+	Groups *groups.Coordinator
 	// Controller owns the cluster's topics (package topics).
 	Controller *topics.Controller
 
@@ -66,6 +75,10 @@ type Coordinator struct {
 
 // markerClientID is the client id of the marker sender's requests.
 const markerClientID = "txncoord-markers"
+
+// groupsClientID is the client id of the group coordinator's requests to
+// the transaction coordinator (TxnOffsetCommit's AddPartitionsToTxn).
+const groupsClientID = "txncoord-groups"
 
 // openTxnLog opens the transaction log: the space "coordinator" of the
 // shared file, or DATA_DIR/coordinator/txnlog.db (the transaction log at
@@ -180,17 +193,42 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	sender.Start(coord)
-	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
-		coord.Register(reg)
-		ctl.Register(reg)
-	})
+	// The group coordinator reaches the transaction coordinator through
+	// this server's handlers in-process, once the server runs.
+	var txnClient atomic.Pointer[wire.LocalClient]
+	groupStore := cfg.Shared
+	if groupStore == nil {
+		groupStore = own
+	}
+	grp, err := groups.Open(groups.Config{NodeID: self.NodeID, View: cfg.View, Store: groupStore,
+		TxnCoordinator: func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+			cl := txnClient.Load()
+			if cl == nil {
+				return nil, errCoordinatorNotStarted
+			}
+			return cl.Do(ctx, req)
+		},
+		Timeouts: cfg.GroupTimeouts, Log: log, Metrics: cfg.Metrics})
 	if err != nil {
 		sender.Close()
 		coord.Close()
 		closeStores()
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	return &Coordinator{Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
+		coord.Register(reg)
+		grp.Register(reg)
+		ctl.Register(reg)
+	})
+	if err != nil {
+		sender.Close()
+		grp.Close()
+		coord.Close()
+		closeStores()
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	txnClient.Store(srv.Local(clusterPrincipal(cfg.View)).WithClientID(groupsClientID).Inline())
+	return &Coordinator{Groups: grp, Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
 		Controller: ctl, ownController: ownController, ownStore: own}, nil
 }
 
@@ -200,7 +238,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 func (c *Coordinator) Stop(ctx context.Context) error {
 	err := c.Server.Shutdown(ctx)
 	c.Sender.Close()
-	err = errors.Join(err, c.Coordinator.Close(), c.Store.Close())
+	err = errors.Join(err, c.Groups.Close(), c.Coordinator.Close(), c.Store.Close())
 	if c.ownController {
 		err = errors.Join(err, c.Controller.Close())
 	}
