@@ -57,6 +57,12 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 	if err != nil {
 		return err
 	}
+	return c.send(req, path, out)
+}
+
+// send sends req and decodes its answer into out (nil: none); an error
+// answer is an *APIError.
+func (c *Client) send(req *retryablehttp.Request, path string, out any) error {
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return fmt.Errorf("admin API at %s unreachable: %w", c.base, unwrapURLError(err))

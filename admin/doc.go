@@ -5,6 +5,8 @@
 // GET /v1/transactions, GET /v1/transactions/{id},
 // POST /v1/transactions/{id}/abort, GET /v1/leaders, GET /v1/markers,
 // POST /v1/transactions/{id}/retry-markers (an addition to the contract),
+// the topics (topics.go: GET /v1/topics, GET /v1/topics/{name},
+// POST /v1/topics, DELETE /v1/topics/{name}; additions to the contract),
 // GET /metrics (Prometheus), GET /healthz, GET /readyz, and Go's
 // /debug/pprof/ profiles (an addition to the contract).
 // Errors are JSON {"error": "..."} with the matching HTTP status; a known

@@ -137,6 +137,7 @@ func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 		writeJSON(w, http.StatusOK, nonNil(b.Markers()))
 	})
 	groupRoutes(mux, b)
+	topicRoutes(mux, b)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	// Profiles for performance work (go tool pprof URL/debug/pprof/profile);
 	// behind the admin token like the rest of the API.

@@ -11,6 +11,7 @@ import (
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/markersender"
+	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/txnlog"
 )
 
@@ -21,11 +22,13 @@ type adminBackend struct {
 	coord  *coordinator.Coordinator
 	sender *markersender.Sender
 	store  *txnlog.BoltStore
+	// topics is the topic controller (admin_topics.go).
+	topics *topics.Controller
 }
 
 // AdminBackend is what the admin API of this coordinator serves.
 func (c *Coordinator) AdminBackend() admin.Backend {
-	return &adminBackend{nodeID: c.Node.NodeID, coord: c.Coordinator, sender: c.Sender, store: c.Store}
+	return &adminBackend{nodeID: c.Node.NodeID, coord: c.Coordinator, sender: c.Sender, store: c.Store, topics: c.Controller}
 }
 
 func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {

@@ -106,6 +106,7 @@ func newApp() *cli.App {
 			leadersCommand(),
 			markersCommand(),
 			groupsCommand(),
+			topicsCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version",

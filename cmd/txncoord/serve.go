@@ -86,6 +86,8 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 			&cli.IntFlag{Name: "default-partitions", Value: 3, EnvVars: env("default-partitions"), Usage: "partitions of auto-created topics"},
 			&cli.IntFlag{Name: "offsets-partitions", Value: 50, EnvVars: env("offsets-partitions"), Usage: "partitions of __consumer_offsets (Kafka's offsets.topic.num.partitions)"},
 			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: "admin HTTP API address"},
+			&cli.BoolFlag{Name: "auto-create-topics-enable", Value: true, EnvVars: env("auto-create-topics-enable"),
+				Usage: "create a topic a client names that does not exist (Kafka's auto.create.topics.enable; the cluster file's auto_create_topics_enable)"},
 			&cli.BoolFlag{Name: "secure", EnvVars: env("secure"), Usage: "TLS + SASL on every listener and a token on the admin API, with a local CA and credentials generated under DATA_DIR/security"},
 			&cli.BoolFlag{Name: "force-new-cluster", EnvVars: env("force-new-cluster"), Usage: "start over: move the data dir's store and log aside (renamed, not deleted) and start an empty cluster"},
 			discoveryFlag(), noSyncFlag(), retentionFlag(), producerExpirationFlag(),
@@ -139,6 +141,8 @@ func runUp(c *cli.Context) error {
 	if err != nil {
 		return usageError{fmt.Errorf("bad cluster settings: %w", err)}
 	}
+	autoCreate := c.Bool("auto-create-topics-enable")
+	file.AutoCreateTopicsEnable = &autoCreate
 	lim, err := limits(c)
 	if err != nil {
 		return err

@@ -1,0 +1,196 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// Topics in the admin API: GET /v1/topics, GET /v1/topics/{name},
+// POST /v1/topics, DELETE /v1/topics/{name}, and `txncoord topics
+// list|create|describe|delete`, in the style of kafka-topics.sh. The node
+// serves them when its Backend also implements TopicsBackend (the
+// coordinator node, which runs the topic controller); otherwise they
+// answer 404 saying so.
+
+// Topic is one topic as the admin API shows it.
+type Topic struct {
+	Name string `json:"name"`
+	// ID is Kafka's text form of the topic id, as kafka-topics.sh prints
+	// it (URL-safe base64, no padding).
+	ID         string `json:"id"`
+	Partitions int32  `json:"partitions"`
+	// ReplicationFactor is what txncoord keeps (one replica per
+	// partition); RequestedReplicationFactor what it was created with.
+	ReplicationFactor          int16             `json:"replication_factor"`
+	RequestedReplicationFactor int16             `json:"requested_replication_factor"`
+	Internal                   bool              `json:"internal,omitempty"`
+	Configs                    map[string]string `json:"configs"`
+	// PartitionInfo, by partition (describe only): leader, replicas, ISR.
+	PartitionInfo []TopicPartitionInfo `json:"partition_info,omitempty"`
+}
+
+// TopicPartitionInfo is one partition as kafka-topics.sh --describe
+// shows it.
+type TopicPartitionInfo struct {
+	Partition int32   `json:"partition"`
+	Leader    int32   `json:"leader"`
+	Replicas  []int32 `json:"replicas"`
+	Isr       []int32 `json:"isr"`
+}
+
+// CreateTopic is the body of POST /v1/topics. Partitions and
+// ReplicationFactor 0 (or -1) take the cluster's defaults
+// (default_partitions; 1).
+type CreateTopic struct {
+	Name              string            `json:"name"`
+	Partitions        int32             `json:"partitions,omitempty"`
+	ReplicationFactor int16             `json:"replication_factor,omitempty"`
+	Configs           map[string]string `json:"configs,omitempty"`
+	// ValidateOnly checks everything and creates nothing.
+	ValidateOnly bool `json:"validate_only,omitempty"`
+}
+
+// TopicsBackend is what the topics endpoints read and ask; the node adapts
+// its topic controller to it. Errors: ErrTopicNotFound (404),
+// ErrTopicExists (409), ErrInvalid (400: a bad name, count, replication
+// factor or config, or a policy refusal), anything else 500.
+type TopicsBackend interface {
+	Topics(ctx context.Context) ([]Topic, error)
+	Topic(ctx context.Context, name string) (Topic, error)
+	CreateTopic(ctx context.Context, req CreateTopic) (Topic, error)
+	DeleteTopic(ctx context.Context, name string) error
+}
+
+// Errors of TopicsBackend.
+var (
+	ErrTopicNotFound = errorString("topic not found")
+	ErrTopicExists   = errorString("topic already exists")
+	ErrInvalid       = errorString("invalid request")
+)
+
+// errNoTopics answers the topics endpoints of a node without the topic
+// controller.
+var errNoTopics = errorString("no topic controller on this node: topics are served by the coordinator node's admin API")
+
+// maxCreateBody bounds POST /v1/topics's body.
+const maxCreateBody = 1 << 20
+
+// topicRoutes adds the topics endpoints to mux.
+func topicRoutes(mux *http.ServeMux, b Backend) {
+	tb, ok := b.(TopicsBackend)
+	serve := func(h func(w http.ResponseWriter, r *http.Request)) func(w http.ResponseWriter, r *http.Request) {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if !ok {
+				writeError(w, http.StatusNotFound, errNoTopics)
+				return
+			}
+			h(w, r)
+		}
+	}
+	mux.HandleFunc("GET /v1/topics", serve(func(w http.ResponseWriter, r *http.Request) {
+		ts, err := tb.Topics(r.Context())
+		if err != nil {
+			writeTopicError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, nonNil(ts))
+	}))
+	mux.HandleFunc("GET /v1/topics/{name}", serve(func(w http.ResponseWriter, r *http.Request) {
+		t, err := tb.Topic(r.Context(), r.PathValue("name"))
+		if err != nil {
+			writeTopicError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, t)
+	}))
+	mux.HandleFunc("POST /v1/topics", serve(func(w http.ResponseWriter, r *http.Request) {
+		var req CreateTopic
+		dec := json.NewDecoder(io.LimitReader(r.Body, maxCreateBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			writeError(w, http.StatusBadRequest, fmt.Errorf("body: want a JSON object {\"name\", \"partitions\", \"replication_factor\", \"configs\"}: %v", err))
+			return
+		}
+		if req.Name == "" {
+			writeError(w, http.StatusBadRequest, errors.New("body: name is required"))
+			return
+		}
+		t, err := tb.CreateTopic(r.Context(), req)
+		if err != nil {
+			writeTopicError(w, err)
+			return
+		}
+		status := http.StatusCreated
+		if req.ValidateOnly {
+			status = http.StatusOK
+		}
+		writeJSON(w, status, t)
+	}))
+	mux.HandleFunc("DELETE /v1/topics/{name}", serve(func(w http.ResponseWriter, r *http.Request) {
+		if err := tb.DeleteTopic(r.Context(), r.PathValue("name")); err != nil {
+			writeTopicError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"deleted": r.PathValue("name")})
+	}))
+}
+
+func writeTopicError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, ErrTopicNotFound):
+		writeError(w, http.StatusNotFound, err)
+	case errors.Is(err, ErrTopicExists), errors.Is(err, ErrConflict):
+		writeError(w, http.StatusConflict, err)
+	case errors.Is(err, ErrInvalid):
+		writeError(w, http.StatusBadRequest, err)
+	default:
+		writeError(w, http.StatusInternalServerError, err)
+	}
+}
+
+// Topics lists the topics, __consumer_offsets included.
+func (c *Client) Topics(ctx context.Context) ([]Topic, error) {
+	var out []Topic
+	return out, c.do(ctx, http.MethodGet, "/v1/topics", &out)
+}
+
+// Topic describes one topic with its partitions.
+func (c *Client) Topic(ctx context.Context, name string) (Topic, error) {
+	var out Topic
+	return out, c.do(ctx, http.MethodGet, "/v1/topics/"+url.PathEscape(name), &out)
+}
+
+// CreateTopic creates a topic (or only checks it, ValidateOnly).
+func (c *Client) CreateTopic(ctx context.Context, req CreateTopic) (Topic, error) {
+	var out Topic
+	return out, c.doJSON(ctx, http.MethodPost, "/v1/topics", req, &out)
+}
+
+// DeleteTopic deletes a topic: its leaders drop its data.
+func (c *Client) DeleteTopic(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/topics/"+url.PathEscape(name), nil)
+}
+
+// doJSON is do with a JSON body. A POST is retried as do retries
+// (connection errors, 5xx): a creation that went through before the
+// answer was lost then answers 409, which the caller sees.
+func (c *Client) doJSON(ctx context.Context, method, path string, body, out any) error {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := retryablehttp.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return c.send(req, path, out)
+}

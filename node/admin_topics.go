@@ -1,0 +1,99 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/topics"
+)
+
+// The admin API's topics (admin.TopicsBackend), through the topic
+// controller: the same checks and answers as CreateTopics and DeleteTopics
+// over the Kafka protocol, their Kafka errors mapped to HTTP statuses.
+
+var _ admin.TopicsBackend = (*adminBackend)(nil)
+
+func adminTopic(i topics.Info) admin.Topic {
+	t := admin.Topic{Name: i.Name, ID: i.ID, Partitions: i.Partitions, ReplicationFactor: i.ReplicationFactor,
+		RequestedReplicationFactor: i.RequestedReplicationFactor, Internal: i.Internal, Configs: i.Configs}
+	if t.Configs == nil {
+		t.Configs = map[string]string{}
+	}
+	for p, leader := range i.Leaders {
+		// One replica per partition, always in sync: the leader's.
+		t.PartitionInfo = append(t.PartitionInfo, admin.TopicPartitionInfo{Partition: int32(p), Leader: leader,
+			Replicas: []int32{leader}, Isr: []int32{leader}})
+	}
+	return t
+}
+
+func (b *adminBackend) Topics(context.Context) ([]admin.Topic, error) {
+	var out []admin.Topic
+	for _, i := range b.topics.List() {
+		out = append(out, adminTopic(i))
+	}
+	return out, nil
+}
+
+func (b *adminBackend) Topic(_ context.Context, name string) (admin.Topic, error) {
+	i, ok := b.topics.Describe(name)
+	if !ok {
+		return admin.Topic{}, fmt.Errorf("%w: %q", admin.ErrTopicNotFound, name)
+	}
+	return adminTopic(i), nil
+}
+
+func (b *adminBackend) CreateTopic(ctx context.Context, req admin.CreateTopic) (admin.Topic, error) {
+	spec := topics.Spec{Name: req.Name, Partitions: req.Partitions, ReplicationFactor: req.ReplicationFactor}
+	if spec.Partitions == 0 {
+		spec.Partitions = -1
+	}
+	if spec.ReplicationFactor == 0 {
+		spec.ReplicationFactor = -1
+	}
+	if len(req.Configs) > 0 {
+		spec.Configs = map[string]*string{}
+		for k, v := range req.Configs {
+			spec.Configs[k] = &v
+		}
+	}
+	res := b.topics.Create(ctx, []topics.Spec{spec}, req.ValidateOnly)[0]
+	if res.Err != nil {
+		return admin.Topic{}, topicError(req.Name, res)
+	}
+	if req.ValidateOnly {
+		return adminTopic(res.Info), nil
+	}
+	if i, ok := b.topics.Describe(req.Name); ok {
+		return adminTopic(i), nil
+	}
+	return adminTopic(res.Info), nil
+}
+
+func (b *adminBackend) DeleteTopic(ctx context.Context, name string) error {
+	if res := b.topics.Delete(ctx, []string{name})[0]; res.Err != nil {
+		return topicError(name, res)
+	}
+	return nil
+}
+
+// topicError words a controller's refusal with its Kafka error, wrapped
+// in the admin error that picks the HTTP status.
+func topicError(name string, res topics.Result) error {
+	var kind error
+	switch res.Err {
+	case kerr.UnknownTopicOrPartition:
+		kind = admin.ErrTopicNotFound
+	case kerr.TopicAlreadyExists:
+		kind = admin.ErrTopicExists
+	case kerr.InvalidTopicException, kerr.InvalidPartitions, kerr.InvalidReplicationFactor, kerr.InvalidReplicaAssignment,
+		kerr.InvalidConfig, kerr.PolicyViolation, kerr.InvalidRequest:
+		kind = admin.ErrInvalid
+	default:
+		return fmt.Errorf("topic %q: %s (%s)", name, res.Msg, res.Err.Message)
+	}
+	return fmt.Errorf("%w: topic %q: %s (%s)", kind, name, res.Msg, res.Err.Message)
+}
