@@ -179,6 +179,10 @@ func Open(cfg Config) (*Coordinator, error) {
 // Epoch is the coordinator epoch stamped into every marker.
 func (c *Coordinator) Epoch() int32 { return c.epoch }
 
+// View is the cluster view the coordinator routes by (the admin API asks
+// the partitions' leaders through it).
+func (c *Coordinator) View() *cluster.View { return c.cfg.View }
+
 // Close stops the scan and waits for transitions in flight. It does not
 // close the store (the caller owns it).
 func (c *Coordinator) Close() error {

@@ -38,6 +38,19 @@ type groupsAdminBackend struct {
 	endOffsets func(ctx context.Context, tps []admin.TopicPartition) map[admin.TopicPartition]int64
 }
 
+// withGroupsAdmin is b with the node's group coordinator, when it has one.
+func (c *Coordinator) withGroupsAdmin(b *adminBackend) admin.Backend {
+	if c.Groups == nil {
+		return b
+	}
+	view := c.Coordinator.View()
+	_, dial, err := securityOf(view)
+	if err != nil { // checked at start already; without it the lag is unknown
+		dial = wire.DialConfig{}
+	}
+	return withGroups(b, c.Groups, view, dial)
+}
+
 // withGroups adds the group coordinator g to the admin backend b; the lag
 // comes from ListOffsets at the leaders of view, dialed with dial.
 func withGroups(b *adminBackend, g groupsSource, view *cluster.View, dial wire.DialConfig) admin.Backend {
