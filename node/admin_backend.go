@@ -28,7 +28,7 @@ type adminBackend struct {
 
 // AdminBackend is what the admin API of this coordinator serves.
 func (c *Coordinator) AdminBackend() admin.Backend {
-	return &adminBackend{nodeID: c.Node.NodeID, coord: c.Coordinator, sender: c.Sender, store: c.Store, topics: c.Controller}
+	return c.withGroupsAdmin(&adminBackend{nodeID: c.Node.NodeID, coord: c.Coordinator, sender: c.Sender, store: c.Store, topics: c.Controller})
 }
 
 func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
