@@ -34,5 +34,10 @@
 // It must not touch bbolt or sockets directly.
 //
 // Main types: Coordinator (Open, Register, MarkersWritten/MarkersStuck,
-// List/Describe/Abort/Stats for the admin API), Config, MarkerQueue.
+// List/Describe/Abort/AbortWith/Stats for the admin API), Config, MarkerQueue.
+//
+// Invariant 10: a transaction never contains a partition without a leader
+// that applies markers (noLeader: __consumer_offsets needs a group
+// coordinator's WriteTxnMarkers on this node's registry), and AbortWith
+// ends a transaction whose markers cannot all be delivered.
 package coordinator

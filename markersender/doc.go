@@ -13,6 +13,6 @@
 // per leader and per connection) and must not import the coordinator:
 // completion goes back through the Completer interface.
 //
-// Main types: Sender (New, Start, Enqueue, Retry, Forget, Leaders, Markers,
+// Main types: Sender (New, Start, Enqueue, Retry, Forget, Undelivered, Leaders, Markers,
 // Close), Config, LeaderStatus and PendingTxn (the admin API's JSON).
 package markersender
