@@ -125,7 +125,9 @@ func (c *Client) Transaction(ctx context.Context, id string) (Txn, error) {
 }
 
 // Abort aborts one transaction (Backend.Abort).
-func (c *Client) Abort(ctx context.Context, id string) (Txn, error) { return c.AbortForce(ctx, id, false) }
+func (c *Client) Abort(ctx context.Context, id string) (Txn, error) {
+	return c.AbortForce(ctx, id, false)
+}
 
 // AbortForce is Abort with ?force=true when force is set.
 func (c *Client) AbortForce(ctx context.Context, id string, force bool) (Txn, error) {

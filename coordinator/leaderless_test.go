@@ -111,7 +111,9 @@ func TestOperatorEndsStuckPrepare(t *testing.T) {
 		if r := endTxn(c, 5, tc.id, pid, epoch, tc.commit); r.ErrorCode != 0 {
 			t.Fatal(r.ErrorCode)
 		}
-		waitFor(t, "markers", func() bool { return len(fm.snapshot()) > 0 && fm.snapshot()[len(fm.snapshot())-1].TransactionalID == tc.id })
+		waitFor(t, "markers", func() bool {
+			return len(fm.snapshot()) > 0 && fm.snapshot()[len(fm.snapshot())-1].TransactionalID == tc.id
+		})
 		txn := fm.snapshot()[len(fm.snapshot())-1]
 		// Markers on their way: refused without Force, saying what Force does.
 		_, err := c.AbortWith(ctx, tc.id, AbortOptions{})

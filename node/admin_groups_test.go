@@ -13,7 +13,9 @@ import (
 
 type fakeGroups struct{ g groups.GroupDescription }
 
-func (f fakeGroups) ListGroups() []groups.GroupSummary { return []groups.GroupSummary{f.g.GroupSummary} }
+func (f fakeGroups) ListGroups() []groups.GroupSummary {
+	return []groups.GroupSummary{f.g.GroupSummary}
+}
 func (f fakeGroups) DescribeGroup(id string) (groups.GroupDescription, bool) {
 	return f.g, id == f.g.Group
 }

@@ -179,7 +179,7 @@ func TestCLIMessages(t *testing.T) {
 			{TransactionalID: "open-2", ProducerID: 8, ProducerEpoch: 0, State: "Ongoing", TransactionVersion: 2},
 			{TransactionalID: "done-1", ProducerID: 9, ProducerEpoch: 3, State: "CompleteCommit", TransactionVersion: 2},
 			{TransactionalID: "stuck-1", ProducerID: 10, ProducerEpoch: 2, State: "PrepareCommit", TransactionVersion: 2,
-				Partitions: []markersender.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}},
+				Partitions:     []markersender.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}},
 				PendingOffsets: []admin.PendingOffset{{Group: "etl", Topic: "input", Partition: 0, Offset: 12, ProducerID: 10, ProducerEpoch: 2}}},
 		},
 		groups:  fakeGroups(),
