@@ -35,7 +35,7 @@ const offsetCommitMax = 9
 func (c *Coordinator) handleOffsetCommit(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.OffsetCommitRequest)
 	cr := CommitRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: str(req.InstanceID), Generation: req.Generation,
-		Offsets: map[TP]Offset{}}
+		Offsets: map[TP]Offset{}, Version: req.Version}
 	if req.Version == 0 {
 		cr.Generation = -1
 	}

@@ -15,7 +15,9 @@ package groups
 //
 // Version notes: v2 adds the top-level error code; v5 the leader epoch;
 // v7 RequireStable; v8 several groups per request (KIP-709); v9 the
-// member id and epoch of KIP-848 (not checked for classic groups).
+// member id and epoch of KIP-848: for a consumer group, a named member
+// must exist (UNKNOWN_MEMBER_ID) at that epoch (STALE_MEMBER_EPOCH), as
+// a group-level error (not checked for classic groups).
 
 import (
 	"context"
@@ -31,6 +33,9 @@ const offsetFetchMax = 9
 type fetchGroup struct {
 	group string
 	tps   []TP
+	// v9+: the member of a consumer group (nil and -1: none).
+	memberID    *string
+	memberEpoch int32
 }
 
 func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wire.Reply {
@@ -49,7 +54,10 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wi
 		groups = append(groups, fg)
 	} else {
 		for _, g := range req.Groups {
-			fg := fetchGroup{group: g.Group}
+			fg := fetchGroup{group: g.Group, memberEpoch: -1}
+			if req.Version >= 9 {
+				fg.memberID, fg.memberEpoch = g.MemberID, g.MemberEpoch
+			}
 			if g.Topics != nil {
 				fg.tps = []TP{}
 				for _, t := range g.Topics {
@@ -78,8 +86,11 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wi
 		}
 		c.mu.Lock()
 		fetched := make([][]FetchedOffset, len(groups))
+		memberCodes := make([]int16, len(groups))
 		for i, g := range groups {
-			fetched[i] = c.core.Fetch(g.group, g.tps, req.RequireStable)
+			if memberCodes[i] = c.core.ValidateConsumerFetch(g.group, g.memberID, g.memberEpoch); memberCodes[i] == 0 {
+				fetched[i] = c.core.Fetch(g.group, g.tps, req.RequireStable)
+			}
 		}
 		c.mu.Unlock()
 		for i, g := range groups {
@@ -106,7 +117,7 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wi
 				continue
 			}
 			rg := kmsg.NewOffsetFetchResponseGroup()
-			rg.Group = g.group
+			rg.Group, rg.ErrorCode = g.group, memberCodes[i]
 			for _, topic := range order {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
 				rt.Topic = topic

@@ -5,8 +5,9 @@ package groups
 // Behavior: per group its state, protocol type, and members (id,
 // instance id, client id and host); a Stable group also the selected
 // protocol and each member's metadata for it and assignment, as Kafka
-// shows them only then. A group that does not exist is state "Dead",
-// with no error. Authorized operations are not computed (the field keeps
+// shows them only then. A group that does not exist, or a KIP-848
+// consumer group (ConsumerGroupDescribe describes those), is state
+// "Dead", with no error. Authorized operations are not computed (the field keeps
 // Kafka's "not requested" value).
 //
 // Version notes: v3 adds authorized operations; v4 the instance id.
@@ -29,7 +30,9 @@ func (c *Coordinator) handleDescribeGroups(_ context.Context, r *wire.Request) w
 	for _, id := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group, rg.State = id, Dead.String()
-		if g := c.core.groups[id]; g != nil {
+		// A consumer group is not a classic group: Kafka answers it as
+		// one that does not exist (v6+ adds GROUP_ID_NOT_FOUND).
+		if g := c.core.groups[id]; g != nil && g.Type == TypeClassic {
 			rg.State, rg.ProtocolType = g.State.String(), g.ProtocolType
 			stable := g.State == Stable
 			if stable {

@@ -3,8 +3,9 @@ package groups
 // ListGroups (key 16), v0–v5.
 //
 // Behavior: every group with its protocol type; v4+ its state, filtered
-// by StatesFilter (case-insensitive, as Kafka); v5+ its type ("classic"),
-// filtered by TypesFilter (case-insensitive).
+// by StatesFilter (case-insensitive, as Kafka; a consumer group's states
+// are Empty, Assigning, Reconciling, Stable); v5+ its type ("classic" or
+// "consumer"), filtered by TypesFilter (case-insensitive).
 
 import (
 	"context"
@@ -35,11 +36,11 @@ func (c *Coordinator) handleListGroups(_ context.Context, r *wire.Request) wire.
 	defer c.mu.Unlock()
 	for _, id := range c.core.GroupIDs() {
 		g := c.core.groups[id]
-		if (req.Version >= 4 && !in(req.StatesFilter, g.State.String())) || (req.Version >= 5 && !in(req.TypesFilter, string(g.Type))) {
+		if (req.Version >= 4 && !in(req.StatesFilter, g.stateName())) || (req.Version >= 5 && !in(req.TypesFilter, string(g.Type))) {
 			continue
 		}
 		rg := kmsg.NewListGroupsResponseGroup()
-		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.ID, g.ProtocolType, g.State.String(), string(g.Type)
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.ID, g.ProtocolType, g.stateName(), string(g.Type)
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return wire.Now(resp)

@@ -77,8 +77,8 @@ type GroupDescription struct {
 }
 
 func (c *Coordinator) summary(g *Group) GroupSummary {
-	return GroupSummary{Group: g.ID, Type: string(g.Type), State: g.State.String(), ProtocolType: g.ProtocolType,
-		Protocol: g.Protocol, Generation: g.Generation, Members: len(g.Members), Coordinator: c.cfg.NodeID, Partition: g.partition}
+	return GroupSummary{Group: g.ID, Type: string(g.Type), State: g.stateName(), ProtocolType: g.ProtocolType,
+		Protocol: g.Protocol, Generation: g.Generation, Members: g.memberCount(), Coordinator: c.cfg.NodeID, Partition: g.partition}
 }
 
 // ListGroups returns every group, sorted by id.

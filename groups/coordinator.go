@@ -306,6 +306,7 @@ func (c *Coordinator) Register(reg *wire.Registry) {
 		}
 		reg.Register(key, r[0], r[1], h)
 	}
+	c.registerConsumerProtocol(reg)
 }
 
 func (c *Coordinator) handlers() map[int16]wire.Handler {

@@ -109,6 +109,8 @@ type Group struct {
 	pendingSync   map[string]bool
 	partition     int32 // its __consumer_offsets partition
 	metadataDirty bool  // store the group's metadata at the end of the step
+	// consumer is the KIP-848 state of a TypeConsumer group (consumer.go).
+	consumer *consumerGroup
 }
 
 func (g *Group) setState(s State, now time.Time) {
@@ -144,6 +146,8 @@ type Timeouts struct {
 	MaxSession            time.Duration // group.max.session.timeout.ms (30 min)
 	InitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms (Kafka 3 s; here 0 by default)
 	OffsetsRetention      time.Duration // offsets.retention.minutes (7 days)
+	ConsumerSession       time.Duration // group.consumer.session.timeout.ms (45 s)
+	ConsumerHeartbeat     time.Duration // group.consumer.heartbeat.interval.ms (5 s)
 }
 
 func (t Timeouts) withDefaults() Timeouts {
@@ -155,6 +159,12 @@ func (t Timeouts) withDefaults() Timeouts {
 	}
 	if t.OffsetsRetention <= 0 {
 		t.OffsetsRetention = 7 * 24 * time.Hour
+	}
+	if t.ConsumerSession <= 0 {
+		t.ConsumerSession = 45 * time.Second
+	}
+	if t.ConsumerHeartbeat <= 0 {
+		t.ConsumerHeartbeat = 5 * time.Second
 	}
 	return t
 }
@@ -311,6 +321,9 @@ func (c *Core) Join(now time.Time, req JoinRequest, token uint64) (res JoinResul
 			return joinErr(kerr.InconsistentGroupProtocol.Code, req.MemberID), false
 		}
 		g = c.newGroup(req.Group, now)
+	}
+	if g.Type == TypeConsumer && len(g.consumer.members) == 0 {
+		c.toClassic(g, now)
 	}
 	if g.Type != TypeClassic {
 		return joinErr(kerr.GroupIDNotFound.Code, req.MemberID), false
@@ -910,6 +923,7 @@ func (c *Core) Leave(now time.Time, group string, members []LeaveMember) (int16,
 // Tick runs what is due at now: pending member ids and sessions that
 // expired, rebalances and syncs that timed out.
 func (c *Core) Tick(now time.Time) {
+	c.tickConsumer(now)
 	for _, gid := range c.GroupIDs() {
 		g := c.groups[gid]
 		if g == nil || g.Type != TypeClassic {
@@ -974,5 +988,6 @@ func (c *Core) NextDeadline() time.Time {
 			take(g.syncDeadline)
 		}
 	}
+	take(c.consumerNextDeadline())
 	return next
 }

@@ -59,11 +59,18 @@ type CommitRequest struct {
 	Group, MemberID, InstanceID string
 	Generation                  int32
 	Offsets                     map[TP]Offset
+	// Version is the request's version (OffsetCommit: v9+ is required of
+	// a consumer group's members, and answers GROUP_ID_NOT_FOUND for a
+	// group that does not exist).
+	Version int16
 }
 
 // validateCommit is ClassicGroup.validateOffsetCommit (transactional for
 // TxnOffsetCommit, where v3+ checks are KIP-447's).
 func validateCommit(g *Group, req CommitRequest, transactional bool) int16 {
+	if g.Type == TypeConsumer {
+		return validateConsumerCommit(g, req, transactional)
+	}
 	if g.Type != TypeClassic {
 		return kerr.GroupIDNotFound.Code
 	}
@@ -94,6 +101,9 @@ func validateCommit(g *Group, req CommitRequest, transactional bool) int16 {
 func (c *Core) commitGroup(now time.Time, req CommitRequest, transactional bool) (*Group, int16) {
 	g := c.groups[req.Group]
 	if g == nil {
+		if req.Generation >= 0 && !transactional && req.Version >= 9 {
+			return nil, kerr.GroupIDNotFound.Code
+		}
 		if req.Generation >= 0 {
 			return nil, kerr.IllegalGeneration.Code // the group expired
 		}
@@ -329,6 +339,10 @@ func (c *Core) OffsetDelete(now time.Time, id string, tps []TP) (int16, []int16)
 func (c *Core) ExpireOffsets(now time.Time) (expired int) {
 	for _, id := range c.GroupIDs() {
 		g := c.groups[id]
+		if g.Type == TypeConsumer {
+			expired += c.expireConsumerOffsets(now, g)
+			continue
+		}
 		if g.State != Empty || g.Type != TypeClassic {
 			continue
 		}

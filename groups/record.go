@@ -70,6 +70,8 @@ type groupRecord struct {
 	Leader       string         `json:"leader,omitempty"`
 	StateSince   int64          `json:"state_since_ms"`
 	Members      []memberRecord `json:"members,omitempty"`
+	// Consumer is a consumer group's KIP-848 state (consumer_record.go).
+	Consumer *consumerRecord `json:"consumer,omitempty"`
 }
 
 type memberRecord struct {
@@ -123,6 +125,9 @@ func putGroupOp(g *Group) op {
 		}
 	} else {
 		r.Leader = ""
+	}
+	if g.consumer != nil {
+		r.Consumer = g.consumer.record()
 	}
 	return op{bucket: bucketGroups, key: []byte(g.ID), value: mustJSON(r)}
 }
@@ -304,6 +309,9 @@ func (c *Core) load(root storage.Root, now time.Time) error {
 		if len(g.Members) > 0 {
 			g.State = Stable
 		}
+		if r.Consumer != nil {
+			return c.loadConsumer(g, r.Consumer, now)
+		}
 		return nil
 	}); err != nil {
 		return err
@@ -381,6 +389,9 @@ func sortTPs(tps []TP) {
 // consumer protocol metadata of the selected protocol; metadata that does
 // not parse counts as subscribed to everything, as in Kafka.
 func subscribed(g *Group, topic string) bool {
+	if g.consumer != nil {
+		return g.consumer.subscribedTo(topic)
+	}
 	for _, m := range g.Members {
 		var md kmsg.ConsumerMemberMetadata
 		if err := md.ReadFrom(m.metadataFor(g.Protocol)); err != nil {
