@@ -191,7 +191,7 @@ func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, 
 		RetentionBytes: e.cfg.RetentionBytes, ProducerIDExpiration: e.cfg.ProducerIDExpiration,
 		UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
 		Metrics:     prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics),
-		Coordinator: e.inProcess.leaderClient(), Limits: e.cfg.Limits,
+		Coordinator: e.inProcess.leaderClient(), Limits: e.cfg.Limits, Forward: e.inProcess.forward,
 	}
 }
 
@@ -289,6 +289,9 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	v.RegisterFindCoordinator(reg)
 	registerRole(reg)
 	topics.RegisterNotController(reg) // a leader: clients go to the controller
+	if _, _, ok := reg.Range(32); !ok { // every node describes configs, as in Kafka
+		topics.RegisterDescribeConfigs(reg, v, self)
+	}
 	cluster.RegisterNotServed(reg, leaderstub.APIs)
 	cluster.RegisterNotServed(reg, coordinator.APIs)
 	groups.RegisterNotCoordinator(reg)

@@ -43,6 +43,10 @@ type LeaderConfig struct {
 	Coordinator leaderstub.CoordinatorClient
 	// Limits are the listener's limits (wire.Limits).
 	Limits wire.Limits
+	// Forward, optional, is how the leader forwards the controller's
+	// requests (CreateTopics, ...) to the coordinator node (`txncoord
+	// up`: in-process); nil forwards over TCP.
+	Forward topics.ForwardFunc
 }
 
 // Leader is a running leader node.
@@ -111,7 +115,19 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		})
 		follower.Start(l.HeldTopics, l.DropTopic)
 	}
-	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, l.Register)
+	// The controller's requests go to the coordinator node; a process
+	// of its own then syncs, so its own Metadata shows the change.
+	forward, synced := cfg.Forward, func(context.Context) {}
+	if forward == nil {
+		forward = topics.DialForward(cfg.View.Coordinator().Addr, dial)
+	}
+	if follower != nil {
+		synced = func(ctx context.Context) { follower.Sync(ctx, nil, nil) }
+	}
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
+		l.Register(reg)
+		topics.RegisterForward(reg, forward, synced)
+	})
 	if err != nil {
 		if follower != nil {
 			follower.Close()

@@ -67,3 +67,15 @@ func (c *inProcessCoordinator) do(ctx context.Context, req kmsg.Request) (kmsg.R
 func (c *inProcessCoordinator) leaderClient() leaderstub.CoordinatorClient {
 	return leaderstub.CoordinatorFunc(c.do)
 }
+
+// forward is the embedded leaders' topics.ForwardFunc: a controller
+// request a client sent to a leader goes to the coordinator node's
+// handlers in-process, at the client's version (encoded and decoded as
+// over TCP, so nothing is shared with the caller's request).
+func (c *inProcessCoordinator) forward(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
+	cl := c.client.Load()
+	if cl == nil {
+		return nil, errCoordinatorNotStarted
+	}
+	return cl.AtCallerVersion().Do(ctx, req.Body)
+}

@@ -20,8 +20,8 @@ import (
 // their sources and synonyms, altered (incremental and legacy) through the
 // controller; invalid values are INVALID_CONFIG; broker configs are
 // described. DescribeConfigs and the alters go to the controller's node
-// (node 0): leaders do not serve DescribeConfigs yet and answer the
-// alters NOT_CONTROLLER (no forwarding, which Kafka's brokers do).
+// (node 0) here; node's TestControllerRequestsAtALeader sends them to
+// leaders, which describe and forward.
 func TestKadmConfigs(t *testing.T) {
 	lns := map[int32]net.Listener{}
 	for i := int32(0); i < 2; i++ {

@@ -18,8 +18,11 @@
 //
 // It serves CreateTopics (19), DeleteTopics (20) and CreatePartitions (37)
 // on the coordinator node (one handler file per key) and auto-creation
-// (the view's creator). A leader node answers those keys NOT_CONTROLLER
-// (RegisterNotController), so clients go to Metadata's ControllerID. A node
+// (the view's creator). A leader node forwards those keys, and the config
+// alters, to the coordinator node and relays the answer, as Kafka's
+// brokers forward to the controller (forward.go, KIP-590); it answers
+// NOT_CONTROLLER only when the controller cannot be reached, so clients
+// go to Metadata's ControllerID. Every node answers DescribeConfigs. A node
 // in a process of its own follows the controller with a Follower (sync.go):
 // it polls Metadata at the coordinator, refreshes at once when a request
 // names a topic it does not know, and asks the controller to create topics

@@ -25,15 +25,14 @@ func (c *Controller) Register(reg *wire.Registry) {
 	reg.Register(37, createPartitionsMinVersion, createPartitionsMaxVersion, c.handleCreatePartitions)
 	reg.Register(33, alterConfigsMinVersion, alterConfigsMaxVersion, c.handleAlterConfigs)
 	reg.Register(44, incrementalAlterConfigsMinVersion, incrementalAlterConfigsMaxVersion, c.handleIncrementalAlterConfigs)
-	// DescribeConfigs is served by every node in Kafka; here the
-	// controller's node for now (leaders: RegisterDescribeConfigs, once
-	// node wires it).
+	// DescribeConfigs is served by every node, as in Kafka: the other
+	// nodes register it in node's listen.
 	RegisterDescribeConfigs(reg, c.view, c.view.Coordinator())
 }
 
 // RegisterNotController answers the controller's keys NOT_CONTROLLER on a
-// node that is not the controller (a leader), for each key reg has no
-// handler for: Metadata's ControllerID names the coordinator, and clients
+// node that is not the controller and does not forward them
+// (RegisterForward), for each key reg has no handler for: Metadata's ControllerID names the coordinator, and clients
 // send these requests there (kadm, sarama and KafkaJS refresh metadata on
 // NOT_CONTROLLER and retry).
 func RegisterNotController(reg *wire.Registry) {

@@ -1,0 +1,97 @@
+package topics
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+// Forwarding, as Kafka 4.x brokers forward the controller's requests to
+// the controller (KIP-590): a leader node answers CreateTopics,
+// DeleteTopics, CreatePartitions, AlterConfigs and IncrementalAlterConfigs
+// by sending the request, at the client's version, to the coordinator node
+// and relaying its answer, so a client that sends them to any broker (as
+// kadm, sarama and KafkaJS may, to a random one, before they know the
+// controller) gets the controller's answer at once. When the controller
+// cannot be reached the node answers NOT_CONTROLLER as before: clients
+// refresh Metadata and go to its ControllerID themselves.
+//
+// Kafka wraps the request in an Envelope carrying the client's principal;
+// here the controller does not authorize topic changes per principal, so
+// the request goes as the node's own (the cluster principal over TCP).
+
+// ForwardFunc sends a controller request, at req.Version, to the
+// controller and returns its answer.
+type ForwardFunc func(ctx context.Context, req *wire.Request) (kmsg.Response, error)
+
+// forwardTimeout bounds one forwarded request: CreateTopics and
+// DeleteTopics carry their own timeout, which the controller applies; this
+// is the bound on reaching it.
+const forwardTimeout = 30 * time.Second
+
+// RegisterForward answers the controller's keys that reg has no handler
+// for by forwarding them with fwd. After a change the controller accepted,
+// synced (nil: none) runs before the answer leaves, so that this node's
+// own Metadata and DescribeConfigs already show it (a leader of its own
+// process: a Follower.Sync).
+func RegisterForward(reg *wire.Registry, fwd ForwardFunc, synced func(context.Context)) {
+	for key, r := range APIs {
+		if _, _, ok := reg.Range(key); ok {
+			continue
+		}
+		reg.Register(key, r[0], r[1], func(ctx context.Context, req *wire.Request) wire.Reply {
+			return func() (kmsg.Response, error) {
+				ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+				defer cancel()
+				req.Body.SetVersion(req.Version)
+				resp, err := fwd(ctx, req)
+				if err != nil || resp == nil || resp.Key() != req.Key {
+					req.Logger().Debug().AnErr("error", err).Msg("cannot forward to the controller: answering NOT_CONTROLLER")
+					return notController(req.Body), nil
+				}
+				if synced != nil && changed(req.Body) {
+					synced(ctx)
+				}
+				resp.SetVersion(req.Version)
+				return resp, nil
+			}
+		})
+	}
+}
+
+// changed reports whether a controller request may have changed what
+// this node shows (anything but a validate-only request).
+func changed(body kmsg.Request) bool {
+	switch r := body.(type) {
+	case *kmsg.CreateTopicsRequest:
+		return !r.ValidateOnly
+	case *kmsg.CreatePartitionsRequest:
+		return !r.ValidateOnly
+	case *kmsg.AlterConfigsRequest:
+		return !r.ValidateOnly
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return !r.ValidateOnly
+	}
+	return true
+}
+
+// DialForward is the ForwardFunc of a node in a process of its own: a
+// connection to the controller at addr per request (these requests are
+// rare), with the cluster's dial settings, carrying the client's id.
+func DialForward(addr string, dial wire.DialConfig) ForwardFunc {
+	return func(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
+		clientID := "txncoord-forward"
+		if req.ClientID != nil && *req.ClientID != "" {
+			clientID = *req.ClientID
+		}
+		cl, err := wire.DialWith(ctx, addr, clientID, dial)
+		if err != nil {
+			return nil, err
+		}
+		defer cl.Close()
+		return cl.Do(ctx, req.Body)
+	}
+}
