@@ -164,6 +164,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := cfg.AfterStop(ctx); err != nil {
 			return nil, fmt.Errorf("eos: after stop: %w", err)
 		}
+		notes = append(notes, "the after-stop step ran before the final reads and offset fetches")
 	}
 	in := Input{Values: cfg.Values, Topics: cfg.Topics, InputAt: inputAt}
 	readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
