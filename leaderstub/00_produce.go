@@ -1,11 +1,19 @@
 package leaderstub
 
-// Produce (key 0), v3–v13.
+// Produce (key 0), v3–v13, advertised from v0.
 //
 // Behavior:
+//   - v0–v2 are advertised but refused, as Kafka 4.x does (KIP-896,
+//     KAFKA-18659): the wire server closes the connection at the request's
+//     header, before this handler (wire/refused.go). A client pinned below
+//     0.11 (kgo kversion.V0_10_2, sarama V0_10_2_0: Produce v2) sees its
+//     connection closed, as against Kafka 4.x; librdkafka, which compresses
+//     only when the broker's Produce range includes v0, compresses;
 //   - each partition's record set is validated (batch v2, CRC-32C, codec,
 //     records) before anything is appended; a bad set is CORRUPT_MESSAGE or
-//     INVALID_RECORD for that partition only;
+//     INVALID_RECORD for that partition only. A message set of magic 0 or 1
+//     (the formats of Produce v0–v2) is INVALID_RECORD, Kafka 4.x's answer
+//     (legacyMagicCode);
 //   - idempotent batches: a retry of one of the producer's last 5 batches is
 //     answered with the original offset and appended again never; epoch and
 //     sequence are checked as Kafka's ProducerAppendInfo does;
@@ -60,6 +68,8 @@ package leaderstub
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -70,7 +80,9 @@ import (
 )
 
 const (
-	produceMinVersion = 3
+	// produceMinVersion is the advertised minimum; the wire server
+	// refuses v0–v2 (see above), so the handler sees v3+ over TCP.
+	produceMinVersion = 0
 	produceMaxVersion = 13
 )
 
@@ -171,6 +183,12 @@ func (l *Leader) prepareProducePart(pp *producePart, records []byte, txnID *stri
 		return
 	}
 	pp.p = p
+	if code, why := legacyMagicCode(records); code != 0 {
+		pp.code = code
+		r.Logger().Warn().Str("topic", pp.topic).Int32("partition", pp.index).Int16("error_code", code).
+			Str("reason", why).Msg("produce: invalid record set")
+		return
+	}
 	batches, headers, err := splitBatches(records, mem)
 	if err != nil {
 		pp.code = errCode(err)
@@ -195,6 +213,53 @@ func (l *Leader) prepareProducePart(pp *producePart, records []byte, txnID *stri
 	}
 	pp.batches, pp.headers = batches, headers
 	l.applyTopicConfigs(pp) // max.message.bytes, LogAppendTime (topic_configs.go)
+}
+
+// Legacy framing: a message set of magic 0/1 and a record batch v2 share
+// their first 17 bytes' layout (offset int64, size int32, crc or leader
+// epoch int32, magic int8), so Kafka reads the magic of the first entry
+// before knowing the format.
+const (
+	legacyLogOverhead   = 12 // offset + size
+	legacyUpToMagic     = 17 // offset + size + crc/epoch + magic
+	legacyRecordMinSize = 14 // LegacyRecord.RECORD_OVERHEAD_V0: the smallest entry size
+)
+
+// legacyMagicCode is Kafka 4.x's answer to a Produce record set whose first
+// entry is not a whole record batch v2, or 0 when it is one (splitBatches
+// validates the rest). Kafka reads the first entry as
+// ByteBufferLogInputStream.nextBatch does, then ProduceRequest.validateRecords
+// checks its magic:
+//   - fewer bytes than an entry's framing, or an entry longer than the set
+//     (truncated): no batch at all, INVALID_RECORD ("must have at least one
+//     record batch");
+//   - a size below the smallest legacy entry, or a magic other than 0, 1,
+//     2: CORRUPT_MESSAGE (CorruptRecordException);
+//   - magic 0 or 1 (message formats v0/v1, removed in 4.0 by KIP-896):
+//     INVALID_RECORD ("only allowed to contain record batches with magic
+//     version 2"); Kafka 3.x answered these at Produce v3+ the same way.
+func legacyMagicCode(records []byte) (int16, string) {
+	if len(records) < legacyLogOverhead {
+		return kerr.InvalidRecord.Code, "no record batch"
+	}
+	size := int32(binary.BigEndian.Uint32(records[8:]))
+	if size < legacyRecordMinSize {
+		return kerr.CorruptMessage.Code, fmt.Sprintf("entry size %d below the minimum %d", size, legacyRecordMinSize)
+	}
+	if len(records) < legacyUpToMagic {
+		return kerr.InvalidRecord.Code, "no record batch"
+	}
+	magic := int8(records[legacyUpToMagic-1])
+	if magic < 0 || magic > 2 {
+		return kerr.CorruptMessage.Code, fmt.Sprintf("invalid magic %d", magic)
+	}
+	if int64(len(records)) < int64(size)+legacyLogOverhead {
+		return kerr.InvalidRecord.Code, "no record batch (the first entry is truncated)"
+	}
+	if magic < 2 {
+		return kerr.InvalidRecord.Code, fmt.Sprintf("magic %d: only record batches of magic 2 are accepted (message formats v0/v1 were removed in Kafka 4.0)", magic)
+	}
+	return 0, ""
 }
 
 // neededRegistrations lists the transactional partitions whose producer

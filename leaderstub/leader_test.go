@@ -104,10 +104,10 @@ func TestBadInput(t *testing.T) {
 		want    int16
 	}{
 		"crc":       {badCRC, -1, kerr.CorruptMessage.Code},
-		"truncated": {good[:40], -1, kerr.CorruptMessage.Code},
+		"truncated": {good[:40], -1, kerr.InvalidRecord.Code}, // Kafka: no whole batch (produce_versions_test.go)
 		"empty":     {nil, -1, kerr.InvalidRecord.Code},
 		"control":   {ctrl, -1, kerr.InvalidRecord.Code},
-		"magic1":    {magic1, -1, kerr.UnsupportedForMessageFormat.Code},
+		"magic1":    {magic1, -1, kerr.InvalidRecord.Code}, // Kafka 4.x: only magic 2
 		"acks2":     {good, 2, kerr.InvalidRequiredAcks.Code},
 		"ok":        {append([]byte(nil), good...), 1, 0},
 	} {

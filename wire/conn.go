@@ -390,6 +390,13 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 		req.Logger().Warn().Int16("min_version", rng[0]).Int16("max_version", rng[1]).Str("reason", "unsupported version").Msg("connection closed: unsupported request")
 		return pending{}, false
 	}
+	if refused(h.key, h.version) {
+		// Advertised but refused, as Kafka 4.x does (refused.go).
+		req.Logger().Info().Str("client_id", derefOr(h.clientID, "")).Str("api", kmsg.NameForKey(h.key)).
+			Int16("lowest_accepted", refusedBelow[h.key]).Str("reason", "version removed in Kafka 4.0 (KIP-896)").
+			Msg("connection closed: advertised but refused request version, as Kafka 4.x does")
+		return pending{}, false
+	}
 	decoded, err := decodeBody(h, body)
 	if err != nil {
 		req.Logger().Warn().Err(err).Str("reason", "undecodable request").Msg("connection closed: undecodable request")

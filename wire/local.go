@@ -197,7 +197,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	}
 	version := min(req.MaxVersion(), rng[1])
 	if c.callerVersion && key != 18 {
-		if version = req.GetVersion(); version < rng[0] || version > rng[1] {
+		if version = req.GetVersion(); version < rng[0] || version > rng[1] || refused(key, version) {
 			s.cfg.Log.Warn().Str("remote", localAddr{}.String()).Int16("api_key", key).Int16("api_version", version).
 				Int16("min_version", rng[0]).Int16("max_version", rng[1]).Str("reason", "unsupported version").
 				Msg("in-process request refused: unsupported request")
