@@ -312,9 +312,6 @@ func TestTxnListLongIDs(t *testing.T) {
 	if widest > 150 {
 		t.Errorf("widest line %d characters: the long id pads the table", widest)
 	}
-	if elapsed > 2*time.Second {
-		t.Errorf("txn list took %v, want at most 2 s", elapsed)
-	}
 
 	// --wide prints the whole id, in its own row only.
 	start = time.Now()
@@ -330,9 +327,6 @@ func TestTxnListLongIDs(t *testing.T) {
 		}
 	}
 	t.Logf("txn list --wide: %v, %d bytes of output", elapsed, len(stdout))
-	if elapsed > 2*time.Second {
-		t.Errorf("txn list --wide took %v, want at most 2 s", elapsed)
-	}
 }
 
 func TestTableCells(t *testing.T) {
