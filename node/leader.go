@@ -122,7 +122,7 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		forward = topics.DialForward(cfg.View.Coordinator().Addr, dial)
 	}
 	if follower != nil {
-		synced = func(ctx context.Context) { follower.Sync(ctx, nil, nil) }
+		synced = func(ctx context.Context) { follower.Refresh(ctx) }
 	}
 	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
 		l.Register(reg)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -44,8 +45,12 @@ type FollowerConfig struct {
 // in between: it leaves the view before the new one enters. Auto-creation
 // asks the controller (Metadata with AllowAutoTopicCreation).
 //
-// Not carried: topic configs (Metadata has none; DescribeConfigs at the
-// controller would carry them).
+// Topic configs travel by DescribeConfigs at the controller (Metadata has
+// none): a topic's explicit configs (source DYNAMIC_TOPIC_CONFIG) are
+// fetched before it enters the view, so a leader enforces them
+// (max.message.bytes, retention, message.timestamp.type) from its first
+// record; every topic's are fetched again every configEvery polls (about
+// a second) and at once by Refresh (after an alter this node forwarded).
 type Follower struct {
 	cfg FollowerConfig
 	log zerolog.Logger
@@ -54,6 +59,7 @@ type Follower struct {
 	cl    *wire.Client
 	seen  map[string][16]byte // topics as the controller last listed them
 	first bool                // the first successful sync is still to come
+	polls int                 // syncs so far: every configEvery-th fetches every topic's configs
 
 	kick chan struct{}
 	stop chan struct{}
@@ -185,20 +191,49 @@ func (f *Follower) metadata(ctx context.Context, names []string, create bool) (*
 	return resp.(*kmsg.MetadataResponse), nil
 }
 
-// Sync brings the view in step with the controller once.
+// configEvery: every configEvery-th sync fetches every topic's configs
+// (with the 250 ms default interval, about once a second); the others
+// only those of topics new to this node.
+const configEvery = 4
+
+// Sync brings the view in step with the controller once: topics, and the
+// configs of topics new to this node (of every topic on the first sync
+// and every configEvery-th).
 func (f *Follower) Sync(ctx context.Context, held func() map[string]int32, drop func(string) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.polls++
+	return f.syncLocked(ctx, held, drop, f.polls%configEvery == 1)
+}
+
+// Refresh syncs topics and every topic's configs now: after a change this
+// node forwarded to the controller, so its own answers show it.
+func (f *Follower) Refresh(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.syncLocked(ctx, nil, nil, true)
+}
+
+func (f *Follower) syncLocked(ctx context.Context, held func() map[string]int32, drop func(string) error, allConfigs bool) error {
 	resp, err := f.metadata(ctx, nil, false)
 	if err != nil {
 		return err
 	}
 	listed := map[string]cluster.Topic{}
+	var need []string // topics whose configs to fetch
 	for _, t := range resp.Topics {
 		if t.ErrorCode != 0 || t.Topic == nil || t.IsInternal {
 			continue
 		}
-		listed[*t.Topic] = cluster.Topic{Name: *t.Topic, ID: t.TopicID, Partitions: int32(len(t.Partitions))}
+		name := *t.Topic
+		listed[name] = cluster.Topic{Name: name, ID: t.TopicID, Partitions: int32(len(t.Partitions))}
+		if old, ok := f.seen[name]; allConfigs || !ok || old != t.TopicID {
+			need = append(need, name)
+		}
+	}
+	configs, err := f.describeConfigs(ctx, need)
+	if err != nil {
+		return fmt.Errorf("topic configs: %w", err)
 	}
 	if f.first && held != nil {
 		if err := f.adoptLocked(ctx, listed, held(), drop); err != nil {
@@ -210,8 +245,13 @@ func (f *Follower) Sync(ctx context.Context, held func() map[string]int32, drop 
 		if old, ok := f.seen[name]; ok && old != t.ID {
 			f.cfg.View.RemoveTopic(name) // deleted and created again since the last sync
 		}
-		if cur, ok := f.cfg.View.Known(name); !ok || cur != t {
-			f.cfg.View.SetTopic(t, f.cfg.View.TopicConfigs(name))
+		own := f.cfg.View.TopicConfigs(name)
+		fetched, ok := configs[name]
+		if cur, known := f.cfg.View.Known(name); !known || cur != t || ok && !maps.Equal(fetched, own) {
+			if ok {
+				own = fetched
+			}
+			f.cfg.View.SetTopic(t, own)
 		}
 	}
 	for _, t := range f.cfg.View.Topics() {
@@ -224,6 +264,39 @@ func (f *Follower) Sync(ctx context.Context, held func() map[string]int32, drop 
 		f.seen[name] = t.ID
 	}
 	return nil
+}
+
+// describeConfigs asks the controller for the explicit configs (source
+// DYNAMIC_TOPIC_CONFIG) of names; a topic it no longer has is left out.
+func (f *Follower) describeConfigs(ctx context.Context, names []string) (map[string]map[string]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.SetVersion(2) // sources (v1+)
+	for _, n := range names {
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, n
+		req.Resources = append(req.Resources, rr)
+	}
+	raw, err := f.do(ctx, req, "")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]string{}
+	for _, rr := range raw.(*kmsg.DescribeConfigsResponse).Resources {
+		if rr.ErrorCode != 0 {
+			continue // deleted since the Metadata answer: the next sync drops it
+		}
+		own := map[string]string{}
+		for _, c := range rr.Configs {
+			if c.Source == kmsg.ConfigSourceDynamicTopicConfig && c.Value != nil {
+				own[c.Name] = *c.Value
+			}
+		}
+		out[rr.ResourceName] = own
+	}
+	return out, nil
 }
 
 // adoptLocked asks the controller to create the topics this node holds
@@ -271,8 +344,8 @@ func (f *Follower) autoCreate(name string) (cluster.Topic, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	resp, err := f.metadata(ctx, []string{name}, f.cfg.View.AutoCreateTopics())
-	f.mu.Unlock()
 	if err != nil {
 		return cluster.Topic{}, fmt.Errorf("ask the controller: %v: %w", err, kerr.LeaderNotAvailable)
 	}
@@ -284,7 +357,13 @@ func (f *Follower) autoCreate(name string) (cluster.Topic, error) {
 			return cluster.Topic{}, kerr.ErrorForCode(t.ErrorCode)
 		}
 		topic := cluster.Topic{Name: name, ID: t.TopicID, Partitions: int32(len(t.Partitions))}
-		f.cfg.View.SetTopic(topic, nil)
+		// The topic may exist already, created with configs: they
+		// enter the view with it.
+		configs, err := f.describeConfigs(ctx, []string{name})
+		if err != nil {
+			return cluster.Topic{}, fmt.Errorf("ask the controller for the configs of %s: %v: %w", name, err, kerr.LeaderNotAvailable)
+		}
+		f.cfg.View.SetTopic(topic, configs[name])
 		return topic, nil
 	}
 	return cluster.Topic{}, errors.New("controller did not answer for the topic")
