@@ -39,7 +39,7 @@ func RegisterNotServed(reg *wire.Registry, apis map[int16][2]int16) {
 }
 
 // leaderKeys are the partition requests; the rest are coordinator requests.
-var leaderKeys = map[int16]bool{0: true, 1: true, 2: true, 27: true, 61: true}
+var leaderKeys = map[int16]bool{0: true, 1: true, 2: true, 21: true, 23: true, 27: true, 61: true}
 
 func notServed(body kmsg.Request) (kmsg.Response, error) {
 	switch {
@@ -52,7 +52,7 @@ func notServed(body kmsg.Request) (kmsg.Response, error) {
 	if leaderKeys[body.Key()] {
 		code = kerr.NotLeaderForPartition.Code // NOT_LEADER_OR_FOLLOWER
 	}
-	if resp := wire.ErrorResponse(body, code); resp != nil {
+	if resp := wire.UnservedResponse(body, code); resp != nil { // ErrorResponse, or mirrored (DeleteRecords, OffsetForLeaderEpoch)
 		return resp, nil
 	}
 	return nil, fmt.Errorf("cluster: no not-served answer for %s", kmsg.NameForKey(body.Key()))

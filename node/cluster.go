@@ -288,10 +288,12 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	v.RegisterMetadata(reg)
 	v.RegisterFindCoordinator(reg)
 	registerRole(reg)
-	topics.RegisterNotController(reg) // a leader: clients go to the controller
+	topics.RegisterNotController(reg)   // a leader: clients go to the controller
 	if _, _, ok := reg.Range(32); !ok { // every node describes configs, as in Kafka
 		topics.RegisterDescribeConfigs(reg, v, self)
 	}
+	v.RegisterDescribeCluster(reg)
+	cluster.RegisterNoLogDirs(reg) // a node without partitions: no log dirs
 	cluster.RegisterNotServed(reg, leaderstub.APIs)
 	cluster.RegisterNotServed(reg, coordinator.APIs)
 	groups.RegisterNotCoordinator(reg)
