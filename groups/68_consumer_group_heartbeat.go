@@ -143,3 +143,19 @@ func (c *Coordinator) registerConsumerProtocol(reg *wire.Registry) {
 		reg.Register(key, r[0], r[1], handlers[key])
 	}
 }
+
+// SetConsumerTimeouts changes the consumer groups' session timeout and
+// heartbeat interval at run time, as Kafka's dynamic broker configs
+// group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms
+// do (zero keeps a value). A member's current session keeps its deadline;
+// the next heartbeat uses the new values.
+func (c *Coordinator) SetConsumerTimeouts(session, heartbeat time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if session > 0 {
+		c.core.t.ConsumerSession = session
+	}
+	if heartbeat > 0 {
+		c.core.t.ConsumerHeartbeat = heartbeat
+	}
+}

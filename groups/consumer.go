@@ -99,6 +99,11 @@ type consumerMember struct {
 	// Assigned are the partitions it owns (or is being given); Revoking
 	// those it must give up before its next epoch.
 	Assigned, Revoking partSet
+	// AssignedAt is the member epoch at which it was given each partition
+	// of Assigned and Revoking (KIP-1251's assignment epochs): a commit
+	// with an older member epoch is accepted for a partition it already
+	// owned then.
+	AssignedAt map[tpid]int32
 
 	re                *regexp.Regexp
 	sessionDeadline   time.Time
@@ -517,7 +522,7 @@ func (c *Core) consumerMemberOf(now time.Time, g *Group, req HeartbeatRequest) (
 	joining := req.MemberEpoch == 0
 	newMember := func() *consumerMember {
 		return &consumerMember{ID: req.MemberID, RebalanceTimeout: millis(req.RebalanceTimeoutMs),
-			Assigned: partSet{}, Revoking: partSet{}}
+			Assigned: partSet{}, Revoking: partSet{}, AssignedAt: map[tpid]int32{}}
 	}
 	if req.InstanceID == nil {
 		m = cg.members[req.MemberID]
@@ -554,7 +559,10 @@ func (c *Core) consumerMemberOf(now time.Time, g *Group, req HeartbeatRequest) (
 		// place, its subscription and partitions, at epoch 0.
 		m = &consumerMember{ID: req.MemberID, InstanceID: inst, RackID: existing.RackID, RebalanceTimeout: existing.RebalanceTimeout,
 			Topics: existing.Topics, Regex: existing.Regex, re: existing.re, Assignor: existing.Assignor,
-			State: memberStable, Assigned: existing.Assigned.clone(), Revoking: partSet{}}
+			State: memberStable, Assigned: existing.Assigned.clone(), Revoking: partSet{}, AssignedAt: map[tpid]int32{}}
+		for p := range m.Assigned {
+			m.AssignedAt[p] = 0 // from its first epoch on
+		}
 		return m, existing, 0, ""
 	}
 	switch {
@@ -599,7 +607,7 @@ func subset(s, of partSet) bool {
 func (c *Core) rejoin(g *Group, m *consumerMember) {
 	cg := g.consumer
 	cg.removeOwners(m)
-	m.Assigned, m.Revoking = partSet{}, partSet{}
+	m.Assigned, m.Revoking, m.AssignedAt = partSet{}, partSet{}, map[tpid]int32{}
 	m.Epoch, m.PrevEpoch, m.State = 0, 0, memberStable
 	m.rebalanceDeadline = time.Time{}
 	g.metadataDirty = true
@@ -758,6 +766,17 @@ func (c *Core) reconcile(now time.Time, cg *consumerGroup, m *consumerMember, ow
 		m.setEpoch(cg.assignEpoch)
 	}
 	cg.addOwners(m)
+	at := make(map[tpid]int32, len(m.Assigned)+len(m.Revoking))
+	for _, s := range []partSet{m.Assigned, m.Revoking} {
+		for p := range s {
+			if e, ok := m.AssignedAt[p]; ok && (oldAssigned.has(p) || oldRevoking.has(p)) {
+				at[p] = e
+			} else {
+				at[p] = m.Epoch
+			}
+		}
+	}
+	m.AssignedAt = at
 	changed := m.Epoch != oldEpoch || m.State != oldState || !m.Assigned.equal(oldAssigned) || !m.Revoking.equal(oldRevoking)
 	if changed {
 		if m.State == memberUnrevoked {
@@ -876,24 +895,41 @@ func (c *Core) consumerNextDeadline() time.Time {
 // validateConsumerCommit is ConsumerGroup.validateOffsetCommit (with the
 // transactional mapping of OffsetMetadataManager): a commit with a
 // negative epoch is accepted only by an Empty group (the admin client,
-// simple consumers); otherwise the member must exist and its epoch match
-// (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for TxnOffsetCommit). A member
-// must commit with OffsetCommit v9+.
+// simple consumers); otherwise the member must exist and commit with
+// OffsetCommit v9+, and its epoch must be the member's, or (KIP-1251, as
+// Kafka 4.3) an older one at which the member already owned every
+// partition of the commit, which it still owns or is revoking: the
+// commit a client sends while a heartbeat moves it to the next epoch.
+// Else STALE_MEMBER_EPOCH (ILLEGAL_GENERATION for TxnOffsetCommit), for
+// the whole request.
 func validateConsumerCommit(g *Group, req CommitRequest, transactional bool) int16 {
 	cg := g.consumer
 	if req.Generation < 0 && len(cg.members) == 0 {
 		return 0
 	}
 	m := cg.members[req.MemberID]
+	stale := kerr.StaleMemberEpoch.Code
+	if transactional {
+		stale = kerr.IllegalGeneration.Code
+	}
 	switch {
 	case m == nil:
 		return kerr.UnknownMemberID.Code
 	case !transactional && req.Version < 9:
 		return kerr.UnsupportedVersion.Code
-	case req.Generation != m.Epoch && transactional:
-		return kerr.IllegalGeneration.Code
-	case req.Generation != m.Epoch:
-		return kerr.StaleMemberEpoch.Code
+	case req.Generation == m.Epoch:
+		return 0
+	case req.Generation > m.Epoch || req.Generation < 0:
+		return stale
+	}
+	for tp := range req.Offsets {
+		t, ok := cg.subscribed[tp.Topic]
+		if !ok {
+			return stale
+		}
+		if at, owned := m.AssignedAt[tpid{t.ID, tp.Partition}]; !owned || at > req.Generation {
+			return stale
+		}
 	}
 	return 0
 }

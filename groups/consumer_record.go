@@ -44,8 +44,11 @@ type consumerMemberRecord struct {
 	PrevEpoch int32              `json:"previous_epoch"`
 	State     string             `json:"state"`
 	Assigned  map[string][]int32 `json:"assigned,omitempty"`
-	Revoking  map[string][]int32 `json:"revoking,omitempty"`
-	Target    map[string][]int32 `json:"target,omitempty"`
+	// AssignedAt is the assignment epoch of each partition of Assigned
+	// and Revoking, in the same order (topic, then partition).
+	AssignedAt []int32            `json:"assigned_at,omitempty"`
+	Revoking   map[string][]int32 `json:"revoking,omitempty"`
+	Target     map[string][]int32 `json:"target,omitempty"`
 }
 
 func partsRecord(s partSet) map[string][]int32 {
@@ -92,7 +95,7 @@ func (cg *consumerGroup) record() *consumerRecord {
 			ClientID: m.ClientID, ClientHost: m.ClientHost, RebalanceMillis: m.RebalanceTimeout.Milliseconds(),
 			Topics: m.Topics, Regex: m.Regex, Assignor: m.Assignor, Epoch: m.Epoch, PrevEpoch: m.PrevEpoch,
 			State: m.State.String(), Assigned: partsRecord(m.Assigned), Revoking: partsRecord(m.Revoking),
-			Target: partsRecord(cg.target[m.ID])})
+			Target: partsRecord(cg.target[m.ID]), AssignedAt: assignedAtRecord(m)})
 	}
 	if len(cg.subscribed) > 0 {
 		r.Subscribed = map[string]topicRecord{}
@@ -148,6 +151,12 @@ func (c *Core) loadConsumer(g *Group, r *consumerRecord, now time.Time) error {
 		if cg.target[m.ID], err = partsFromRecord(mr.Target); err != nil {
 			return err
 		}
+		m.AssignedAt = map[tpid]int32{}
+		for i, p := range ownedOf(m) {
+			if i < len(mr.AssignedAt) {
+				m.AssignedAt[p] = mr.AssignedAt[i]
+			}
+		}
 		m.sessionDeadline = now.Add(c.t.ConsumerSession)
 		cg.members[m.ID] = m
 		cg.addOwners(m)
@@ -158,4 +167,26 @@ func (c *Core) loadConsumer(g *Group, r *consumerRecord, now time.Time) error {
 	g.Type, g.ProtocolType, g.consumer = TypeConsumer, "consumer", cg
 	c.syncClassicFields(g, g.StateSince)
 	return nil
+}
+
+// ownedOf lists a member's assigned and revoking partitions in a stable
+// order (the order of AssignedAt in its record).
+func ownedOf(m *consumerMember) []tpid {
+	all := m.Assigned.clone()
+	for p := range m.Revoking {
+		all[p] = struct{}{}
+	}
+	return all.sorted()
+}
+
+func assignedAtRecord(m *consumerMember) []int32 {
+	owned := ownedOf(m)
+	if len(owned) == 0 {
+		return nil
+	}
+	out := make([]int32, len(owned))
+	for i, p := range owned {
+		out[i] = m.AssignedAt[p]
+	}
+	return out
 }
