@@ -16,7 +16,10 @@ package groups
 //     UNKNOWN_TOPIC_OR_PARTITION;
 //   - answered once durable, except to an in-process marker sender (it
 //     shares the process log), answered once appended;
-//   - broker-only: with security on, the cluster principal.
+//   - broker-only: with security on, the cluster principal;
+//   - counted in txncoord_group_markers_total by result, version and
+//     transport (in_process: the node's own marker sender, which never
+//     opens a connection to its own node).
 //
 // Version notes: v2 adds TransactionVersion (KIP-1228); at v0/v1 the TV
 // is 0 and the legacy rule applies. TV -1 is UNKNOWN_SERVER_ERROR (as a
@@ -24,6 +27,7 @@ package groups
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -56,6 +60,10 @@ func (c *Coordinator) handleWriteTxnMarkers(ctx context.Context, r *wire.Request
 			err = c.durable(ctx, r, pos)
 		}
 		resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
+		version, transport := strconv.Itoa(int(req.Version)), "tcp"
+		if r.InProcess() {
+			transport = "in_process"
+		}
 		i := 0
 		for _, m := range req.Markers {
 			rm := kmsg.NewWriteTxnMarkersResponseMarker()
@@ -72,7 +80,7 @@ func (c *Coordinator) handleWriteTxnMarkers(ctx context.Context, r *wire.Request
 					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
 					rp.Partition, rp.ErrorCode = p, code
 					rt.Partitions = append(rt.Partitions, rp)
-					c.m.markers.WithLabelValues(codeName(code)).Inc()
+					c.m.markers.WithLabelValues(codeName(code), version, transport).Inc()
 				}
 				rm.Topics = append(rm.Topics, rt)
 			}

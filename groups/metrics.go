@@ -6,7 +6,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	rebalances prometheus.Counter
 	commits    *prometheus.CounterVec // kind: offset, txn
-	markers    *prometheus.CounterVec // result: an error name or NONE
+	markers    *prometheus.CounterVec // result: an error name or NONE; version; transport: in_process or tcp
 	expired    prometheus.Counter
 }
 
@@ -17,7 +17,9 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) *metrics {
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "txncoord_group_offset_commits_total",
 			Help: "Offset commits accepted: kind offset (OffsetCommit) or txn (TxnOffsetCommit), per partition."}, []string{"kind"}),
 		markers: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "txncoord_group_markers_total",
-			Help: "WriteTxnMarkers partitions of __consumer_offsets, by result."}, []string{"result"}),
+			Help: "WriteTxnMarkers partitions of __consumer_offsets, by result, request version, and transport: in_process " +
+				"(the marker sender of this process, through the node's server without a connection) or tcp."},
+			[]string{"result", "version", "transport"}),
 		expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "txncoord_group_offsets_expired_total",
 			Help: "Committed offsets removed by offsets retention."}),
 	}

@@ -239,6 +239,20 @@ func counterValue(t *testing.T, g prometheus.Gatherer, name string, want map[str
 	return sum
 }
 
+// groupMarkers is txncoord_group_markers_total for a transport, result
+// and version ("" matches any).
+func groupMarkers(t *testing.T, c *Cluster, transport, result, version string) float64 {
+	t.Helper()
+	want := map[string]string{"transport": transport}
+	if result != "" {
+		want["result"] = result
+	}
+	if version != "" {
+		want["version"] = version
+	}
+	return counterValue(t, c.Metrics, "txncoord_group_markers_total", want)
+}
+
 func labelsMatch(have []*dto.LabelPair, want map[string]string) bool {
 	for k, v := range want {
 		ok := false
@@ -288,6 +302,15 @@ func TestGroupsWireTransactionalOffsets(t *testing.T) {
 	}
 	w.end(ctx, true)
 	waitOffsets(ctx, t, cl, group, map[int32]int64{0: 10, 1: 20})
+	// The COMMIT marker came from this process's marker sender straight
+	// to the node's server, without a connection (node.StartCoordinator's
+	// Dial for its own address).
+	if got := groupMarkers(t, c, "in_process", "NONE", "2"); got < 1 {
+		t.Errorf("markers of __consumer_offsets received in-process at v2: %v, want at least 1", got)
+	}
+	if got := groupMarkers(t, c, "tcp", "", ""); got != 0 {
+		t.Errorf("markers of __consumer_offsets received over TCP: %v, want none", got)
+	}
 	dp, ok := offsetsProducer(ctx, t, cl, part, w.pid)
 	if !ok || dp.ProducerEpoch != w.epoch || dp.CurrentTxnStartOffset != -1 || dp.CoordinatorEpoch < 0 {
 		t.Fatalf("DescribeProducers after COMMIT: %+v (found %v), want the marker's epoch %d, no open transaction", dp, ok, w.epoch)
@@ -300,6 +323,9 @@ func TestGroupsWireTransactionalOffsets(t *testing.T) {
 	code, v := sendMarker(ctx, t, cl, part, w.pid, w.epoch, coordEpoch, 2, true)
 	if v != 2 || code != kerr.InvalidProducerEpoch.Code {
 		t.Errorf("late TV2 marker at v%d: code %d, want v2 INVALID_PRODUCER_EPOCH (47)", v, code)
+	}
+	if got := groupMarkers(t, c, "tcp", "INVALID_PRODUCER_EPOCH", "2"); got != 1 {
+		t.Errorf("refused markers received over TCP: %v, want the test's one", got)
 	}
 	if got := fetchOffsets(ctx, t, cl, group, true, 0); got[0].code != kerr.UnstableOffsetCommit.Code {
 		t.Errorf("stable fetch after the refused marker: %+v, want still UNSTABLE_OFFSET_COMMIT", got[0])
@@ -362,6 +388,9 @@ func TestGroupsWireCoordinator41(t *testing.T) {
 	}
 	if got := counterValue(t, c.Metrics, "txncoord_markers_sent_total", map[string]string{"leader": "0", "version": "2"}); got != 0 {
 		t.Errorf("markers sent to the coordinator node at v2: %v, want none", got)
+	}
+	if got := groupMarkers(t, c, "in_process", "NONE", "1"); got < 1 {
+		t.Errorf("markers the group coordinator took in-process at v1: %v, want at least 1", got)
 	}
 	if got := counterValue(t, c.Metrics, "txncoord_marker_version_in_use", map[string]string{"leader": "0"}); got != 1 {
 		t.Errorf("WriteTxnMarkers version in use for the coordinator node: %v, want 1", got)

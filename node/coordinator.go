@@ -153,6 +153,15 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 			watchStoreFailure(cfg.Metrics, store)
 		}
 	}
+	// ownServer is this node's server once it listens: the markers of
+	// __consumer_offsets, whose leader is this node (its group
+	// coordinator), go to it in-process, in `txncoord up` and in a
+	// coordinator process of its own alike, never over a TCP connection
+	// to itself. The group coordinator appends to this store's log, so it
+	// may take them before the Prepare is durable, as an in-process
+	// leader does.
+	var ownServer atomic.Pointer[wire.Server]
+	isOwn := func(addr string) bool { return addr == self.Addr }
 	sender := markersender.New(markersender.Config{
 		CoordinatorVersion: self.KafkaVersion,
 		Router:             cfg.View,
@@ -163,9 +172,18 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		// The leaders of `txncoord up` append to the coordinator's log:
 		// they may get markers before the Prepare is durable.
 		InProcess: func(addr string) bool {
-			return cfg.Shared != nil && cfg.InProcessLeader != nil && cfg.InProcessLeader(addr) != nil
+			return isOwn(addr) || (cfg.Shared != nil && cfg.InProcessLeader != nil && cfg.InProcessLeader(addr) != nil)
 		},
 		Dial: func(ctx context.Context, addr string) (negotiation.Transport, error) {
+			if isOwn(addr) {
+				srv := ownServer.Load()
+				if srv == nil {
+					// Not listening yet (recovery resends markers before
+					// the listener starts): the sender retries.
+					return nil, errCoordinatorNotStarted
+				}
+				return srv.Local(clusterPrincipal(cfg.View)).WithClientID(markerClientID).AtCallerVersion().Inline(), nil
+			}
 			if cfg.InProcessLeader != nil {
 				if srv := cfg.InProcessLeader(addr); srv != nil {
 					return srv.Local(clusterPrincipal(cfg.View)).WithClientID(markerClientID).AtCallerVersion().Inline(), nil
@@ -228,6 +246,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	txnClient.Store(srv.Local(clusterPrincipal(cfg.View)).WithClientID(groupsClientID).Inline())
+	ownServer.Store(srv)
 	return &Coordinator{Groups: grp, Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
 		Controller: ctl, ownController: ownController, ownStore: own}, nil
 }
