@@ -139,6 +139,9 @@ log "kcat -z gzip/snappy/lz4/zstd: each batch sent and fetched compressed (librd
 # broker, which works because every node advertises every API.
 (cd "$HERE" && timeout 120 node kafkajs.js "$BOOT" "$TOPIC" kafkajs-interop kafkajs 2>"$WORK/kafkajs.log") \
 	|| { cat "$WORK/kafkajs.log" >&2; fail "kafkajs"; }
+# KafkaJS admin: createTopics (with a config), fetchTopicMetadata, describeConfigs, deleteTopics.
+(cd "$HERE" && timeout 120 node kafkajs_admin.js "$BOOT" interop-kafkajs-admin 2>"$WORK/kafkajs-admin.log") \
+	|| { cat "$WORK/kafkajs-admin.log" >&2; fail "kafkajs admin"; }
 
 # --- check with kgo read_committed --------------------------------------
 "$VERIFY" check -bootstrap "$BOOT" -topic "$TOPIC" -partitions "$PARTITIONS" \
