@@ -293,3 +293,14 @@ func TestConsumerScenarios(t *testing.T) {
 		datadriven.RunFile(t, path, s.run)
 	})
 }
+
+// TestConsumerProtocolByProfile: the KIP-848 keys are served by nodes of
+// Kafka 4.0 and later only (3.9 had ConsumerGroupHeartbeat v0 as an
+// early-access preview, off by default).
+func TestConsumerProtocolByProfile(t *testing.T) {
+	for version, want := range map[string]bool{"3.9": false, "4.0": true, "4.1": true, "4.2": true, "9.9": false} {
+		if got := ServesConsumerProtocol(version); got != want {
+			t.Errorf("ServesConsumerProtocol(%q) = %v, want %v", version, got, want)
+		}
+	}
+}

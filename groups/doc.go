@@ -1,12 +1,16 @@
 // Package groups is the group coordinator, served by the coordinator node
 // (Kafka co-locates it with the leader of __consumer_offsets, which that
-// node leads): the classic consumer-group protocol, committed offsets,
-// offsets inside transactions, and the WriteTxnMarkers and
-// DescribeProducers of __consumer_offsets partitions.
+// node leads): the classic consumer-group protocol, the KIP-848 consumer
+// protocol (on nodes of Kafka 4.0+), committed offsets, offsets inside
+// transactions, and the WriteTxnMarkers and DescribeProducers of
+// __consumer_offsets partitions.
 //
 // It owns: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
 // OffsetFetch, TxnOffsetCommit, ListGroups, DescribeGroups,
-// DeleteGroups, OffsetDelete, and WriteTxnMarkers / DescribeProducers
+// DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat and
+// ConsumerGroupDescribe (ConsumerProtocolAPIs, registered only when the
+// node's profile has ConsumerGroupHeartbeat v1), and WriteTxnMarkers /
+// DescribeProducers
 // for __consumer_offsets (one handler file per API key); rebalance and
 // session timeouts; offset retention; its records (storage.KindGroup) in
 // the space "groups" of the process store, and their codec ApplyRecord.
@@ -14,16 +18,19 @@
 // It must not: import coordinator (it reaches the transaction coordinator
 // over the Kafka protocol, AddPartitionsToTxn v4+, as a leader does:
 // Config.TxnCoordinator); copy the marker rules (package txnrules is the
-// one implementation, shared with leaderstub); serve KIP-848
-// ConsumerGroupHeartbeat (not built: Group.Type keeps room for "consumer"
-// groups beside "classic" ones).
+// one implementation, shared with leaderstub); mix the protocols in one
+// group (a group is "classic" or "consumer", Group.Type; an Empty group
+// changes type keeping its offsets).
 //
-// Layout: core.go and offsets.go are the pure core (Core: every group,
-// member, offset and producer state; steps take `now` and plain values
-// and return plain values, ops to store and answers for waiting
-// requests; no clock, channels or I/O); coordinator.go is the shell (one
-// lock over the core, the log, the ticker, waiting JoinGroup/SyncGroup
-// requests); record.go the records and loading; admin.go the accessors.
+// Layout: core.go, offsets.go, consumer.go (KIP-848 groups: epochs,
+// target assignment, reconciliation) and assign.go (the uniform and range
+// assignors) are the pure core (Core: every group, member, offset and
+// producer state; steps take `now` and plain values and return plain
+// values, ops to store and answers for waiting requests; no clock,
+// channels or I/O); coordinator.go is the shell (one lock over the core,
+// the log, the ticker, waiting JoinGroup/SyncGroup requests); record.go
+// the records and loading (consumer_record.go a consumer group's part);
+// admin.go the accessors.
 //
 // Durability order: every step's changes are appended to the process log
 // under the coordinator's lock, so the log holds them in the order they
