@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -13,9 +14,15 @@ import (
 // group: ListGroups lists none (kadm asks every broker), every other
 // group request is NOT_COORDINATOR, so the client asks FindCoordinator
 // again. WriteTxnMarkers and DescribeProducers are left to the leader's
-// own handlers.
-func RegisterNotCoordinator(reg *wire.Registry) {
-	for key, r := range APIs {
+// own handlers. The KIP-848 keys are advertised too when the group
+// coordinator (a node of groupCoordinatorVersion) serves them, so every
+// node shows the cluster's APIs (KafkaJS takes one broker's table for all).
+func RegisterNotCoordinator(reg *wire.Registry, groupCoordinatorVersion string) {
+	keys := maps.Clone(APIs)
+	if ServesConsumerProtocol(groupCoordinatorVersion) {
+		maps.Copy(keys, ConsumerProtocolAPIs)
+	}
+	for key, r := range keys {
 		if _, _, ok := reg.Range(key); ok || key == 27 || key == 61 {
 			continue
 		}

@@ -296,7 +296,7 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	cluster.RegisterNoLogDirs(reg) // a node without partitions: no log dirs
 	cluster.RegisterNotServed(reg, leaderstub.APIs)
 	cluster.RegisterNotServed(reg, coordinator.APIs)
-	groups.RegisterNotCoordinator(reg)
+	groups.RegisterNotCoordinator(reg, v.GroupCoordinator().KafkaVersion)
 	return wire.Start(wire.Config{
 		Addr:     self.Addr,
 		Listener: ln,
