@@ -115,6 +115,9 @@ func (c *Coordinator) DescribeGroup(id string) (GroupDescription, bool) {
 		}
 		d.Members = append(d.Members, mi)
 	}
+	if g.Type == TypeConsumer && g.consumer != nil {
+		d.Members = append(d.Members, c.consumerMembers(g.consumer)...)
+	}
 	for _, tp := range sortedTPs(g.Offsets) {
 		d.Offsets = append(d.Offsets, offsetInfo(tp, g.Offsets[tp]))
 	}
@@ -182,4 +185,23 @@ func sortedTPs(m map[TP]Offset) []TP {
 	}
 	sortTPs(tps)
 	return tps
+}
+
+// consumerMembers describes a KIP-848 group's members: the partitions each
+// owns, named through the view (a topic deleted since is left out).
+func (c *Coordinator) consumerMembers(cg *consumerGroup) []MemberInfo {
+	var out []MemberInfo
+	for _, id := range cg.sortedMembers() {
+		m := cg.members[id]
+		mi := MemberInfo{MemberID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+			RebalanceTimeout: m.RebalanceTimeout}
+		ids, parts := m.Assigned.byTopic()
+		for _, tid := range ids {
+			if t, ok := c.cfg.View.TopicByID(tid); ok {
+				mi.Assignment = append(mi.Assignment, TopicPartitions{Topic: t.Name, Partitions: parts[tid]})
+			}
+		}
+		out = append(out, mi)
+	}
+	return out
 }

@@ -118,6 +118,30 @@ func TestKgo848GroupOfThree(t *testing.T) {
 			if dg.Err != nil || dg.AssignorName != bal.assignor || len(dg.Members) != 2 {
 				t.Fatalf("ConsumerGroupDescribe: %+v", dg)
 			}
+			// The admin API's view (txncoord groups describe) of the same
+			// members: two, owning every partition of "in" between them.
+			if ad, ok := tc.e.Coordinator.Groups.DescribeGroup(group); !ok || ad.Type != "consumer" || len(ad.Members) != 2 {
+				t.Fatalf("admin DescribeGroup: %+v %v", ad, ok)
+			} else {
+				owned := map[int32]int{}
+				for _, m := range ad.Members {
+					for _, tp := range m.Assignment {
+						for _, p := range tp.Partitions {
+							if tp.Topic == "in" {
+								owned[p]++
+							}
+						}
+					}
+				}
+				if len(owned) != 6 {
+					t.Errorf("admin DescribeGroup: partitions of in owned %v, want 0-5 once each", owned)
+				}
+				for p, k := range owned {
+					if k != 1 {
+						t.Errorf("admin DescribeGroup: partition %d owned by %d members", p, k)
+					}
+				}
+			}
 			want := endOffsets(t, adm, "in")
 			check := func(when string) {
 				got, err := adm.FetchOffsets(ctx, group)
