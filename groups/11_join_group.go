@@ -13,6 +13,11 @@ package groups
 //   - the answer waits until every member rejoined or the rebalance
 //     timeout passed (core.go); an Empty group first waits the initial
 //     rebalance delay (0 by default: kfake waits none, Kafka 3 s);
+//   - a member that joins again while its earlier JoinGroup waits takes
+//     its place (Kafka's ClassicGroup.updateMember replaces the waiting
+//     future): the earlier one gets no response, unless it came on the
+//     same connection (pipelined), where both get the later one's answer
+//     in order (Coordinator.supersede); the same for SyncGroup;
 //   - INVALID_SESSION_TIMEOUT outside [min, max] session timeout,
 //     INCONSISTENT_GROUP_PROTOCOL for a protocol type or protocols the
 //     group cannot take, UNKNOWN_MEMBER_ID for an unknown member id.
@@ -24,6 +29,7 @@ package groups
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -51,7 +57,7 @@ func (c *Coordinator) handleJoinGroup(ctx context.Context, r *wire.Request) wire
 	)
 	pos, err := c.step(func(now time.Time) {
 		var token uint64
-		token, w = c.newWaiterLocked()
+		token, w = c.newWaiterLocked(r)
 		res, waiting = c.core.Join(now, jr, token)
 		if !waiting {
 			delete(c.waiters, token)
@@ -61,6 +67,9 @@ func (c *Coordinator) handleJoinGroup(ctx context.Context, r *wire.Request) wire
 		switch {
 		case waiting:
 			a, werr := c.wait(ctx, r, w)
+			if errors.Is(werr, errNoAnswer) {
+				return nil, nil // no response, as Kafka (Answer.SupersededBy)
+			}
 			if werr != nil {
 				return nil, werr
 			}

@@ -18,6 +18,7 @@ package groups
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,7 +45,7 @@ func (c *Coordinator) handleSyncGroup(ctx context.Context, r *wire.Request) wire
 	)
 	pos, err := c.step(func(now time.Time) {
 		var token uint64
-		token, w = c.newWaiterLocked()
+		token, w = c.newWaiterLocked(r)
 		res, waiting = c.core.Sync(now, sr, token)
 		if !waiting {
 			delete(c.waiters, token)
@@ -54,6 +55,9 @@ func (c *Coordinator) handleSyncGroup(ctx context.Context, r *wire.Request) wire
 		switch {
 		case waiting:
 			a, werr := c.wait(ctx, r, w)
+			if errors.Is(werr, errNoAnswer) {
+				return nil, nil // no response, as Kafka (Answer.SupersededBy)
+			}
 			if werr != nil {
 				return nil, werr
 			}

@@ -73,7 +73,18 @@ type waiter struct {
 	done   chan struct{}
 	answer Answer
 	pos    wal.Pos // the answer is given once this is durable
+	// conn is the request's connection (0 in-process).
+	conn uint64
+	// unanswered: a later request of the member took its place on
+	// another connection; Kafka never answers it (errNoAnswer).
+	unanswered bool
+	// followers are earlier requests of the member on the same
+	// connection that this one took the place of: they get its answer.
+	followers []*waiter
 }
+
+// errNoAnswer: the request gets no response (Answer.SupersededBy).
+var errNoAnswer = errors.New("groups: superseded request: no answer")
 
 // ErrClosed answers appends after Close.
 var ErrClosed = errors.New("groups: closed")
@@ -179,9 +190,12 @@ func (c *Coordinator) step(fn func(now time.Time)) (wal.Pos, error) {
 }
 
 // newWaiter registers a waiting request; call with c.mu held.
-func (c *Coordinator) newWaiterLocked() (uint64, *waiter) {
+func (c *Coordinator) newWaiterLocked(r *wire.Request) (uint64, *waiter) {
 	c.nextToken++
 	w := &waiter{done: make(chan struct{})}
+	if !r.InProcess() {
+		w.conn = r.ConnID
+	}
 	c.waiters[c.nextToken] = w
 	return c.nextToken, w
 }
@@ -218,13 +232,39 @@ func (c *Coordinator) flushLocked(returnErr bool) (wal.Pos, error) {
 			continue
 		}
 		delete(c.waiters, a.Token)
+		if a.SupersededBy != 0 || (a.Join == nil && a.Sync == nil) {
+			c.supersede(w, c.waiters[a.SupersededBy])
+			continue
+		}
 		if err != nil {
 			a = failedAnswer(a)
 		}
-		w.answer, w.pos = a, pos
-		close(w.done)
+		for _, f := range append([]*waiter{w}, w.followers...) {
+			f.answer, f.pos = a, pos
+			close(f.done)
+		}
 	}
 	return pos, err
+}
+
+// supersede handles a waiting request whose member sent another one (nw)
+// before it was answered. Kafka replaces the waiting future and never
+// completes the earlier one: a client sends the same JoinGroup or
+// SyncGroup again after its request timed out, on a new connection, so
+// the earlier one is left without a response here too. On the same
+// connection (pipelined: Kafka reads no request of a connection while one
+// is waiting, so it would answer the earlier one first and then the
+// later, which finds the same generation) both get the later one's
+// answer, in order.
+func (c *Coordinator) supersede(w, nw *waiter) {
+	if nw != nil && w.conn != 0 && w.conn == nw.conn {
+		nw.followers = append(append(nw.followers, w), w.followers...)
+		return
+	}
+	for _, f := range append([]*waiter{w}, w.followers...) {
+		f.unanswered = true
+		close(f.done)
+	}
 }
 
 func notCoordinator(a Answer) Answer {
@@ -280,6 +320,9 @@ func (c *Coordinator) readable(ctx context.Context) error {
 func (c *Coordinator) wait(ctx context.Context, r *wire.Request, w *waiter) (Answer, error) {
 	select {
 	case <-w.done:
+		if w.unanswered {
+			return Answer{}, errNoAnswer
+		}
 	case <-ctx.Done():
 		return Answer{}, ctx.Err()
 	case <-c.stop:

@@ -174,6 +174,12 @@ type Answer struct {
 	Token uint64
 	Join  *JoinResult
 	Sync  *SyncResult
+	// SupersededBy, when set, is the request of the same member that
+	// took the waiting place of request Token: Kafka (ClassicGroup's
+	// updateMember and the SyncGroup of CompletingRebalance) replaces the
+	// waiting future and never completes the earlier one, so Token gets
+	// no answer of its own (the shell: see Coordinator.flushLocked).
+	SupersededBy uint64
 }
 
 // Event is something a step reports for the log: a rebalance (info) or a
@@ -507,7 +513,7 @@ func (c *Core) updateMember(now time.Time, g *Group, m *Member, req JoinRequest,
 		m.ClientID, m.ClientHost = req.ClientID, req.ClientHost
 	}
 	if m.joinToken != 0 {
-		c.answers = append(c.answers, Answer{Token: m.joinToken, Join: ptr(joinErr(kerr.RebalanceInProgress.Code, m.ID))})
+		c.answers = append(c.answers, Answer{Token: m.joinToken, SupersededBy: token})
 	}
 	m.joinToken = token
 	m.heartbeatDeadline = now.Add(m.SessionTimeout)
@@ -816,7 +822,7 @@ func (c *Core) Sync(now time.Time, req SyncRequest, token uint64) (SyncResult, b
 	}
 	// CompletingRebalance: wait for the leader's assignment.
 	if m.syncToken != 0 {
-		c.answers = append(c.answers, Answer{Token: m.syncToken, Sync: &SyncResult{Err: kerr.RebalanceInProgress.Code}})
+		c.answers = append(c.answers, Answer{Token: m.syncToken, SupersededBy: token})
 	}
 	m.syncToken = token
 	delete(g.pendingSync, m.ID)

@@ -259,6 +259,8 @@ func (s *scenario) run(t *testing.T, c *datadriven.Case) string {
 	for _, a := range out.Answers {
 		name := s.names[a.Token]
 		switch {
+		case a.SupersededBy != 0:
+			lines = append(lines, "-> "+name+": superseded by "+s.names[a.SupersededBy])
 		case a.Join != nil:
 			lines = append(lines, "-> "+name+": "+fmtJoin(*a.Join))
 		case a.Sync != nil:
