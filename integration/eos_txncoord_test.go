@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,7 +19,14 @@ import (
 // the members stopped, before the offsets are read (they must survive
 // SIGKILL).
 
+// TestEOSTxncoord is each client's chain without coordinator faults (the
+// member churn only): the baseline that tells a bounce failure from one of
+// the chain itself. Every bounce test below runs the same churn, so this
+// one runs behind the soak gate to keep make test short.
 func TestEOSTxncoord(t *testing.T) {
+	if os.Getenv("TXNCOORD_SOAK") != "1" {
+		t.Skip("soak: set TXNCOORD_SOAK=1 to run (the bounce tests run the same churn with coordinator faults)")
+	}
 	for _, client := range []string{"kgo", "sarama", "confluent"} {
 		t.Run(client, func(t *testing.T) {
 			topics := eosTopics("eos-" + client)
@@ -52,31 +60,59 @@ func afterStopBounce(pc *procCluster) func(context.Context) error {
 	return func(context.Context) error { pc.BounceCoordinator(); return nil }
 }
 
-// TestEOSBounceUp: kgo members, `txncoord up` (coordinator, group
-// coordinator and leaders in one process) SIGKILLed twice while the chain
-// runs and once after.
+// eosBounceClients are the clients of the bounce tests: each runs in
+// make test against the embedded `up` and the separate coordinator.
+var eosBounceClients = []string{"kgo", "sarama", "confluent"}
+
+// runEOSBounce runs client's default chain (eosValues values, the member
+// churn) with the coordinator SIGKILLed and restarted at each of at while
+// the chain runs and once more after the members stopped.
+func runEOSBounce(t *testing.T, client string, pc *procCluster, name string, topics [3]string, at ...float64) *eos.Report {
+	t.Helper()
+	cfg := eosConfig(client, pc.Bootstrap(), topics)
+	cfg.Events = bounceEvents(pc, name, at...)
+	cfg.AfterStop = afterStopBounce(pc)
+	rep := runEOS(t, testCtx(t, 4*time.Minute), cfg)
+	// The bounces must have landed while the chain ran, not at its end.
+	bounced := 0
+	for _, n := range rep.Notes {
+		if strings.HasPrefix(n, "SIGKILL bounce of ") && !strings.Contains(n, " at 100% committed") {
+			bounced++
+		}
+	}
+	if bounced != len(at) {
+		t.Fatalf("%d of %d coordinator bounces landed before the chain finished: %q", bounced, len(at), rep.Notes)
+	}
+	return rep
+}
+
+// TestEOSBounceUp: `txncoord up` (coordinator, group coordinator and
+// leaders in one process) SIGKILLed twice while the chain runs and once
+// after, with each client's members.
 func TestEOSBounceUp(t *testing.T) {
-	topics := eosTopics("eos-bounce-up")
-	pc := startUpProcess(t, eosTopicMap(topics, eosPartitions))
-	cfg := eosConfig("kgo", pc.Bootstrap(), topics)
-	cfg.Events = bounceEvents(pc, "txncoord up", 0.2, 0.5)
-	cfg.AfterStop = afterStopBounce(pc)
-	runEOS(t, testCtx(t, 4*time.Minute), cfg)
+	for _, client := range eosBounceClients {
+		t.Run(client, func(t *testing.T) {
+			topics := eosTopics("eos-bounce-up-" + client)
+			pc := startUpProcess(t, eosTopicMap(topics, eosPartitions))
+			runEOSBounce(t, client, pc, "txncoord up", topics, 0.2, 0.5)
+		})
+	}
 }
 
-// TestEOSBounceCoordinator: kgo members, the coordinator as a separate
-// process (leaders 4.2, 4.2, 4.1 keep running) SIGKILLed twice while the
-// chain runs and once after.
+// TestEOSBounceCoordinator: the coordinator as a separate process (leaders
+// 4.2, 4.2, 4.1 keep running) SIGKILLed twice while the chain runs and
+// once after, with each client's members.
 func TestEOSBounceCoordinator(t *testing.T) {
-	topics := eosTopics("eos-bounce-coord")
-	pc := startProcCluster(t, "4.2", []string{"4.2", "4.2", "4.1"}, eosTopicMap(topics, eosPartitions))
-	cfg := eosConfig("kgo", pc.Bootstrap(), topics)
-	cfg.Events = bounceEvents(pc, "the coordinator", 0.2, 0.5)
-	cfg.AfterStop = afterStopBounce(pc)
-	runEOS(t, testCtx(t, 4*time.Minute), cfg)
+	for _, client := range eosBounceClients {
+		t.Run(client, func(t *testing.T) {
+			topics := eosTopics("eos-bounce-coord-" + client)
+			pc := startProcCluster(t, "4.2", []string{"4.2", "4.2", "4.1"}, eosTopicMap(topics, eosPartitions))
+			runEOSBounce(t, client, pc, "the coordinator", topics, 0.2, 0.5)
+		})
+	}
 }
 
-// TestEOSSoak is the long chain, for `make soak` (TXNCOORD_SOAK=1): every
+// TestEOSSoak is the long chain, behind TXNCOORD_SOAK=1: every
 // client, TXNCOORD_EOS_VALUES values (default 20,000) through separate
 // coordinator and leader processes, four coordinator SIGKILL bounces and
 // the member churn.
