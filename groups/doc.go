@@ -32,6 +32,17 @@
 // the records and loading (consumer_record.go a consumer group's part);
 // admin.go the accessors.
 //
+// Waiting requests: a JoinGroup or SyncGroup that the same member's later
+// one replaces while it waits gets no response, as in Kafka (whose
+// ClassicGroup replaces the waiting future); pipelined on the same
+// connection it gets the later one's answer (Coordinator.supersede).
+//
+// Markers: the marker sender of the coordinator node's own process
+// reaches these handlers in-process (node.StartCoordinator dials its own
+// address through its server, in `txncoord up` and in a coordinator
+// process of its own), never over TCP; txncoord_group_markers_total
+// counts them by result, version and transport.
+//
 // Durability order: every step's changes are appended to the process log
 // under the coordinator's lock, so the log holds them in the order they
 // happened. An answer that acknowledges a change (OffsetCommit,
