@@ -29,8 +29,9 @@ const (
 	// KillMember SIGKILLs a stage's member slot and starts it again.
 	KillMember EventKind = iota
 	// LeaveMember stops a member gracefully (SIGTERM: it aborts its open
-	// transaction and leaves the group), waits Pause, and starts it
-	// again: two rebalances.
+	// transaction and leaves the group), and starts it again Pause later:
+	// two rebalances. The chain goes on meanwhile, so the events after
+	// it still land at their own progress.
 	LeaveMember
 	// AddMember starts one more member slot in a stage (a join).
 	AddMember
@@ -332,11 +333,16 @@ func (c *Chain) run(ctx context.Context, e Event) error {
 	c.mu.Unlock()
 	if e.Kind == KillMember {
 		s.stop(syscall.SIGKILL)
-	} else {
-		s.stop(syscall.SIGTERM)
-		time.Sleep(e.Pause)
+		return s.start()
 	}
-	return s.start()
+	s.stop(syscall.SIGTERM)
+	go func() {
+		time.Sleep(e.Pause)
+		if err := s.startUnlessStopping(); err != nil {
+			c.cfg.Logf("eos: start %s again: %v", s.name(), err)
+		}
+	}()
+	return nil
 }
 
 func (c *Chain) addSlot(stage int) {
@@ -387,6 +393,21 @@ func (s *slot) name() string { return fmt.Sprintf("s%d.m%d.i%d", s.stage, s.idx,
 func (s *slot) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.startLocked()
+}
+
+// startUnlessStopping starts the slot again unless every member is being
+// stopped: checked under the slot's lock, so a stopAll that comes after
+// sees the new process and stops it.
+func (s *slot) startUnlessStopping() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.c.mu.Lock()
+	stopping := s.c.stopping
+	s.c.mu.Unlock()
+	if stopping {
+		return nil
+	}
 	return s.startLocked()
 }
 

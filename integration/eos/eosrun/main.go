@@ -5,7 +5,15 @@
 // history: -member-bin node -member-arg eos_kafkajs.js.
 //
 //	eosrun -bootstrap HOST:PORT -client kafkajs -topics NAME -member-bin node -member-arg FILE.js
+//	       [-bounce-at 0.25,0.55 -bounce-cmd 'COMMAND' [-bounce-after-stop]]
 //	eosrun freeport N     (prints the first of N consecutive free loopback ports)
+//
+// A cluster fault is a shell command (-bounce-cmd, run with bash -c, e.g.
+// one that SIGKILLs the cluster and starts it again on the same ports)
+// that eosrun runs once the given fractions of the input are committed in
+// the output, and, with -bounce-after-stop, once more after the members
+// stopped, before the final reads; it must return when the cluster is
+// serving again. A failed command fails the run.
 //
 // Exit status: 0 with no anomaly, 1 on anomalies or a failed run, 2 for bad
 // flags.
@@ -16,6 +24,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +60,9 @@ func main() {
 		memberArgs list
 		timeout    time.Duration
 		churn      bool
+		bounceAt   string
+		bounceCmd  string
+		afterStop  bool
 	)
 	flag.StringVar(&bootstrap, "bootstrap", "", "comma-separated seed brokers")
 	flag.StringVar(&cfg.Client, "client", "kgo", "client name passed to members")
@@ -65,6 +78,9 @@ func main() {
 	flag.DurationVar(&cfg.Pause, "pause", 150*time.Millisecond, "each member's sleep after a transaction")
 	flag.DurationVar(&timeout, "timeout", 5*time.Minute, "bound of the whole run")
 	flag.BoolVar(&churn, "churn", true, "members leave, join and are SIGKILLed while the chain runs")
+	flag.StringVar(&bounceAt, "bounce-at", "", "comma-separated fractions of the input committed at which -bounce-cmd runs")
+	flag.StringVar(&bounceCmd, "bounce-cmd", "", "shell command that bounces the cluster and returns once it serves again")
+	flag.BoolVar(&afterStop, "bounce-after-stop", false, "run -bounce-cmd once more after the members stopped, before the final reads")
 	flag.Parse()
 	if bootstrap == "" || cfg.MemberBin == "" {
 		fmt.Fprintln(os.Stderr, "eosrun: -bootstrap and -member-bin are required")
@@ -82,6 +98,29 @@ func main() {
 			{At: 0.55, Kind: eos.AddMember, Stage: 1},
 			{At: 0.70, Kind: eos.KillMember, Stage: 1, Slot: 2},
 		}
+	}
+	if bounceCmd != "" {
+		n := 0
+		for _, f := range strings.Split(bounceAt, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			at, err := strconv.ParseFloat(f, 64)
+			if err != nil || at <= 0 || at >= 1 {
+				fmt.Fprintf(os.Stderr, "eosrun: -bounce-at %q: want fractions in (0, 1)\n", f)
+				os.Exit(2)
+			}
+			n++
+			cfg.Events = append(cfg.Events, eos.Event{At: at, Kind: eos.Func, Name: fmt.Sprintf("cluster bounce %d (-bounce-cmd)", n),
+				Do: func(ctx context.Context) error { return runCmd(ctx, bounceCmd) }})
+		}
+		sort.SliceStable(cfg.Events, func(i, j int) bool { return cfg.Events[i].At < cfg.Events[j].At })
+		if afterStop {
+			cfg.AfterStop = func(ctx context.Context) error { return runCmd(ctx, bounceCmd) }
+		}
+	} else if bounceAt != "" || afterStop {
+		fmt.Fprintln(os.Stderr, "eosrun: -bounce-at and -bounce-after-stop need -bounce-cmd")
+		os.Exit(2)
 	}
 	keep := cfg.Dir != ""
 	if !keep {
@@ -109,4 +148,14 @@ func main() {
 	if !keep {
 		os.RemoveAll(cfg.Dir)
 	}
+}
+
+// runCmd runs a bounce command with bash, its output on eosrun's stderr.
+func runCmd(ctx context.Context, command string) error {
+	cmd := exec.CommandContext(ctx, "bash", "-c", command)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s: %w", command, err)
+	}
+	return nil
 }
