@@ -65,8 +65,9 @@ func advertise(reg *Registry, profile *kversion.Versions, builtin map[int16][2]i
 	return ranges, keys
 }
 
-// apiVersionsResponse builds the ApiVersions answer at version v.
-func (s *Server) apiVersionsResponse(v int16, errorCode int16) *kmsg.ApiVersionsResponse {
+// apiVersionsResponse builds the ApiVersions answer at version v for a
+// client whose ApiVersions v3+ named its software softwareName.
+func (s *Server) apiVersionsResponse(v int16, errorCode int16, softwareName string) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(v)
 	resp.ErrorCode = errorCode
@@ -82,7 +83,10 @@ func (s *Server) apiVersionsResponse(v int16, errorCode int16) *kmsg.ApiVersions
 		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{k}
 		return resp
 	}
-	resp.ApiKeys = s.apiKeys
+	resp.ApiKeys = s.apiKeysAccepted
+	if showsRefused(softwareName) {
+		resp.ApiKeys = s.apiKeys
+	}
 	resp.FinalizedFeaturesEpoch = -1
 	if v >= 3 && s.cfg.Features != nil {
 		f := s.cfg.Features()

@@ -385,7 +385,7 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 			// with UNSUPPORTED_VERSION and our ApiVersions range, so
 			// it can retry at a version we speak.
 			req.Logger().Debug().Int16("max_version", rng[1]).Msg("ApiVersions above our max: KIP-511 answer")
-			return pending{h: header{key: 18, version: 0, correlationID: h.correlationID}, reply: Now(c.s.apiVersionsResponse(0, 35))}, true
+			return pending{h: header{key: 18, version: 0, correlationID: h.correlationID}, reply: Now(c.s.apiVersionsResponse(0, 35, ""))}, true
 		}
 		req.Logger().Warn().Int16("min_version", rng[0]).Int16("max_version", rng[1]).Str("reason", "unsupported version").Msg("connection closed: unsupported request")
 		return pending{}, false
@@ -403,7 +403,7 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 		return pending{}, false
 	}
 	if h.key == 18 {
-		return pending{h: h, reply: Now(c.s.apiVersionsResponse(h.version, 0))}, true
+		return pending{h: h, reply: Now(c.s.apiVersionsResponse(h.version, 0, decoded.(*kmsg.ApiVersionsRequest).ClientSoftwareName))}, true
 	}
 	if c.sasl != nil {
 		switch body := decoded.(type) {

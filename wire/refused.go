@@ -1,5 +1,12 @@
 package wire
 
+import (
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
 // Versions a node advertises but refuses.
 //
 // Kafka 4.0 removed Produce v0–v2 (KIP-896: message formats v0/v1 are gone,
@@ -18,6 +25,34 @@ package wire
 // after it is handled. Kafka 3.9 still accepted these versions (converting
 // magic 0/1 messages); txncoord stores record batch v2 only, so a node of
 // the 3.9 profile refuses them too.
+
+// Who is shown the refused versions: Kafka 4.x shows them to every client;
+// txncoord shows them only to librdkafka (its ApiVersions v3+
+// ClientSoftwareName), the client they are advertised for. Every other
+// client is shown the versions the node accepts (Produce from v3, as
+// franz-go's kfake does), so a client that checks the range before sending
+// (kgo pinned to 0.10.2: "broker is too old", franz-go's
+// TestIssueProduceBrokerTooOldFailsRecords) fails at once instead of
+// retrying into a closed connection. A librdkafka that falls back to
+// ApiVersions v0 names no software and sees the accepted range.
+
+// showsRefused reports whether a client of this software is shown the
+// advertised-but-refused versions.
+func showsRefused(softwareName string) bool {
+	return strings.EqualFold(softwareName, "librdkafka")
+}
+
+// acceptedOnly returns keys with each minimum raised past the versions the
+// server refuses.
+func acceptedOnly(keys []kmsg.ApiVersionsResponseApiKey) []kmsg.ApiVersionsResponseApiKey {
+	out := slices.Clone(keys)
+	for i, k := range out {
+		if below, ok := refusedBelow[k.ApiKey]; ok && k.MinVersion < below && k.MaxVersion >= below {
+			out[i].MinVersion = below
+		}
+	}
+	return out
+}
 
 // refusedBelow maps an API key to the lowest version the server accepts
 // among those it advertises.

@@ -33,16 +33,27 @@ func TestProduceV0ToV2AdvertisedButRefused(t *testing.T) {
 	})
 	node := c.Coordinator()
 
-	conn := dialRaw(t, node.Addr)
-	av := conn.roundTrip(apiVersionsReq(3), 1).(*kmsg.ApiVersionsResponse)
-	var advertised bool
-	for _, k := range av.ApiKeys {
-		if k.ApiKey == 0 {
-			advertised = k.MinVersion == 0 && k.MaxVersion == 13
+	// librdkafka is shown Produce from v0, as Kafka 4.x shows every
+	// client; any other client the versions the node accepts, v3–v13.
+	produceRange := func(software string) [2]int16 {
+		req := apiVersionsReq(3)
+		req.ClientSoftwareName = software
+		av := dialRaw(t, node.Addr).roundTrip(req, 1).(*kmsg.ApiVersionsResponse)
+		for _, k := range av.ApiKeys {
+			if k.ApiKey == 0 {
+				return [2]int16{k.MinVersion, k.MaxVersion}
+			}
 		}
+		t.Fatalf("%s: Produce not advertised: %+v", software, av.ApiKeys)
+		return [2]int16{}
 	}
-	if !advertised {
-		t.Fatalf("Produce not advertised as v0–v13: %+v", av.ApiKeys)
+	if r := produceRange("librdkafka"); r != [2]int16{0, 13} {
+		t.Fatalf("librdkafka is shown Produce v%d–v%d, want v0–v13", r[0], r[1])
+	}
+	for _, software := range []string{"kgo", "raw-test", ""} {
+		if r := produceRange(software); r != [2]int16{3, 13} {
+			t.Fatalf("%q is shown Produce v%d–v%d, want v3–v13", software, r[0], r[1])
+		}
 	}
 
 	for v := int16(0); v <= 2; v++ {
@@ -75,7 +86,7 @@ func TestProduceV0ToV2AdvertisedButRefused(t *testing.T) {
 	v3 := kmsg.NewPtrProduceRequest()
 	v3.SetVersion(3)
 	v3.Acks = 1
-	conn.roundTrip(v3, 2)
+	dialRaw(t, node.Addr).roundTrip(v3, 2)
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("Produce v3: handler ran %d times, want 1", n)
 	}

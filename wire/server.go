@@ -107,6 +107,9 @@ type Server struct {
 	advertised map[int16][2]int16 // key → {min, max}, ApiVersions included
 	sec        *serverSecurity    // nil when Config.Security is nil
 	apiKeys    []kmsg.ApiVersionsResponseApiKey
+	// apiKeysAccepted is apiKeys without the versions refused at the
+	// header (refused.go): what clients other than librdkafka are shown.
+	apiKeysAccepted []kmsg.ApiVersionsResponseApiKey
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -175,6 +178,7 @@ func Start(cfg Config) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.draining = make(chan struct{})
 	s.advertised, s.apiKeys = advertise(cfg.Registry, cfg.Profile, sec.builtinKeys())
+	s.apiKeysAccepted = acceptedOnly(s.apiKeys)
 	s.wg.Add(1)
 	go s.acceptLoop()
 	liveServers.add(s)

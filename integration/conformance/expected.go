@@ -18,26 +18,10 @@ var shareGroupTests = map[string]bool{
 // run; remove its entry in the commit that makes it pass (the run prints
 // the entries that passed). Keep the README's conformance section in step.
 //
-// As of 2026-12-01 (franz-go v1.22.3, after topic administration landed):
-// 26/36 pass, the 5 share-group tests skip, and these 5 fail, all on
-// consumer groups. Each reason names what the test asked of kfake (the
-// control) that txncoord does not advertise, so an entry goes only when
-// all of it is there.
-var expectedFailures = map[string]string{
-	"TestIssue523":    noClassicGroups,
-	"TestGroupSimple": noClassicGroups + "; its 848 half skips without " + noKIP848,
-	"TestGroupETL":    noClassicGroups + "; " + noKIP848,
-	"TestTxnEtl":      noClassicGroups + "; TxnOffsetCommit (28) not served; " + noKIP848,
-
-	"Test848RegexBrokerResolves": "skips: " + noKIP848 + "; also needs OffsetFetch (9) and DeleteGroups (42)",
-}
-
-// The causes that expectedFailures share.
-const (
-	noClassicGroups = "no group coordinator: JoinGroup (11), SyncGroup (14), Heartbeat (12), LeaveGroup (13), " +
-		"OffsetCommit (8), OffsetFetch (9), DeleteGroups (42) not served (kgo: \"unable to join group session: broker is too old\")"
-	noKIP848 = "KIP-848 ConsumerGroupHeartbeat v1 (68) and ConsumerGroupDescribe (69) not advertised"
-)
+// As of 2026-12-01 (franz-go v1.22.3): 31/36 pass and the 5 share-group
+// tests skip; none is expected to fail. (History: 6/36 before topic
+// administration, 26/36 before the group coordinator.)
+var expectedFailures = map[string]string{}
 
 // A verdict is the run's judgment of the txncoord column.
 type verdict struct {
