@@ -29,7 +29,6 @@ package groups
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,39 +49,11 @@ func (c *Coordinator) handleJoinGroup(ctx context.Context, r *wire.Request) wire
 	for _, p := range req.Protocols {
 		jr.Protocols = append(jr.Protocols, Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
-	var (
-		res     JoinResult
-		waiting bool
-		w       *waiter
-	)
-	pos, err := c.step(func(now time.Time) {
-		var token uint64
-		token, w = c.newWaiterLocked(r)
-		res, waiting = c.core.Join(now, jr, token)
-		if !waiting {
-			delete(c.waiters, token)
-		}
-	})
-	return func() (kmsg.Response, error) {
-		switch {
-		case waiting:
-			a, werr := c.wait(ctx, r, w)
-			if errors.Is(werr, errNoAnswer) {
-				return nil, nil // no response, as Kafka (Answer.SupersededBy)
-			}
-			if werr != nil {
-				return nil, werr
-			}
-			res = *a.Join
-		case err != nil:
-			res = joinErr(storeErrCode(err), res.MemberID)
-		default:
-			if derr := c.durable(ctx, r, pos); derr != nil {
-				res = joinErr(storeErrCode(derr), res.MemberID)
-			}
-		}
-		return joinResponse(req, res), nil
-	}
+	return waitingReply(c, ctx, r,
+		func(now time.Time, token uint64) (JoinResult, bool) { return c.core.Join(now, jr, token) },
+		func(a Answer) JoinResult { return *a.Join },
+		func(res JoinResult, code int16) JoinResult { return joinErr(code, res.MemberID) },
+		func(res JoinResult) kmsg.Response { return joinResponse(req, res) })
 }
 
 func joinResponse(req *kmsg.JoinGroupRequest, res JoinResult) *kmsg.JoinGroupResponse {

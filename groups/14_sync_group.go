@@ -18,7 +18,6 @@ package groups
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -38,43 +37,17 @@ func (c *Coordinator) handleSyncGroup(ctx context.Context, r *wire.Request) wire
 	for _, a := range req.GroupAssignment {
 		sr.Assignments[a.MemberID] = a.MemberAssignment
 	}
-	var (
-		res     SyncResult
-		waiting bool
-		w       *waiter
-	)
-	pos, err := c.step(func(now time.Time) {
-		var token uint64
-		token, w = c.newWaiterLocked(r)
-		res, waiting = c.core.Sync(now, sr, token)
-		if !waiting {
-			delete(c.waiters, token)
-		}
-	})
-	return func() (kmsg.Response, error) {
-		switch {
-		case waiting:
-			a, werr := c.wait(ctx, r, w)
-			if errors.Is(werr, errNoAnswer) {
-				return nil, nil // no response, as Kafka (Answer.SupersededBy)
+	return waitingReply(c, ctx, r,
+		func(now time.Time, token uint64) (SyncResult, bool) { return c.core.Sync(now, sr, token) },
+		func(a Answer) SyncResult { return *a.Sync },
+		func(_ SyncResult, code int16) SyncResult { return SyncResult{Err: code} },
+		func(res SyncResult) kmsg.Response {
+			resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+			resp.ErrorCode, resp.MemberAssignment = res.Err, res.Assignment
+			if req.Version >= 5 && res.Err == 0 {
+				pt, p := res.ProtocolType, res.Protocol
+				resp.ProtocolType, resp.Protocol = &pt, &p
 			}
-			if werr != nil {
-				return nil, werr
-			}
-			res = *a.Sync
-		case err != nil:
-			res = SyncResult{Err: storeErrCode(err)}
-		default:
-			if derr := c.durable(ctx, r, pos); derr != nil {
-				res = SyncResult{Err: storeErrCode(derr)}
-			}
-		}
-		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-		resp.ErrorCode, resp.MemberAssignment = res.Err, res.Assignment
-		if req.Version >= 5 && res.Err == 0 {
-			pt, p := res.ProtocolType, res.Protocol
-			resp.ProtocolType, resp.Protocol = &pt, &p
-		}
-		return resp, nil
-	}
+			return resp
+		})
 }

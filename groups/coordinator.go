@@ -338,6 +338,49 @@ func (c *Coordinator) wait(ctx context.Context, r *wire.Request, w *waiter) (Ans
 	return w.answer, nil
 }
 
+// waitingReply is the Reply of a request that may wait for its group
+// (JoinGroup, SyncGroup): run does the core's step with the waiter's
+// token and says whether the request waits; a waiting request gets the
+// Answer (pick takes its result) or none if a later request of its
+// member took its place; one answered at once gets its result once its
+// record is durable, or failed's result with the store's error code.
+func waitingReply[T any](c *Coordinator, ctx context.Context, r *wire.Request, run func(now time.Time, token uint64) (T, bool),
+	pick func(Answer) T, failed func(res T, code int16) T, respond func(T) kmsg.Response) wire.Reply {
+	var (
+		res     T
+		waiting bool
+		w       *waiter
+	)
+	pos, err := c.step(func(now time.Time) {
+		var token uint64
+		token, w = c.newWaiterLocked(r)
+		res, waiting = run(now, token)
+		if !waiting {
+			delete(c.waiters, token)
+		}
+	})
+	return func() (kmsg.Response, error) {
+		switch {
+		case waiting:
+			a, werr := c.wait(ctx, r, w)
+			if errors.Is(werr, errNoAnswer) {
+				return nil, nil // no response, as Kafka (Answer.SupersededBy)
+			}
+			if werr != nil {
+				return nil, werr
+			}
+			res = pick(a)
+		case err != nil:
+			res = failed(res, storeErrCode(err))
+		default:
+			if derr := c.durable(ctx, r, pos); derr != nil {
+				res = failed(res, storeErrCode(derr))
+			}
+		}
+		return respond(res), nil
+	}
+}
+
 // Register registers the group coordinator's handlers: the classic group
 // protocol, offsets (plain and transactional), and WriteTxnMarkers and
 // DescribeProducers for __consumer_offsets.
