@@ -39,20 +39,13 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, r *wire.Request) w
 	if req.Version == 0 {
 		cr.Generation = -1
 	}
-	codes := make([][]int16, len(req.Topics))
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-		for j, p := range t.Partitions {
-			if codes[i][j] = c.partitionCode(t.Topic, p.Partition, p.Metadata); codes[i][j] != 0 {
-				continue
-			}
-			epoch := int32(-1)
-			if req.Version >= 6 {
-				epoch = p.LeaderEpoch
-			}
-			cr.Offsets[TP{t.Topic, p.Partition}] = Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: str(p.Metadata)}
-		}
-	}
+	codes := collectOffsets(c, cr.Offsets, req.Topics,
+		func(t kmsg.OffsetCommitRequestTopic) (string, []kmsg.OffsetCommitRequestTopicPartition) {
+			return t.Topic, t.Partitions
+		},
+		func(p kmsg.OffsetCommitRequestTopicPartition) (int32, int64, int32, *string) {
+			return p.Partition, p.Offset, p.LeaderEpoch, p.Metadata
+		}, req.Version >= 6)
 	var code int16
 	pos, err := c.step(func(now time.Time) { code = c.core.Commit(now, cr) })
 	return func() (kmsg.Response, error) {
@@ -72,10 +65,7 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, r *wire.Request) w
 			rt.Topic = t.Topic
 			for j, p := range t.Partitions {
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
-				if rp.ErrorCode == 0 {
-					rp.ErrorCode = code
-				}
+				rp.Partition, rp.ErrorCode = p.Partition, codes.of(i, j, code)
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

@@ -42,20 +42,13 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, r *wire.Request
 	if req.Version >= 3 {
 		cr.Generation, cr.MemberID, cr.InstanceID = req.Generation, req.MemberID, str(req.InstanceID)
 	}
-	codes := make([][]int16, len(req.Topics))
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-		for j, p := range t.Partitions {
-			if codes[i][j] = c.partitionCode(t.Topic, p.Partition, p.Metadata); codes[i][j] != 0 {
-				continue
-			}
-			epoch := int32(-1)
-			if req.Version >= 2 {
-				epoch = p.LeaderEpoch
-			}
-			cr.Offsets[TP{t.Topic, p.Partition}] = Offset{Offset: p.Offset, LeaderEpoch: epoch, Metadata: str(p.Metadata)}
-		}
-	}
+	codes := collectOffsets(c, cr.Offsets, req.Topics,
+		func(t kmsg.TxnOffsetCommitRequestTopic) (string, []kmsg.TxnOffsetCommitRequestTopicPartition) {
+			return t.Topic, t.Partitions
+		},
+		func(p kmsg.TxnOffsetCommitRequestTopicPartition) (int32, int64, int32, *string) {
+			return p.Partition, p.Offset, p.LeaderEpoch, p.Metadata
+		}, req.Version >= 2)
 	return func() (kmsg.Response, error) {
 		code := c.txnCommit(ctx, r, req, cr)
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
@@ -64,10 +57,7 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, r *wire.Request
 			rt.Topic = t.Topic
 			for j, p := range t.Partitions {
 				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
-				if rp.ErrorCode == 0 {
-					rp.ErrorCode = code
-				}
+				rp.Partition, rp.ErrorCode = p.Partition, codes.of(i, j, code)
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)

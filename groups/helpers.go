@@ -47,6 +47,45 @@ func (c *Coordinator) partitionCode(topic string, partition int32, metadata *str
 	return 0
 }
 
+// commitCodes are the partitions of an OffsetCommit or TxnOffsetCommit
+// refused by themselves (partitionCode), by the request's topic and
+// partition index; 0 for the partitions the commit takes.
+type commitCodes [][]int16
+
+// of is the answer of topic i's partition j: its own refusal, else the
+// commit's code.
+func (cc commitCodes) of(i, j int, code int16) int16 {
+	if cc[i][j] != 0 {
+		return cc[i][j]
+	}
+	return code
+}
+
+// collectOffsets puts the partitions of a commit request into offsets,
+// but those refused by themselves. OffsetCommit and TxnOffsetCommit share
+// it: their kmsg types differ, their rules do not. parts gives a topic's
+// name and partitions, part a partition's number, offset, leader epoch
+// and metadata; the leader epoch is -1 unless the version has it.
+func collectOffsets[T, P any](c *Coordinator, offsets map[TP]Offset, topics []T, parts func(T) (string, []P),
+	part func(P) (int32, int64, int32, *string), hasEpoch bool) commitCodes {
+	codes := make(commitCodes, len(topics))
+	for i, t := range topics {
+		topic, ps := parts(t)
+		codes[i] = make([]int16, len(ps))
+		for j, p := range ps {
+			partition, offset, epoch, metadata := part(p)
+			if codes[i][j] = c.partitionCode(topic, partition, metadata); codes[i][j] != 0 {
+				continue
+			}
+			if !hasEpoch {
+				epoch = -1
+			}
+			offsets[TP{topic, partition}] = Offset{Offset: offset, LeaderEpoch: epoch, Metadata: str(metadata)}
+		}
+	}
+	return codes
+}
+
 // offsetsPartition reports whether topic/partition is a partition of
 // __consumer_offsets (the partitions this node leads).
 func (c *Coordinator) offsetsPartitionCode(topic string, partition int32) int16 {
