@@ -50,14 +50,7 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, r *wire.Request) w
 	pos, err := c.step(func(now time.Time) { code = c.core.Commit(now, cr) })
 	return func() (kmsg.Response, error) {
 		if code == 0 {
-			if err == nil {
-				err = c.durable(ctx, r, pos)
-			}
-			if err != nil {
-				code = storeErrCode(err)
-			} else {
-				c.m.commits.WithLabelValues("offset").Add(float64(len(cr.Offsets)))
-			}
+			code = c.committed(ctx, r, pos, err, "offset", len(cr.Offsets))
 		}
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for i, t := range req.Topics {

@@ -81,14 +81,7 @@ func (c *Coordinator) txnCommit(ctx context.Context, r *wire.Request, req *kmsg.
 	if code != 0 {
 		return code
 	}
-	if err == nil {
-		err = c.durable(ctx, r, pos)
-	}
-	if err != nil {
-		return storeErrCode(err)
-	}
-	c.m.commits.WithLabelValues("txn").Add(float64(len(cr.Offsets)))
-	return 0
+	return c.committed(ctx, r, pos, err, "txn", len(cr.Offsets))
 }
 
 // addToTxn asks the transaction coordinator to verify (v0–v4) or add

@@ -303,6 +303,20 @@ func (c *Coordinator) durable(ctx context.Context, r *wire.Request, pos wal.Pos)
 	return c.space.Store().WaitDurable(ctx, pos)
 }
 
+// committed answers a commit the core took (OffsetCommit, TxnOffsetCommit)
+// once its record (at pos, or its append error err) is durable, and
+// counts its n offsets by kind.
+func (c *Coordinator) committed(ctx context.Context, r *wire.Request, pos wal.Pos, err error, kind string, n int) int16 {
+	if err == nil {
+		err = c.durable(ctx, r, pos)
+	}
+	if err != nil {
+		return storeErrCode(err)
+	}
+	c.m.commits.WithLabelValues(kind).Add(float64(n))
+	return 0
+}
+
 // readable waits until every record appended so far is durable, so that
 // a read answers only what a crash cannot take back.
 func (c *Coordinator) readable(ctx context.Context) error {
