@@ -1,0 +1,214 @@
+package txnetcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/txncoord/txncoord/txnlog"
+)
+
+var (
+	// ErrNotOwner: the writer's fence no longer matches the partition's
+	// owner key (another member took it, or the lease expired). Nothing
+	// was written. The coordinator answers NOT_COORDINATOR.
+	ErrNotOwner = errors.New("txnetcd: not the owner of the partition")
+	// ErrWrongPartition: a batch names a transactional id of another
+	// partition than the fence's.
+	ErrWrongPartition = errors.New("txnetcd: transactional id of another partition")
+	// ErrBatchTooLarge: a batch needs more operations than one etcd Txn
+	// may hold (etcd's --max-txn-ops); it cannot be written atomically.
+	ErrBatchTooLarge = errors.New("txnetcd: batch exceeds the operations of one etcd transaction")
+)
+
+// DefaultMaxTxnOps is etcd's default --max-txn-ops.
+const DefaultMaxTxnOps = 128
+
+// loadPageSize bounds one range response of Load (etcd refuses responses
+// above its gRPC limits; a partition may hold tens of thousands of ids).
+var loadPageSize = int64(1000)
+
+// Options configures a Store.
+type Options struct {
+	Layout Layout
+	// Partitions is transaction_state_partitions (default 50).
+	Partitions int32
+	// MaxTxnOps is the etcd server's --max-txn-ops (default 128): a batch
+	// with more puts and deletes than that is refused before it is sent.
+	MaxTxnOps int
+}
+
+// Store reads and writes transaction state of a cluster in etcd. It is
+// safe for concurrent use; it does not own the client.
+type Store struct {
+	cli  *clientv3.Client
+	opts Options
+}
+
+// NewStore returns a store over cli.
+func NewStore(cli *clientv3.Client, opts Options) *Store {
+	if opts.Partitions <= 0 {
+		opts.Partitions = DefaultPartitions
+	}
+	if opts.MaxTxnOps <= 0 {
+		opts.MaxTxnOps = DefaultMaxTxnOps
+	}
+	return &Store{cli: cli, opts: opts}
+}
+
+// Layout is the store's key layout.
+func (s *Store) Layout() Layout { return s.opts.Layout }
+
+// PartitionFor is the partition of a transactional id in this cluster.
+func (s *Store) PartitionFor(transactionalID string) int32 {
+	return PartitionFor(transactionalID, s.opts.Partitions)
+}
+
+// PartitionState is one partition as stored, read at one etcd revision.
+type PartitionState struct {
+	Txns map[string]txnlog.TxnMetadata
+	// Epoch is the last coordinator epoch handed out for the partition (0:
+	// never owned).
+	Epoch int32
+	// OwnerValue is the owner key's value ("" when nobody owns it).
+	OwnerValue string
+	// Revision is the etcd revision the state was read at.
+	Revision int64
+}
+
+// Load reads partition p: every transaction record, the coordinator epoch
+// and the owner, all at one revision (a consistent snapshot, even when the
+// records take several range requests).
+func (s *Store) Load(ctx context.Context, p int32) (PartitionState, error) {
+	l := s.opts.Layout
+	head, err := s.cli.Txn(ctx).Then(
+		clientv3.OpGet(l.EpochKey(p)),
+		clientv3.OpGet(l.OwnerKey(p)),
+	).Commit()
+	if err != nil {
+		return PartitionState{}, fmt.Errorf("txnetcd: load partition %d: %w", p, err)
+	}
+	st := PartitionState{Txns: map[string]txnlog.TxnMetadata{}, Revision: head.Header.Revision}
+	if kvs := head.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+		e, err := strconv.ParseInt(string(kvs[0].Value), 10, 32)
+		if err != nil || e < 0 {
+			return PartitionState{}, fmt.Errorf("txnetcd: partition %d: epoch value %q: %w", p, kvs[0].Value, txnlog.ErrCorrupt)
+		}
+		st.Epoch = int32(e)
+	}
+	if kvs := head.Responses[1].GetResponseRange().Kvs; len(kvs) > 0 {
+		st.OwnerValue = string(kvs[0].Value)
+	}
+
+	prefix := l.IDsPrefix(p)
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	from := prefix
+	for {
+		resp, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithRev(st.Revision),
+			clientv3.WithLimit(loadPageSize), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+		if err != nil {
+			return PartitionState{}, fmt.Errorf("txnetcd: load partition %d: %w", p, err)
+		}
+		for _, kv := range resp.Kvs {
+			id := strings.TrimPrefix(string(kv.Key), prefix)
+			m, err := txnlog.DecodeTxn(kv.Value)
+			if err != nil {
+				return PartitionState{}, fmt.Errorf("txnetcd: partition %d id %q: %w", p, id, err)
+			}
+			// The key is the truth of where a record lives; a record
+			// naming another id (or under the wrong partition) was not
+			// written by Apply and is not guessed at.
+			if m.TransactionalID != id || s.PartitionFor(id) != p {
+				return PartitionState{}, fmt.Errorf("txnetcd: partition %d key %q holds id %q: %w", p, kv.Key, m.TransactionalID, txnlog.ErrCorrupt)
+			}
+			st.Txns[id] = m
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			break
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	return st, nil
+}
+
+// Apply writes b's puts and deletes of partition f.Partition as ONE etcd
+// Txn, conditioned on the owner key still holding f.OwnerValue. When it does
+// not, nothing is written and Apply returns ErrNotOwner. It returns once
+// etcd has committed the Txn (durable on a quorum). b.CoordinatorEpoch and
+// b.ProducerIDHighWater are not this method's business (see
+// PartitionStore) and must be zero.
+func (s *Store) Apply(ctx context.Context, f Fence, b txnlog.Batch) error {
+	if b.CoordinatorEpoch != 0 || b.ProducerIDHighWater != 0 {
+		return fmt.Errorf("txnetcd: Store.Apply writes transactions only (coordinator epoch %d, producer-id high water %d)", b.CoordinatorEpoch, b.ProducerIDHighWater)
+	}
+	ops, err := s.ops(f.Partition, b)
+	if err != nil {
+		return err
+	}
+	return s.commit(ctx, f, ops)
+}
+
+// ops turns b into etcd operations, one per key: a later put or delete of
+// the same id in the batch wins (etcd refuses a Txn naming a key twice).
+func (s *Store) ops(p int32, b txnlog.Batch) ([]clientv3.Op, error) {
+	type change struct {
+		put *txnlog.TxnMetadata
+	}
+	order := make([]string, 0, len(b.Puts)+len(b.Deletes))
+	last := make(map[string]change, len(b.Puts)+len(b.Deletes))
+	note := func(id string, c change) error {
+		if q := s.PartitionFor(id); q != p {
+			return fmt.Errorf("%w: %q is in partition %d, the fence's is %d", ErrWrongPartition, id, q, p)
+		}
+		if _, seen := last[id]; !seen {
+			order = append(order, id)
+		}
+		last[id] = c
+		return nil
+	}
+	// txnlog applies a batch's puts, then its deletes.
+	for i := range b.Puts {
+		if err := note(b.Puts[i].TransactionalID, change{put: &b.Puts[i]}); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range b.Deletes {
+		if err := note(id, change{}); err != nil {
+			return nil, err
+		}
+	}
+	if len(order) > s.opts.MaxTxnOps {
+		return nil, fmt.Errorf("%w: %d keys, at most %d", ErrBatchTooLarge, len(order), s.opts.MaxTxnOps)
+	}
+	ops := make([]clientv3.Op, 0, len(order))
+	for _, id := range order {
+		key := s.opts.Layout.IDKey(p, id)
+		if m := last[id].put; m != nil {
+			ops = append(ops, clientv3.OpPut(key, string(txnlog.EncodeTxn(*m))))
+		} else {
+			ops = append(ops, clientv3.OpDelete(key))
+		}
+	}
+	return ops, nil
+}
+
+// commit runs ops in one Txn fenced by f. With no ops it still checks the
+// fence, at a linearizable point: the caller learns it owned the partition
+// after every write before it.
+func (s *Store) commit(ctx context.Context, f Fence, ops []clientv3.Op) error {
+	resp, err := s.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.Value(s.opts.Layout.OwnerKey(f.Partition)), "=", f.OwnerValue)).
+		Then(ops...).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("txnetcd: partition %d: %w", f.Partition, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w %d (fence %s)", ErrNotOwner, f.Partition, f.OwnerValue)
+	}
+	return nil
+}
