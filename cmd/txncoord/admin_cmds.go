@@ -63,6 +63,31 @@ func adminAction(fn func(c *cli.Context, ctx context.Context, cl *admin.Client, 
 	}
 }
 
+// requiredFlagAction is adminAction for a command that needs the string
+// flag name (--group, --topic): fn gets its value.
+func requiredFlagAction(name string, fn func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat, value string) error) cli.ActionFunc {
+	return adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
+		value := c.String(name)
+		if value == "" {
+			return usagef("--%s is required", name)
+		}
+		return fn(c, ctx, cl, out, value)
+	})
+}
+
+// printList prints a list command's items: as JSON, or as a table with
+// header and a row of each item.
+func printList[T any](c *cli.Context, out outputFormat, items []T, header []string, row func(T) []string) error {
+	if out == "json" {
+		return printJSON(c.App.Writer, items)
+	}
+	t := tableFor(c, header...)
+	for _, x := range items {
+		t.Row(row(x)...)
+	}
+	return t.Flush()
+}
+
 type outputFormat string
 
 func printJSON(w io.Writer, v any) error {

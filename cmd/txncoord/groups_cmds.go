@@ -32,14 +32,10 @@ func groupsCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					if out == "json" {
-						return printJSON(c.App.Writer, gs)
-					}
-					t := tableFor(c, "GROUP", "STATE", "PROTOCOL-TYPE", "PROTOCOL", "GENERATION", "MEMBERS", "COORDINATOR")
-					for _, g := range gs {
-						t.Row(g.Group, g.State, g.ProtocolType, g.Protocol, fmt.Sprint(g.Generation), fmt.Sprint(g.MemberCount), fmt.Sprint(g.Coordinator))
-					}
-					return t.Flush()
+					return printList(c, out, gs, []string{"GROUP", "STATE", "PROTOCOL-TYPE", "PROTOCOL", "GENERATION", "MEMBERS", "COORDINATOR"},
+						func(g admin.GroupSummary) []string {
+							return []string{g.Group, g.State, g.ProtocolType, g.Protocol, fmt.Sprint(g.Generation), fmt.Sprint(g.MemberCount), fmt.Sprint(g.Coordinator)}
+						})
 				}),
 			},
 			{
@@ -90,13 +86,7 @@ func groupFlag() cli.Flag {
 
 // groupAction is adminAction for a command that needs --group.
 func groupAction(fn func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat, id string) error) cli.ActionFunc {
-	return adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
-		id := c.String("group")
-		if id == "" {
-			return usagef("--group is required")
-		}
-		return fn(c, ctx, cl, out, id)
-	})
+	return requiredFlagAction("group", fn)
 }
 
 // printGroup prints a group as tables: its state, its partitions with

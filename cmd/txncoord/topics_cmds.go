@@ -37,14 +37,10 @@ func topicsCommand() *cli.Command {
 					if err != nil {
 						return err
 					}
-					if out == "json" {
-						return printJSON(c.App.Writer, ts)
-					}
-					t := tableFor(c, "TOPIC", "TOPIC-ID", "PARTITIONS", "REPLICATION-FACTOR", "INTERNAL")
-					for _, x := range ts {
-						t.Row(x.Name, x.ID, fmt.Sprint(x.Partitions), fmt.Sprint(x.ReplicationFactor), fmt.Sprint(x.Internal))
-					}
-					return t.Flush()
+					return printList(c, out, ts, []string{"TOPIC", "TOPIC-ID", "PARTITIONS", "REPLICATION-FACTOR", "INTERNAL"},
+						func(x admin.Topic) []string {
+							return []string{x.Name, x.ID, fmt.Sprint(x.Partitions), fmt.Sprint(x.ReplicationFactor), fmt.Sprint(x.Internal)}
+						})
 				}),
 			},
 			{
@@ -181,13 +177,7 @@ func topicFlag() cli.Flag {
 
 // topicAction is adminAction for a command that needs --topic.
 func topicAction(fn func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat, name string) error) cli.ActionFunc {
-	return adminAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, out outputFormat) error {
-		name := c.String("topic")
-		if name == "" {
-			return usagef("--topic is required")
-		}
-		return fn(c, ctx, cl, out, name)
-	})
+	return requiredFlagAction("topic", fn)
 }
 
 // topicError makes the admin API's 400 (a bad name, count or config) and
