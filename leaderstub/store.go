@@ -9,6 +9,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/txncoord/txncoord/internal/recordio"
 	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/wal"
 )
@@ -157,99 +158,48 @@ func appendInt64s(b []byte, vs []int64) []byte {
 
 var errBadRecord = errors.New("leaderstub: corrupt log record")
 
-// recordReader reads a persistOp record; the first failure sticks.
-type recordReader struct {
-	b   []byte
-	err error
-}
-
-func (r *recordReader) take(n int) []byte {
-	if r.err != nil || n < 0 || n > len(r.b) {
-		r.err = errBadRecord
-		return nil
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *recordReader) uvarint() int {
-	if r.err != nil {
-		return 0
-	}
-	v, k := binary.Uvarint(r.b)
-	if k <= 0 || v > uint64(len(r.b)) {
-		r.err = errBadRecord
-		return 0
-	}
-	r.b = r.b[k:]
-	return int(v)
-}
-
-func (r *recordReader) bytes() []byte { return r.take(r.uvarint()) }
-
-// flag reads a presence byte: 0 or 1, anything else is a bad record.
-func (r *recordReader) flag() bool {
-	v := r.take(1)
-	if v == nil {
-		return false
-	}
-	if v[0] > 1 {
-		r.err = errBadRecord
-	}
-	return v[0] == 1
-}
-
-func (r *recordReader) int64() int64 {
-	v := r.take(8)
-	if v == nil {
-		return 0
-	}
-	return int64(binary.BigEndian.Uint64(v))
-}
-
-func (r *recordReader) int64s() []int64 {
-	n := r.uvarint()
+func readInt64s(r *recordio.Reader) []int64 {
+	n := r.Uvarint()
 	var out []int64
 	for range n {
-		out = append(out, r.int64())
+		out = append(out, r.Int64())
 	}
 	return out
 }
 
 func decodePersistOp(raw []byte) (*persistOp, error) {
-	r := &recordReader{b: raw}
-	if v := r.take(1); v == nil || v[0] != persistOpVersion {
+	r := recordio.NewReader(raw, errBadRecord)
+	if v := r.Take(1); v == nil || v[0] != persistOpVersion {
 		return nil, fmt.Errorf("%w: unknown version", errBadRecord)
 	}
-	o := &persistOp{key: r.bytes()}
-	for n := r.uvarint(); n > 0 && r.err == nil; n-- {
-		base := r.int64()
-		o.batches = append(o.batches, opBatch{base: base, raw: r.bytes()})
+	o := &persistOp{key: r.Bytes()}
+	for n := r.Uvarint(); n > 0 && r.Err() == nil; n-- {
+		base := r.Int64()
+		o.batches = append(o.batches, opBatch{base: base, raw: r.Bytes()})
 	}
-	if f := r.flag(); f {
-		e, err := unmarshalEntry(r.bytes())
-		if err != nil && r.err == nil {
-			r.err = err
+	if f := r.Flag(); f {
+		e, err := unmarshalEntry(r.Bytes())
+		if err != nil {
+			r.FailWith(err)
 		}
 		o.entry = &e
 	}
-	if f := r.flag(); f {
-		a, ok := unmarshalAborted(r.take(34))
-		if !ok && r.err == nil {
-			r.err = errBadRecord
+	if f := r.Flag(); f {
+		a, ok := unmarshalAborted(r.Take(34))
+		if !ok {
+			r.Fail()
 		}
 		o.aborted = &a
 	}
-	o.dropped = r.int64s()
-	o.droppedAborted = r.int64s()
-	o.logStart = r.int64()
-	o.expired = r.int64s()
-	if r.err == nil && len(r.b) != 0 {
-		r.err = errBadRecord
+	o.dropped = readInt64s(r)
+	o.droppedAborted = readInt64s(r)
+	o.logStart = r.Int64()
+	o.expired = readInt64s(r)
+	if r.Err() == nil && r.Len() != 0 {
+		r.Fail()
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.Err() != nil {
+		return nil, r.Err()
 	}
 	return o, nil
 }

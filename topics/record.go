@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/txncoord/txncoord/internal/recordio"
 	"github.com/txncoord/txncoord/storage"
 )
 
@@ -68,78 +69,30 @@ func appendString(b []byte, s string) []byte {
 
 var errBadRecord = errors.New("topics: corrupt record")
 
-// reader reads a record; the first failure sticks.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) take(n int) []byte {
-	if r.err != nil || n < 0 || n > len(r.b) {
-		r.err = errBadRecord
-		return nil
-	}
-	v := r.b[:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) string() string {
-	if r.err != nil {
-		return ""
-	}
-	n, k := binary.Uvarint(r.b)
-	if k <= 0 || n > uint64(len(r.b)) {
-		r.err = errBadRecord
-		return ""
-	}
-	r.b = r.b[k:]
-	return string(r.take(int(n)))
-}
-
 func decodeState(raw []byte) (state, error) {
-	r := &reader{b: raw}
-	if v := r.take(1); v == nil || v[0] != recordVersion {
+	r := recordio.NewReader(raw, errBadRecord)
+	if v := r.Take(1); v == nil || v[0] != recordVersion {
 		return state{}, fmt.Errorf("%w: unknown version", errBadRecord)
 	}
 	var s state
-	s.Name = r.string()
-	copy(s.ID[:], r.take(16))
-	if v := r.take(4); v != nil {
-		s.Partitions = int32(binary.BigEndian.Uint32(v))
-	}
-	if v := r.take(2); v != nil {
-		s.ReplicationFactor = int16(binary.BigEndian.Uint16(v))
-	}
-	if v := r.take(4); v != nil {
-		s.Incarnation = binary.BigEndian.Uint32(v)
-	}
-	if v := r.take(1); v != nil {
-		if v[0] > 1 {
-			r.err = errBadRecord
+	s.Name = r.String()
+	copy(s.ID[:], r.Take(16))
+	s.Partitions = int32(r.Uint32())
+	s.ReplicationFactor = int16(r.Uint16())
+	s.Incarnation = r.Uint32()
+	s.Deleted = r.Flag()
+	for n := r.Uvarint(); n > 0 && r.Err() == nil; n-- {
+		if s.Configs == nil {
+			s.Configs = map[string]string{}
 		}
-		s.Deleted = v[0] == 1
+		k := r.String()
+		s.Configs[k] = r.String()
 	}
-	if r.err == nil {
-		n, k := binary.Uvarint(r.b)
-		if k <= 0 || n > uint64(len(r.b)) {
-			r.err = errBadRecord
-		} else {
-			r.b = r.b[k:]
-			for ; n > 0 && r.err == nil; n-- {
-				if s.Configs == nil {
-					s.Configs = map[string]string{}
-				}
-				k := r.string()
-				s.Configs[k] = r.string()
-			}
-		}
+	if r.Err() == nil && (r.Len() != 0 || s.Name == "") {
+		r.Fail()
 	}
-	if r.err == nil && (len(r.b) != 0 || s.Name == "") {
-		r.err = errBadRecord
-	}
-	if r.err != nil {
-		return state{}, r.err
+	if r.Err() != nil {
+		return state{}, r.Err()
 	}
 	return s, nil
 }
