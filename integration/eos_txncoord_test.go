@@ -112,26 +112,34 @@ func TestEOSBounceCoordinator(t *testing.T) {
 	}
 }
 
-// TestEOSSoak is the long chain, behind TXNCOORD_SOAK=1: every
-// client, TXNCOORD_EOS_VALUES values (default 20,000) through separate
-// coordinator and leader processes, four coordinator SIGKILL bounces and
-// the member churn.
+// TestEOSSoak is the long chain, behind TXNCOORD_SOAK=1 (make soak):
+// every client, TXNCOORD_EOS_VALUES values (default 20,000), four
+// coordinator SIGKILL bounces and the member churn, once through separate
+// coordinator and leader processes and once through `txncoord up`.
 func TestEOSSoak(t *testing.T) {
 	if os.Getenv("TXNCOORD_SOAK") != "1" {
-		t.Skip("soak: set TXNCOORD_SOAK=1 to run (20,000 values per client, coordinator bounces; several minutes)")
+		t.Skip("soak: set TXNCOORD_SOAK=1 to run (20,000 values per client and cluster, coordinator bounces; several minutes)")
 	}
 	for _, client := range []string{"kgo", "sarama", "confluent"} {
-		t.Run(client, func(t *testing.T) {
-			topics := eosTopics("eos-soak-" + client)
-			pc := startProcCluster(t, "4.2", []string{"4.2", "4.2", "4.1"}, eosTopicMap(topics, eosPartitions))
-			cfg := eosConfig(client, pc.Bootstrap(), topics)
-			cfg.Values = eosValuesFromEnv(20_000)
-			// The default pace (transactions of up to 20, 150 ms
-			// apart per member): faster, the chain outruns the
-			// progress poll and the bounces bunch up at the end.
-			cfg.Events = bounceEvents(pc, "the coordinator", 0.15, 0.35, 0.6, 0.8)
-			cfg.AfterStop = afterStopBounce(pc)
-			runEOS(t, testCtx(t, 25*time.Minute), cfg)
-		})
+		for _, kind := range []string{"coordinator", "up"} {
+			t.Run(client+"/"+kind, func(t *testing.T) {
+				topics := eosTopics("eos-soak-" + client + "-" + kind)
+				var pc *procCluster
+				name := "the coordinator"
+				if kind == "up" {
+					pc, name = startUpProcess(t, eosTopicMap(topics, eosPartitions)), "txncoord up"
+				} else {
+					pc = startProcCluster(t, "4.2", []string{"4.2", "4.2", "4.1"}, eosTopicMap(topics, eosPartitions))
+				}
+				cfg := eosConfig(client, pc.Bootstrap(), topics)
+				cfg.Values = eosValuesFromEnv(20_000)
+				// The default pace (transactions of up to 20, 150 ms
+				// apart per member): faster, the chain outruns the
+				// progress poll and the bounces bunch up at the end.
+				cfg.Events = bounceEvents(pc, name, 0.15, 0.35, 0.6, 0.8)
+				cfg.AfterStop = afterStopBounce(pc)
+				runEOS(t, testCtx(t, 25*time.Minute), cfg)
+			})
+		}
 	}
 }
