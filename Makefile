@@ -47,9 +47,12 @@ bench: build
 
 # The long history-checked run: 100,000 values in transactions of up to 750,
 # about 1/3 aborted, SIGKILL bounces of the coordinator and the leaders as
-# separate processes; prints the checker's table.
+# separate processes; prints the checker's table. Then the exactly-once
+# chains (TestEOSTxncoord, TestEOSSoak: kgo, sarama, confluent-kafka-go,
+# 20,000 values each with four coordinator SIGKILL bounces, separate
+# processes and txncoord up; each prints the chain checker's table).
 soak: deps
-	TXNCOORD_SOAK=1 $(GO) test -race -count=1 -timeout 40m -run '^TestSoak$$' -v ./integration
+	TXNCOORD_SOAK=1 $(GO) test -race -count=1 -timeout 60m -run '^(TestSoak|TestEOSTxncoord|TestEOSSoak)$$' -v ./integration
 
 # Clients that are not Go modules: kcat (librdkafka, Debian) and KafkaJS
 # (npm) against txncoord up; installs them itself (apt-get as root, npm).
