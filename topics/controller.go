@@ -132,6 +132,21 @@ func (c *Controller) newStateLocked(name string, partitions int32, rf int16, con
 		ReplicationFactor: rf, Incarnation: inc, Configs: configs}
 }
 
+// commitResultsLocked commits the changes a request's topics accepted
+// (changed: the indexes of their results), unless validateOnly; if the
+// commit fails, each of those results becomes KAFKA_STORAGE_ERROR.
+func (c *Controller) commitResultsLocked(results []Result, changes []state, changed []int, validateOnly bool) []Result {
+	if validateOnly {
+		return results
+	}
+	if err := c.commitLocked(changes); err != nil {
+		for _, i := range changed {
+			results[i] = fail(results[i].Name, kerr.KafkaStorageError, "%v", err)
+		}
+	}
+	return results
+}
+
 // commitLocked appends one record per change, waits until every one is
 // durable, then applies them to memory and the view, in order. On a
 // failure (the store stops every write: fail-stop) nothing changes.
@@ -234,15 +249,7 @@ func (c *Controller) Create(ctx context.Context, specs []Spec, validateOnly bool
 		changes = append(changes, s)
 		changed = append(changed, i)
 	}
-	if validateOnly {
-		return results
-	}
-	if err := c.commitLocked(changes); err != nil {
-		for _, i := range changed {
-			results[i] = fail(results[i].Name, kerr.KafkaStorageError, "%v", err)
-		}
-	}
-	return results
+	return c.commitResultsLocked(results, changes, changed, validateOnly)
 }
 
 // checkCreateLocked validates one topic in Kafka's order: the name, its
@@ -411,12 +418,7 @@ func (c *Controller) Delete(ctx context.Context, names []string) []Result {
 		changes = append(changes, s)
 		changed = append(changed, i)
 	}
-	if err := c.commitLocked(changes); err != nil {
-		for _, i := range changed {
-			results[i] = fail(results[i].Name, kerr.KafkaStorageError, "%v", err)
-		}
-	}
-	return results
+	return c.commitResultsLocked(results, changes, changed, false)
 }
 
 // NameOf resolves a live topic id.
@@ -486,15 +488,7 @@ func (c *Controller) CreatePartitions(ctx context.Context, specs []PartitionsSpe
 			changed = append(changed, i)
 		}
 	}
-	if validateOnly {
-		return results
-	}
-	if err := c.commitLocked(changes); err != nil {
-		for _, i := range changed {
-			results[i] = fail(results[i].Name, kerr.KafkaStorageError, "%v", err)
-		}
-	}
-	return results
+	return c.commitResultsLocked(results, changes, changed, validateOnly)
 }
 
 // AlterConfigs replaces a live topic's configs with configs (its whole
