@@ -42,7 +42,7 @@ func runWithEtcd(m *testing.M) int {
 	cfg := embed.NewConfig()
 	cfg.Name = "txnetcd-test"
 	cfg.Dir = dir
-	cfg.Logger, cfg.LogLevel = "zap", "error"
+	cfg.Logger, cfg.LogLevel = "zap", "fatal" // its shutdown logs errors for its own closed listeners
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
