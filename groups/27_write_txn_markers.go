@@ -59,34 +59,20 @@ func (c *Coordinator) handleWriteTxnMarkers(ctx context.Context, r *wire.Request
 		if err == nil {
 			err = c.durable(ctx, r, pos)
 		}
-		resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 		version, transport := strconv.Itoa(int(req.Version)), "tcp"
 		if r.InProcess() {
 			transport = "in_process"
 		}
 		i := 0
-		for _, m := range req.Markers {
-			rm := kmsg.NewWriteTxnMarkersResponseMarker()
-			rm.ProducerID = m.ProducerID
-			for _, t := range m.Topics {
-				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					code := codes[i]
-					i++
-					if code == 0 && err != nil {
-						code = kerr.KafkaStorageError.Code
-					}
-					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
-					rp.Partition, rp.ErrorCode = p, code
-					rt.Partitions = append(rt.Partitions, rp)
-					c.m.markers.WithLabelValues(codeName(code), version, transport).Inc()
-				}
-				rm.Topics = append(rm.Topics, rt)
+		return wire.WriteTxnMarkersResponse(req, func(kmsg.WriteTxnMarkersRequestMarker, string, int32) int16 {
+			code := codes[i]
+			i++
+			if code == 0 && err != nil {
+				code = kerr.KafkaStorageError.Code
 			}
-			resp.Markers = append(resp.Markers, rm)
-		}
-		return resp, nil
+			c.m.markers.WithLabelValues(codeName(code), version, transport).Inc()
+			return code
+		}), nil
 	}
 }
 

@@ -21,35 +21,26 @@ import (
 func (c *Coordinator) handleDescribeProducers(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DescribeProducersRequest)
 	return func() (kmsg.Response, error) {
-		resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 		readErr := c.readable(ctx)
-		for _, rt := range req.Topics {
-			t := kmsg.NewDescribeProducersResponseTopic()
-			t.Topic = rt.Topic
-			for _, idx := range rt.Partitions {
-				dp := kmsg.NewDescribeProducersResponseTopicPartition()
-				dp.Partition = idx
-				if dp.ErrorCode = c.offsetsPartitionCode(rt.Topic, idx); dp.ErrorCode == 0 && readErr != nil {
-					dp.ErrorCode = storeErrCode(readErr)
-				}
-				if dp.ErrorCode == 0 {
-					c.mu.Lock()
-					states := c.core.Producers(idx)
-					c.mu.Unlock()
-					for pid, ps := range states {
-						ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
-						ap.ProducerID, ap.ProducerEpoch, ap.LastSequence = pid, int32(ps.Epoch), -1
-						ap.LastTimestamp, ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = ps.LastTimestamp, ps.CoordinatorEpoch, ps.TxnStart
-						dp.ActiveProducers = append(dp.ActiveProducers, ap)
-					}
-					sort.Slice(dp.ActiveProducers, func(i, j int) bool {
-						return dp.ActiveProducers[i].ProducerID < dp.ActiveProducers[j].ProducerID
-					})
-				}
-				t.Partitions = append(t.Partitions, dp)
+		return wire.DescribeProducersResponse(req, func(topic string, idx int32) (int16, wire.ActiveProducers) {
+			if code := c.offsetsPartitionCode(topic, idx); code != 0 {
+				return code, nil
 			}
-			resp.Topics = append(resp.Topics, t)
-		}
-		return resp, nil
+			if readErr != nil {
+				return storeErrCode(readErr), nil
+			}
+			c.mu.Lock()
+			states := c.core.Producers(idx)
+			c.mu.Unlock()
+			var out wire.ActiveProducers
+			for pid, ps := range states {
+				ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+				ap.ProducerID, ap.ProducerEpoch, ap.LastSequence = pid, int32(ps.Epoch), -1
+				ap.LastTimestamp, ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = ps.LastTimestamp, ps.CoordinatorEpoch, ps.TxnStart
+				out = append(out, ap)
+			}
+			sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+			return 0, out
+		}), nil
 	}
 }

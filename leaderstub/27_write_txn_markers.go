@@ -80,43 +80,30 @@ func (l *Leader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wir
 		}
 	}
 	return func() (kmsg.Response, error) {
-		resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 		recs := make([]ReceivedMarker, 0, len(results))
 		i := 0
-		for _, m := range req.Markers {
-			rm := kmsg.NewWriteTxnMarkersResponseMarker()
-			rm.ProducerID = m.ProducerID
-			for _, t := range m.Topics {
-				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
-				rt.Topic = t.Topic
-				for range t.Partitions {
-					res := results[i]
-					i++
-					switch {
-					case res.op == nil:
-					case inProcess:
-						// Not waited for, but an append the log
-						// refused at once (the leader closing, the
-						// store stopped) is no marker written.
-						if err := res.op.failedAlready(); err != nil {
-							res.code = errCode(err)
-						}
-					default:
-						if err := res.op.wait(); err != nil {
-							res.code = errCode(err)
-						}
-					}
-					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
-					rp.Partition, rp.ErrorCode = res.rec.Partition, res.code
-					rt.Partitions = append(rt.Partitions, rp)
-					res.rec.ErrorCode = res.code
-					recs = append(recs, res.rec)
-					l.metrics.marker(version, res.code)
+		resp := wire.WriteTxnMarkersResponse(req, func(kmsg.WriteTxnMarkersRequestMarker, string, int32) int16 {
+			res := results[i]
+			i++
+			switch {
+			case res.op == nil:
+			case inProcess:
+				// Not waited for, but an append the log
+				// refused at once (the leader closing, the
+				// store stopped) is no marker written.
+				if err := res.op.failedAlready(); err != nil {
+					res.code = errCode(err)
 				}
-				rm.Topics = append(rm.Topics, rt)
+			default:
+				if err := res.op.wait(); err != nil {
+					res.code = errCode(err)
+				}
 			}
-			resp.Markers = append(resp.Markers, rm)
-		}
+			res.rec.ErrorCode = res.code
+			recs = append(recs, res.rec)
+			l.metrics.marker(version, res.code)
+			return res.code
+		})
 		l.recordMarkers(recs)
 		return resp, nil
 	}

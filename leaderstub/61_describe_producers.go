@@ -20,24 +20,13 @@ import (
 
 func (l *Leader) handleDescribeProducers(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DescribeProducersRequest)
-	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
-	for _, rt := range req.Topics {
-		t := kmsg.NewDescribeProducersResponseTopic()
-		t.Topic = rt.Topic
-		for _, idx := range rt.Partitions {
-			dp := kmsg.NewDescribeProducersResponseTopicPartition()
-			dp.Partition = idx
-			p, kerrE := l.partitionFor(rt.Topic, idx)
-			if kerrE != nil {
-				dp.ErrorCode = kerrE.Code
-			} else {
-				dp.ActiveProducers = describeProducers(p)
-			}
-			t.Partitions = append(t.Partitions, dp)
+	return wire.Now(wire.DescribeProducersResponse(req, func(topic string, idx int32) (int16, wire.ActiveProducers) {
+		p, kerrE := l.partitionFor(topic, idx)
+		if kerrE != nil {
+			return kerrE.Code, nil
 		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return wire.Now(resp)
+		return 0, describeProducers(p)
+	}))
 }
 
 func describeProducers(p *partition) []kmsg.DescribeProducersResponseTopicPartitionActiveProducer {

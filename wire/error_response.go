@@ -61,36 +61,9 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 		}
 		return resp
 	case *kmsg.WriteTxnMarkersRequest:
-		resp := r.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-		for _, m := range r.Markers {
-			rm := kmsg.NewWriteTxnMarkersResponseMarker()
-			rm.ProducerID = m.ProducerID
-			for _, t := range m.Topics {
-				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
-				rt.Topic = t.Topic
-				for _, p := range t.Partitions {
-					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
-					rp.Partition, rp.ErrorCode = p, code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				rm.Topics = append(rm.Topics, rt)
-			}
-			resp.Markers = append(resp.Markers, rm)
-		}
-		return resp
+		return WriteTxnMarkersResponse(r, func(kmsg.WriteTxnMarkersRequestMarker, string, int32) int16 { return code })
 	case *kmsg.DescribeProducersRequest:
-		resp := r.ResponseKind().(*kmsg.DescribeProducersResponse)
-		for _, t := range r.Topics {
-			rt := kmsg.NewDescribeProducersResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewDescribeProducersResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p, code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp
+		return DescribeProducersResponse(r, func(string, int32) (int16, ActiveProducers) { return code, nil })
 	case *kmsg.AddPartitionsToTxnRequest:
 		resp := r.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 		for _, t := range r.Topics { // v0–v3: one transaction
