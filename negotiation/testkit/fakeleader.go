@@ -207,19 +207,9 @@ func (l *FakeLeader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request)
 
 func (l *FakeLeader) handleDescribeProducers(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DescribeProducersRequest)
-	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, t := range req.Topics {
-		rt := kmsg.NewDescribeProducersResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewDescribeProducersResponseTopicPartition()
-			rp.Partition = p
-			rp.ActiveProducers = l.producers[fmt.Sprintf("%s/%d", t.Topic, p)]
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return wire.Now(resp)
+	return wire.Now(wire.DescribeProducersResponse(req, func(topic string, p int32) (int16, wire.ActiveProducers) {
+		return 0, l.producers[fmt.Sprintf("%s/%d", topic, p)]
+	}))
 }
