@@ -132,19 +132,45 @@ func (c *Controller) newStateLocked(name string, partitions int32, rf int16, con
 		ReplicationFactor: rf, Incarnation: inc, Configs: configs}
 }
 
-// commitResultsLocked commits the changes a request's topics accepted
-// (changed: the indexes of their results), unless validateOnly; if the
-// commit fails, each of those results becomes KAFKA_STORAGE_ERROR.
-func (c *Controller) commitResultsLocked(results []Result, changes []state, changed []int, validateOnly bool) []Result {
+// batch is a request's results, in request order, and the changes of the
+// topics it accepted.
+type batch struct {
+	results []Result
+	changes []state
+	changed []int // the indexes of the accepted results
+}
+
+func newBatch(n int) *batch { return &batch{results: make([]Result, n)} }
+
+// accept answers topic i with res and makes its change s.
+func (b *batch) accept(i int, res Result, s state) {
+	b.results[i] = res
+	b.changes = append(b.changes, s)
+	b.changed = append(b.changed, i)
+}
+
+// commitBatchLocked commits the changes the batch accepted, unless
+// validateOnly; if the commit fails, each accepted result becomes
+// KAFKA_STORAGE_ERROR.
+func (c *Controller) commitBatchLocked(b *batch, validateOnly bool) []Result {
 	if validateOnly {
-		return results
+		return b.results
 	}
-	if err := c.commitLocked(changes); err != nil {
-		for _, i := range changed {
-			results[i] = fail(results[i].Name, kerr.KafkaStorageError, "%v", err)
+	if err := c.commitLocked(b.changes); err != nil {
+		for _, i := range b.changed {
+			b.results[i] = fail(b.results[i].Name, kerr.KafkaStorageError, "%v", err)
 		}
 	}
-	return results
+	return b.results
+}
+
+// nameCounts counts how often each name stands in a request.
+func nameCounts[T any](specs []T, name func(T) string) map[string]int {
+	count := map[string]int{}
+	for _, s := range specs {
+		count[name(s)]++
+	}
+	return count
 }
 
 // commitLocked appends one record per change, waits until every one is
@@ -228,28 +254,21 @@ func collisionName(name string) string { return strings.ReplaceAll(name, ".", "_
 func (c *Controller) Create(ctx context.Context, specs []Spec, validateOnly bool) []Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	count := map[string]int{}
-	for _, s := range specs {
-		count[s.Name]++
-	}
-	results := make([]Result, len(specs))
-	var changes []state
-	var changed []int
+	count := nameCounts(specs, func(s Spec) string { return s.Name })
+	b := newBatch(len(specs))
 	for i, spec := range specs {
 		if count[spec.Name] > 1 {
-			results[i] = fail(spec.Name, kerr.InvalidRequest, "Duplicate topic name.")
+			b.results[i] = fail(spec.Name, kerr.InvalidRequest, "Duplicate topic name.")
 			continue
 		}
 		s, res := c.checkCreateLocked(spec)
 		if res.Err != nil {
-			results[i] = res
+			b.results[i] = res
 			continue
 		}
-		results[i] = Result{Name: spec.Name, Info: c.info(s)}
-		changes = append(changes, s)
-		changed = append(changed, i)
+		b.accept(i, Result{Name: spec.Name, Info: c.info(s)}, s)
 	}
-	return c.commitResultsLocked(results, changes, changed, validateOnly)
+	return c.commitBatchLocked(b, validateOnly)
 }
 
 // checkCreateLocked validates one topic in Kafka's order: the name, its
@@ -400,25 +419,22 @@ func (c *Controller) ensure(name string, partitions int32, adopt bool) (cluster.
 func (c *Controller) Delete(ctx context.Context, names []string) []Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	results := make([]Result, len(names))
-	var changes []state
-	var changed []int
+	b := newBatch(len(names))
 	for i, name := range names {
 		if name == cluster.OffsetsTopic {
-			results[i] = fail(name, kerr.InvalidRequest, "Topic %s is internal: its partitions hold the committed offsets of every group.", name)
+			b.results[i] = fail(name, kerr.InvalidRequest, "Topic %s is internal: its partitions hold the committed offsets of every group.", name)
 			continue
 		}
 		s, ok := c.topics[name]
 		if !ok || s.Deleted {
-			results[i] = fail(name, kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+			b.results[i] = fail(name, kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 			continue
 		}
-		results[i] = Result{Name: name, Info: c.info(s)}
+		res := Result{Name: name, Info: c.info(s)}
 		s.Deleted, s.Configs = true, nil
-		changes = append(changes, s)
-		changed = append(changed, i)
+		b.accept(i, res, s)
 	}
-	return c.commitResultsLocked(results, changes, changed, false)
+	return c.commitBatchLocked(b, false)
 }
 
 // NameOf resolves a live topic id.
@@ -448,47 +464,40 @@ type PartitionsSpec struct {
 func (c *Controller) CreatePartitions(ctx context.Context, specs []PartitionsSpec, validateOnly bool) []Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	count := map[string]int{}
-	for _, s := range specs {
-		count[s.Name]++
-	}
-	results := make([]Result, len(specs))
-	var changes []state
-	var changed []int
+	count := nameCounts(specs, func(s PartitionsSpec) string { return s.Name })
+	b := newBatch(len(specs))
 	for i, spec := range specs {
 		name := spec.Name
 		s, ok := c.topics[name]
 		switch {
 		case count[name] > 1:
-			results[i] = fail(name, kerr.InvalidRequest, "Duplicate topic name.")
+			b.results[i] = fail(name, kerr.InvalidRequest, "Duplicate topic name.")
 		case name == cluster.OffsetsTopic:
-			results[i] = fail(name, kerr.InvalidRequest, "Topic %s is internal: its partition count is the cluster file's offsets_partitions.", name)
+			b.results[i] = fail(name, kerr.InvalidRequest, "Topic %s is internal: its partition count is the cluster file's offsets_partitions.", name)
 		case !ok || s.Deleted:
-			results[i] = fail(name, kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
+			b.results[i] = fail(name, kerr.UnknownTopicOrPartition, "This server does not host this topic-partition.")
 		case spec.Count == s.Partitions:
-			results[i] = fail(name, kerr.InvalidPartitions, "Topic already has %d partition(s).", s.Partitions)
+			b.results[i] = fail(name, kerr.InvalidPartitions, "Topic already has %d partition(s).", s.Partitions)
 		case spec.Count < s.Partitions:
-			results[i] = fail(name, kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", name, s.Partitions, spec.Count)
+			b.results[i] = fail(name, kerr.InvalidPartitions, "The topic %s currently has %d partition(s); %d would not be an increase.", name, s.Partitions, spec.Count)
 		case spec.Assignments != nil && len(spec.Assignments) != int(spec.Count-s.Partitions):
-			results[i] = fail(name, kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", spec.Count-s.Partitions, len(spec.Assignments))
+			b.results[i] = fail(name, kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", spec.Count-s.Partitions, len(spec.Assignments))
 		default:
 			if spec.Assignments != nil {
 				if res := c.checkAssignments(name, s.Partitions, spec.Assignments); res.Err != nil {
-					results[i] = res
+					b.results[i] = res
 					continue
 				}
 			}
 			if res := c.policy(name, spec.Count); res.Err != nil {
-				results[i] = res
+				b.results[i] = res
 				continue
 			}
 			s.Partitions = spec.Count
-			results[i] = Result{Name: name, Info: c.info(s)}
-			changes = append(changes, s)
-			changed = append(changed, i)
+			b.accept(i, Result{Name: name, Info: c.info(s)}, s)
 		}
 	}
-	return c.commitResultsLocked(results, changes, changed, validateOnly)
+	return c.commitBatchLocked(b, validateOnly)
 }
 
 // AlterConfigs replaces a live topic's configs with configs (its whole
