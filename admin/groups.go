@@ -135,15 +135,7 @@ func Lag(d *GroupDetail, end map[TopicPartition]int64) {
 // groupRoutes adds the groups endpoints to mux.
 func groupRoutes(mux *http.ServeMux, b Backend) {
 	gb, ok := b.(GroupsBackend)
-	serve := func(h func(w http.ResponseWriter, r *http.Request)) func(w http.ResponseWriter, r *http.Request) {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if !ok {
-				writeError(w, http.StatusNotFound, errNoGroups)
-				return
-			}
-			h(w, r)
-		}
-	}
+	serve := servedIf(ok, errNoGroups)
 	mux.HandleFunc("GET /v1/groups", serve(func(w http.ResponseWriter, r *http.Request) {
 		gs, err := gb.Groups(r.Context())
 		if err != nil {

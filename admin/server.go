@@ -217,6 +217,20 @@ func writeBackendError(w http.ResponseWriter, err error) {
 	}
 }
 
+// servedIf wraps the handlers of an optional backend (groups, topics):
+// where the node has none (ok false), each answers 404 with missing.
+func servedIf(ok bool, missing error) func(http.HandlerFunc) http.HandlerFunc {
+	return func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if !ok {
+				writeError(w, http.StatusNotFound, missing)
+				return
+			}
+			h(w, r)
+		}
+	}
+}
+
 func writeError(w http.ResponseWriter, status int, err error) {
 	writeJSON(w, status, ErrorBody{Error: err.Error()})
 }

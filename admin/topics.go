@@ -86,15 +86,7 @@ const maxCreateBody = 1 << 20
 // topicRoutes adds the topics endpoints to mux.
 func topicRoutes(mux *http.ServeMux, b Backend) {
 	tb, ok := b.(TopicsBackend)
-	serve := func(h func(w http.ResponseWriter, r *http.Request)) func(w http.ResponseWriter, r *http.Request) {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if !ok {
-				writeError(w, http.StatusNotFound, errNoTopics)
-				return
-			}
-			h(w, r)
-		}
-	}
+	serve := servedIf(ok, errNoTopics)
 	mux.HandleFunc("GET /v1/topics", serve(func(w http.ResponseWriter, r *http.Request) {
 		ts, err := tb.Topics(r.Context())
 		if err != nil {
