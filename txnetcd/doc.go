@@ -24,8 +24,10 @@
 // keys of the same Layout; this package only reads them (Load) and
 // conditions on the owner key (Apply).
 //
-// PartitionStore adapts one owned partition to txnlog.Store, so a
-// coordinator can be opened over it. Where it differs from the bbolt
+// PartitionStore adapts one owned partition to txnlog.Store (and
+// txnlog.Submitter, with a group commit: the writes queued while one etcd
+// Txn is in flight go in the next, so concurrent ids share round trips),
+// so a coordinator can be opened over it. Where it differs from the bbolt
 // store: the coordinator epoch is the owner's (from etcd, not bumped by a
 // write), and producer ids are not a high-water mark in the store but
 // come from ProducerIDs (a Batch that raises ProducerIDHighWater is

@@ -335,3 +335,91 @@ func TestPartitionStoreAsTxnlogStore(t *testing.T) {
 		t.Fatalf("apply after close: %v", err)
 	}
 }
+
+// Writes queued while a Txn is in flight are committed together in the
+// next one, in submission order (the last write of an id wins); a batch
+// that cannot be written fails alone; after a takeover a whole group fails
+// with ErrNotOwner and writes nothing.
+func TestPartitionStoreGroupCommit(t *testing.T) {
+	cli := newClient(t)
+	l := newLayout(t)
+	s := NewStore(cli, Options{Layout: l})
+	const p = 9
+	fence := acquire(t, cli, l, p, 0)
+	ps, err := s.Partition(fence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	ps.beforeCommit = func() { // the writer holds each group until released
+		entered <- struct{}{}
+		<-release
+	}
+	ids := idsIn(p, 10, "group")
+	rec := func(i int) txnlog.TxnMetadata {
+		return txnlog.TxnMetadata{TransactionalID: ids[i%len(ids)], ProducerID: int64(i), NextProducerID: -1, LastProducerEpoch: -1, State: txncore.Ongoing}
+	}
+	var results []<-chan error
+	results = append(results, ps.Submit(txnlog.Batch{Puts: []txnlog.TxnMetadata{rec(0)}}))
+	<-entered // the first group, that write alone, is in flight
+	for i := 1; i <= 40; i++ {
+		b := txnlog.Batch{Puts: []txnlog.TxnMetadata{rec(i)}}
+		if i%10 == 3 {
+			b = txnlog.Batch{Deletes: []string{ids[3]}}
+		}
+		results = append(results, ps.Submit(b))
+	}
+	results = append(results, ps.Submit(txnlog.Batch{CoordinatorEpoch: ps.Epoch()}))
+	foreign := ps.Submit(txnlog.Batch{Deletes: idsIn(p+1, 1, "group")})
+	if err := <-foreign; !errors.Is(err, ErrWrongPartition) {
+		t.Fatalf("batch of another partition: %v", err)
+	}
+	release <- struct{}{}
+	<-entered
+	release <- struct{}{}
+	for i, r := range results {
+		if err := <-r; err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+	}
+	if st := ps.Stats(); st.Commits != 2 || st.Batches != 42 {
+		t.Fatalf("stats %+v, want 2 commits of 42 batches", st)
+	}
+	got, err := s.Load(ctxT(t), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		m, ok := got.Txns[id]
+		last := 30 + i // write i goes to ids[i%10]: 31..39, and 40 to ids[0]
+		if i == 0 {
+			last = 40
+		}
+		switch {
+		case i == 3 && ok:
+			t.Fatalf("%s: deleted last, still there", id)
+		case i != 3 && (!ok || m.ProducerID != int64(last)):
+			t.Fatalf("%s: %+v (present %v), want the last write, producer id %d", id, m, ok, last)
+		}
+	}
+
+	acquire(t, cli, l, p, 1) // taken over
+	var stale []<-chan error
+	for i := range 3 {
+		stale = append(stale, ps.Submit(txnlog.Batch{Puts: []txnlog.TxnMetadata{rec(100 + i)}}))
+	}
+	<-entered
+	release <- struct{}{}
+	for _, r := range stale {
+		if err := <-r; !errors.Is(err, ErrNotOwner) {
+			t.Fatalf("group after a takeover: %v", err)
+		}
+	}
+	after, _ := s.Load(ctxT(t), p)
+	if !reflect.DeepEqual(after.Txns, got.Txns) {
+		t.Fatal("a fenced-out group changed the partition")
+	}
+	ps.beforeCommit = nil
+}
