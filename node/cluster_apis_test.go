@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -20,12 +19,7 @@ import (
 // DeleteRecords and OffsetForLeaderEpoch NOT_LEADER_OR_FOLLOWER per
 // partition (so clients go to the partition's leader).
 func TestClusterAPIsEveryNode(t *testing.T) {
-	f, lns := twoLeaderFile(t)
-	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopWithin(t, e.Stop)
+	f, _ := startTwoLeaders(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	nodes := append([]string{f.Coordinator.Addr}, f.Leaders[0].Addr, f.Leaders[1].Addr)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/wire"
@@ -17,12 +16,7 @@ import (
 // each visible in every node's Metadata when the answer arrives; every
 // node answers DescribeConfigs, a leader for its own broker id too.
 func TestControllerRequestsAtALeader(t *testing.T) {
-	f, lns := twoLeaderFile(t)
-	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopWithin(t, e.Stop)
+	f, _ := startTwoLeaders(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dial := func(addr string) *wire.Client {

@@ -42,6 +42,19 @@ func twoLeaderFile(t *testing.T) (*cluster.File, map[int32]net.Listener) {
 	return f, listeners
 }
 
+// startTwoLeaders starts `txncoord up` on twoLeaderFile in a fresh data
+// dir, stopped when the test ends.
+func startTwoLeaders(t *testing.T) (*cluster.File, *Embedded) {
+	t.Helper()
+	f, lns := twoLeaderFile(t)
+	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopWithin(t, e.Stop) })
+	return f, e
+}
+
 func stopWithin(t *testing.T, stop func(context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -149,12 +149,7 @@ func TestTopicsKadmEmbedded(t *testing.T) {
 
 // sarama's ClusterAdmin against `txncoord up`.
 func TestTopicsSaramaEmbedded(t *testing.T) {
-	f, lns := twoLeaderFile(t)
-	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopWithin(t, e.Stop)
+	f, e := startTwoLeaders(t)
 	cfg := sarama.NewConfig()
 	cfg.Version = sarama.V3_6_0_0
 	adm, err := sarama.NewClusterAdmin([]string{e.Bootstrap()}, cfg)
