@@ -143,24 +143,12 @@ func TestKgo848GroupOfThree(t *testing.T) {
 				}
 			}
 			want := endOffsets(t, adm, "in")
-			check := func(when string) {
-				got, err := adm.FetchOffsets(ctx, group)
-				if err != nil {
-					t.Fatalf("%s: fetch offsets: %v", when, err)
-				}
-				for p, end := range want {
-					o, ok := got.Lookup("in", p)
-					if !ok || o.At != end {
-						t.Errorf("%s: partition %d committed %+v, want %d", when, p, o, end)
-					}
-				}
-			}
-			check("before the restart")
+			checkCommitted(ctx, t, adm, group, "in", want, "before the restart")
 			allSeen()
 			tc.stop()
 			tc.start(nil)
 			adm = kadm.NewClient(tc.client())
-			check("after the restart")
+			checkCommitted(ctx, t, adm, group, "in", want, "after the restart")
 		})
 	}
 }
@@ -268,16 +256,7 @@ func TestKgo848GroupTransactSession(t *testing.T) {
 		}
 	}
 	adm := kadm.NewClient(tc.client())
-	want := endOffsets(t, adm, "in")
-	got, err := adm.FetchOffsets(ctx, "eos848")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, end := range want {
-		if o, ok := got.Lookup("in", p); !ok || o.At != end {
-			t.Errorf("partition %d committed %+v, want %d", p, o, end)
-		}
-	}
+	checkCommitted(ctx, t, adm, "eos848", "in", endOffsets(t, adm, "in"), "at the end")
 	listed, err := adm.ListGroups(ctx)
 	if err != nil || listed["eos848"].GroupType != "consumer" {
 		t.Fatalf("ListGroups: %+v %v", listed, err)

@@ -67,14 +67,5 @@ func TestGroupTransactSession(t *testing.T) {
 		}
 	}
 	adm := kadm.NewClient(tc.client())
-	want := endOffsets(t, adm, "in")
-	got, err := adm.FetchOffsets(ctx, "eos")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p, end := range want {
-		if o, ok := got.Lookup("in", p); !ok || o.At != end {
-			t.Errorf("partition %d committed %+v, want %d", p, o, end)
-		}
-	}
+	checkCommitted(ctx, t, adm, "eos", "in", endOffsets(t, adm, "in"), "at the end")
 }

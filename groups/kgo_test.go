@@ -169,26 +169,29 @@ func TestKgoGroupOfThree(t *testing.T) {
 	}
 	adm := kadm.NewClient(tc.client())
 	want := endOffsets(t, adm, "in")
-	check := func(when string) {
-		got, err := adm.FetchOffsets(ctx, "g3")
-		if err != nil {
-			t.Fatalf("%s: fetch offsets: %v", when, err)
-		}
-		for p, end := range want {
-			o, ok := got.Lookup("in", p)
-			if !ok || o.At != end {
-				t.Errorf("%s: partition %d committed %+v, want %d", when, p, o, end)
-			}
-		}
-	}
-	check("before the restart")
+	checkCommitted(ctx, t, adm, "g3", "in", want, "before the restart")
 	tc.stop()
 	tc.start(nil)
 	adm = kadm.NewClient(tc.client())
-	check("after the restart")
+	checkCommitted(ctx, t, adm, "g3", "in", want, "after the restart")
 	groups, err := adm.ListGroups(ctx)
 	if err != nil || len(groups) != 1 || groups["g3"].Group != "g3" {
 		t.Fatalf("ListGroups after the restart: %v %v", groups, err)
+	}
+}
+
+// checkCommitted asserts that group's committed offsets of topic are
+// want (by partition); when names the moment in failures.
+func checkCommitted(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string, want map[int32]int64, when string) {
+	t.Helper()
+	got, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatalf("%s: fetch offsets: %v", when, err)
+	}
+	for p, end := range want {
+		if o, ok := got.Lookup(topic, p); !ok || o.At != end {
+			t.Errorf("%s: partition %d committed %+v, want %d", when, p, o, end)
+		}
 	}
 }
 
