@@ -190,13 +190,7 @@ func TestKgo848GroupTransactSession(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			fs.EachRecord(func(r *kgo.Record) {
-				sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, func(_ *kgo.Record, err error) {
-					if err != nil {
-						t.Errorf("produce: %v", err)
-					}
-				})
-			})
+			copyRecords(ctx, t, sess, fs)
 			committed, err := sess.End(ctx, kgo.TryCommit)
 			if err != nil {
 				t.Errorf("end: %v", err)

@@ -36,13 +36,7 @@ func TestGroupTransactSession(t *testing.T) {
 		if err := sess.Begin(); err != nil {
 			t.Fatal(err)
 		}
-		fs.EachRecord(func(r *kgo.Record) {
-			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					t.Errorf("produce: %v", err)
-				}
-			})
-		})
+		copyRecords(ctx, t, sess, fs)
 		committed, err := sess.End(ctx, kgo.TryCommit)
 		if err != nil {
 			t.Fatalf("end: %v", err)
@@ -68,4 +62,16 @@ func TestGroupTransactSession(t *testing.T) {
 	}
 	adm := kadm.NewClient(tc.client())
 	checkCommitted(ctx, t, adm, "eos", "in", endOffsets(t, adm, "in"), "at the end")
+}
+
+// copyRecords produces each fetched record's key and value in the
+// session's transaction (to its default topic).
+func copyRecords(ctx context.Context, t *testing.T, sess *kgo.GroupTransactSession, fs kgo.Fetches) {
+	fs.EachRecord(func(r *kgo.Record) {
+		sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: r.Value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				t.Errorf("produce: %v", err)
+			}
+		})
+	})
 }
