@@ -46,7 +46,7 @@ func (c *Coordinator) handleInitProducerID(_ context.Context, r *wire.Request) w
 		return resp, nil
 	}
 	if req.TransactionalID == nil {
-		pid, err := c.pids.nextID(c.ctx)
+		pid, err := c.pids.NextID(c.ctx)
 		if err != nil {
 			return wire.Now(errResp(resp, c.storeErrorCode()))
 		}

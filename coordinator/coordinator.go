@@ -48,8 +48,16 @@ type Config struct {
 	// transaction.max.timeout.ms); above it INVALID_TRANSACTION_TIMEOUT.
 	MaxTransactionTimeout time.Duration
 	// PIDBlockSize is how many producer ids one durable reservation
-	// covers (default 1000).
+	// covers (default 1000). Only the default source uses it.
 	PIDBlockSize int64
+	// ProducerIDs, when set, hands out every producer id instead of the
+	// default allocator, and Open then writes no producer-id high-water
+	// mark to Store (only the coordinator epoch). With several
+	// coordinators ids come from etcd blocks (*txnetcd.ProducerIDs), and
+	// a txnetcd.PartitionStore refuses high-water writes: two members'
+	// stores would hand out the same ids. Nil (the single coordinator):
+	// blocks reserved by raising Store's high-water mark, as always.
+	ProducerIDs ProducerIDSource
 	Log          zerolog.Logger
 	Metrics      prometheus.Registerer // may be nil
 }
@@ -61,7 +69,7 @@ type Coordinator struct {
 	cfg   Config
 	epoch int32
 	log   zerolog.Logger
-	pids  *pidAllocator
+	pids  ProducerIDSource
 	// endTxnLatency is observed even without a registry (cheap), so
 	// handlers need no nil checks.
 	endTxnLatency *prometheus.HistogramVec
@@ -153,9 +161,16 @@ func Open(cfg Config) (*Coordinator, error) {
 	c.earlyMarkers = cfg.EarlyMarkers && native
 	// The new epoch and the first pid block are durable before any marker
 	// or producer id uses them (invariant 3: the epoch strictly increases).
+	// With a source of its own the block is the source's business.
 	c.epoch = loaded.CoordinatorEpoch + 1
-	c.pids = &pidAllocator{store: cfg.Store, block: cfg.PIDBlockSize, next: loaded.ProducerIDHighWater, limit: loaded.ProducerIDHighWater + cfg.PIDBlockSize}
-	if err := cfg.Store.Apply(c.ctx, txnlog.Batch{CoordinatorEpoch: c.epoch, ProducerIDHighWater: c.pids.limit}); err != nil {
+	first := txnlog.Batch{CoordinatorEpoch: c.epoch}
+	if cfg.ProducerIDs != nil {
+		c.pids = cfg.ProducerIDs
+	} else {
+		a := &pidAllocator{store: cfg.Store, block: cfg.PIDBlockSize, next: loaded.ProducerIDHighWater, limit: loaded.ProducerIDHighWater + cfg.PIDBlockSize}
+		c.pids, first.ProducerIDHighWater = a, a.limit
+	}
+	if err := cfg.Store.Apply(c.ctx, first); err != nil {
 		return nil, fmt.Errorf("coordinator: persisting coordinator epoch: %w", err)
 	}
 	var resend []markersender.Txn
@@ -429,7 +444,16 @@ func (c *Coordinator) scan() {
 	}
 }
 
-// pidAllocator hands out producer ids from blocks whose end is durable
+// ProducerIDSource hands out producer ids. NextID must never return an id
+// it (or any source sharing its counter) returned before, across restarts
+// too; an error fails the request that needed the id (a store error code).
+// *txnetcd.ProducerIDs has this shape.
+type ProducerIDSource interface {
+	NextID(ctx context.Context) (int64, error)
+}
+
+// pidAllocator is the default ProducerIDSource: it hands out producer ids
+// from blocks whose end is durable in the store (its high-water mark)
 // before any id of the block is used, so a restart never reuses an id.
 type pidAllocator struct {
 	mu          sync.Mutex
@@ -438,7 +462,7 @@ type pidAllocator struct {
 	next, limit int64
 }
 
-func (a *pidAllocator) nextID(ctx context.Context) (int64, error) {
+func (a *pidAllocator) NextID(ctx context.Context) (int64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.next >= a.limit {

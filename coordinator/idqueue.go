@@ -225,7 +225,7 @@ func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pe
 func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
 	var pidErr error
 	pids := func() int64 {
-		pid, err := c.pids.nextID(c.ctx)
+		pid, err := c.pids.NextID(c.ctx)
 		if err != nil && pidErr == nil {
 			pidErr = err
 		}
