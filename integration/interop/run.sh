@@ -174,6 +174,8 @@ timeout 90 /usr/bin/python3 "$HERE/confluent_consumer.py" "$BOOT" "$TOPIC" "$PAR
 	|| { cat "$WORK/confluent-consumer.err" >&2; fail "confluent-kafka consumer"; }
 check_consumed confluent-consumer "$WORK/confluent-consumer.out"
 log "confluent-kafka assign() read_committed: EOF on every partition, $(wc -l <"$WORK/confluent-consumer.out") values"
+# Consumer groups: kcat -G members, a confluent-kafka Python transactional stage.
+bash "$HERE/groups.sh" "$BOOT" "$ADMIN" "$WORK/txncoord" || fail "consumer groups (groups.sh)"
 # KafkaJS in an exactly-once consume-transform-produce chain (its own txncoord up).
 bash "$HERE/eos.sh" || fail "kafkajs exactly-once chain (eos.sh)"
 log "PASS"
