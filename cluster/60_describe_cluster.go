@@ -90,7 +90,7 @@ func (v *View) describeCluster(r *wire.Request, req *kmsg.DescribeClusterRequest
 	}
 	resp.EndpointType = endpointTypeBroker
 	resp.ClusterID = v.file.ClusterID
-	resp.ControllerID = v.file.Coordinator.NodeID
+	resp.ControllerID = v.Coordinator().NodeID
 	for _, n := range v.Brokers() {
 		b := kmsg.NewDescribeClusterResponseBroker()
 		b.NodeID = n.NodeID

@@ -26,10 +26,16 @@ type Node struct {
 	KafkaVersion string `yaml:"kafka_version" json:"kafka_version"`
 }
 
-// File is the cluster file (architecture.md "Cluster file").
+// File is the cluster file (architecture.md "Cluster file" and "Several
+// coordinators (etcd)").
 type File struct {
-	ClusterID         string           `yaml:"cluster_id"`
-	Coordinator       *Node            `yaml:"coordinator"`
+	ClusterID string `yaml:"cluster_id"`
+	// Coordinator is the single-coordinator form, today's default.
+	// Coordinators is the list form; Parse turns a list of one into the
+	// single form, so Coordinator is nil only with several coordinators.
+	// CoordinatorNodes reads either.
+	Coordinator       *Node            `yaml:"coordinator,omitempty"`
+	Coordinators      []Node           `yaml:"coordinators,omitempty"`
 	Leaders           []Node           `yaml:"leaders"`
 	DefaultPartitions int32            `yaml:"default_partitions"`
 	Topics            map[string]int32 `yaml:"topics,omitempty"`
@@ -43,6 +49,54 @@ type File struct {
 	// Security, when set, turns on TLS/SASL on every listener, cluster
 	// authorization of broker-only APIs, and the admin API's token.
 	Security *security.Settings `yaml:"security,omitempty"`
+	// Etcd is where several coordinators keep their shared state; it is
+	// required with more than one coordinator.
+	Etcd *Etcd `yaml:"etcd,omitempty"`
+	// TransactionStatePartitions is the partition count of
+	// __transaction_state (Kafka's transaction.state.log.num.partitions):
+	// a transactional id belongs to partition fnv32a(id) mod this. 0 means
+	// DefaultTransactionStatePartitions.
+	TransactionStatePartitions int32 `yaml:"transaction_state_partitions,omitempty"`
+}
+
+// Etcd is the etcd section of the cluster file.
+type Etcd struct {
+	// Endpoints are etcd client URLs (http://host:port, https://host:port)
+	// or host:port.
+	Endpoints []string `yaml:"endpoints,omitempty" json:"endpoints"`
+	// Prefix is the key prefix of the cluster's state: "" means
+	// DefaultEtcdPrefix(cluster_id).
+	Prefix string `yaml:"prefix,omitempty" json:"prefix"`
+}
+
+// DefaultTransactionStatePartitions is Kafka's
+// transaction.state.log.num.partitions default.
+const DefaultTransactionStatePartitions = 50
+
+// DefaultEtcdPrefix is the etcd key prefix of a cluster that names none.
+func DefaultEtcdPrefix(clusterID string) string { return "/txncoord/" + clusterID }
+
+// ErrSeveralCoordinators is SingleCoordinator's error: nothing runs a
+// cluster of several coordinators yet (issue 19).
+var ErrSeveralCoordinators = errors.New("multi-coordinator clusters are not implemented yet")
+
+// SingleCoordinator returns an error wrapping ErrSeveralCoordinators when
+// the file names more than one coordinator: the processes that would serve
+// it refuse to start rather than run a cluster they cannot coordinate.
+func (f *File) SingleCoordinator() error {
+	if n := len(f.CoordinatorNodes()); n > 1 {
+		return fmt.Errorf("%d coordinators: %w (issue 19): name one coordinator", n, ErrSeveralCoordinators)
+	}
+	return nil
+}
+
+// CoordinatorNodes are the coordinators, whichever form the file uses:
+// nodes 0..C-1 in order.
+func (f *File) CoordinatorNodes() []Node {
+	if f.Coordinator != nil {
+		return []Node{*f.Coordinator}
+	}
+	return append([]Node(nil), f.Coordinators...)
 }
 
 // DefaultClusterID is used when the file names none.
@@ -99,6 +153,11 @@ func Parse(raw []byte) (*File, error) {
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
+	if len(f.Coordinators) == 1 {
+		// A list of one is today's single coordinator: every caller
+		// that reads Coordinator keeps working.
+		f.Coordinator, f.Coordinators = &f.Coordinators[0], nil
+	}
 	return &f, nil
 }
 
@@ -109,9 +168,13 @@ var unknownField = regexp.MustCompile(`^(line \d+: )field (\S+) not found in typ
 func (f *File) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if f.Coordinator == nil {
-		add("missing coordinator: the file needs coordinator: {node_id, addr, kafka_version}")
+	switch {
+	case f.Coordinator != nil && len(f.Coordinators) > 0:
+		add("coordinator and coordinators both given: use one form (coordinators: [...] for several)")
+	case f.Coordinator == nil && len(f.Coordinators) == 0:
+		add("missing coordinator: the file needs coordinator: {node_id, addr, kafka_version} or coordinators: [...]")
 	}
+	nc := int32(len(f.CoordinatorNodes())) // with both forms: the single one
 	if len(f.Leaders) == 0 {
 		add("no leaders: at least one leader is needed")
 	}
@@ -142,12 +205,33 @@ func (f *File) Validate() error {
 			add("%s: %v", what, err)
 		}
 	}
+	// Node ids: coordinators 0..C-1 in order, leaders from C on, so a
+	// node's id alone says what it is.
 	if f.Coordinator != nil {
+		if f.Coordinator.NodeID != 0 {
+			add("coordinator: node_id must be 0 (coordinators are nodes 0..C-1, leaders C..), got %d", f.Coordinator.NodeID)
+		}
 		check("coordinator", *f.Coordinator)
+	} else { // with both forms, their error says it all
+		for i, c := range f.Coordinators {
+			what := fmt.Sprintf("coordinators[%d]", i)
+			if c.NodeID != int32(i) {
+				add("%s: node_id must be %d (coordinators are nodes 0..%d in order, leaders from %d), got %d", what, i, nc-1, nc, c.NodeID)
+			}
+			check(what, c)
+		}
 	}
 	for i, l := range f.Leaders {
-		check(fmt.Sprintf("leaders[%d]", i), l)
+		what := fmt.Sprintf("leaders[%d]", i)
+		if l.NodeID >= 0 && l.NodeID < nc && !ids[l.NodeID] {
+			add("%s: node_id must be at least %d (coordinators are nodes 0..%d), got %d", what, nc, nc-1, l.NodeID)
+		}
+		check(what, l)
 	}
+	if f.TransactionStatePartitions < 0 {
+		add("transaction_state_partitions must be at least 1 (or left out for %d), got %d", DefaultTransactionStatePartitions, f.TransactionStatePartitions)
+	}
+	f.validateEtcd(nc, add)
 	if f.OffsetsPartitions < 0 {
 		add("offsets_partitions must be at least 1 (or left out for %d), got %d", DefaultOffsetsPartitions, f.OffsetsPartitions)
 	}
@@ -168,6 +252,52 @@ func (f *File) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateEtcd checks the etcd section: endpoints are needed as soon as
+// several coordinators share state, and the prefix must make sound keys
+// (<prefix>/txn/..., so a leading "/" and no trailing one).
+func (f *File) validateEtcd(coordinators int32, add func(string, ...any)) {
+	if f.Etcd == nil || len(f.Etcd.Endpoints) == 0 {
+		if coordinators > 1 {
+			add("etcd: endpoints are required with %d coordinators (etcd: {endpoints: [http://host:port, ...]})", coordinators)
+		}
+		if f.Etcd == nil {
+			return
+		}
+	}
+	seen := map[string]bool{}
+	for i, e := range f.Etcd.Endpoints {
+		if err := validEndpoint(e); err != nil {
+			add("etcd: endpoints[%d] %q: %v", i, e, err)
+		} else if seen[e] {
+			add("etcd: endpoints[%d]: duplicate endpoint %s", i, e)
+		}
+		seen[e] = true
+	}
+	if p := f.Etcd.Prefix; p != "" && (!strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, " \t\n")) {
+		add("etcd: prefix %q must start with \"/\", not end with \"/\" and hold no spaces (default %s)", p, DefaultEtcdPrefix(f.ClusterID))
+	}
+}
+
+// validEndpoint accepts what etcd's client dials: http(s)://host:port or
+// host:port.
+func validEndpoint(e string) error {
+	hostPort := e
+	if scheme, rest, ok := strings.Cut(e, "://"); ok {
+		if scheme != "http" && scheme != "https" {
+			return fmt.Errorf("scheme must be http or https")
+		}
+		hostPort = strings.TrimSuffix(rest, "/")
+	}
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil || host == "" {
+		return fmt.Errorf("want http://host:port, https://host:port or host:port")
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("port must be a number from 1 to 65535")
+	}
+	return nil
 }
 
 // ValidTopicName applies Kafka's topic name rules.

@@ -47,7 +47,7 @@ func (v *View) RegisterMetadata(reg *wire.Registry) {
 func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.ClusterID = kmsg.StringPtr(v.file.ClusterID)
-	resp.ControllerID = v.file.Coordinator.NodeID
+	resp.ControllerID = v.Coordinator().NodeID
 	for _, n := range v.Brokers() {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID = n.NodeID

@@ -2,14 +2,19 @@ package cluster
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestDataDriven replays testdata/*.txt. Commands:
 //
-//	parse                      the cluster file → "ok ..." or one "error:" line per problem
+//	parse                      the cluster file → "ok ..." (and what the view makes of it) or
+//	                           one "error:" line per problem; a valid file written and parsed
+//	                           again must come back the same
 //	leaders topic=T            partition → leader node of topic T (from the file)
 //	topic-id topic=T           T's id in the file's cluster
 //	transaction-version        the finalized transaction.version and each node's supported range
@@ -24,8 +29,23 @@ func TestDataDriven(t *testing.T) {
 				}
 				return strings.Join(out, "\n")
 			}
-			return fmt.Sprintf("ok: cluster %s, coordinator %d, %d leaders, default_partitions %d, %d topics",
-				f.ClusterID, f.Coordinator.NodeID, len(f.Leaders), f.DefaultPartitions, len(f.Topics))
+			v := NewView(f)
+			again, err := Parse(mustMarshal(t, f))
+			if err != nil {
+				t.Fatalf("line %d: the file as written does not parse: %v", c.line, err)
+			}
+			if !reflect.DeepEqual(again, f) {
+				t.Fatalf("line %d: the file as written parses as\n%+v\nnot\n%+v", c.line, again, f)
+			}
+			var coords []string
+			for _, n := range v.Coordinators() {
+				coords = append(coords, fmt.Sprintf("%d@%s", n.NodeID, n.Addr))
+			}
+			e := v.Etcd()
+			return fmt.Sprintf("ok: cluster %s, coordinator %d, %d leaders, default_partitions %d, %d topics\n"+
+				"coordinators [%s], transaction_state_partitions %d, etcd endpoints %v prefix %s",
+				f.ClusterID, v.Coordinator().NodeID, len(f.Leaders), f.DefaultPartitions, len(f.Topics),
+				strings.Join(coords, " "), v.TransactionStatePartitions(), e.Endpoints, e.Prefix)
 		}
 		if err != nil {
 			t.Fatalf("line %d: %v", c.line, err)
@@ -60,4 +80,13 @@ func TestDataDriven(t *testing.T) {
 		t.Fatalf("line %d: unknown command %q", c.line, c.command)
 		return ""
 	})
+}
+
+func mustMarshal(t *testing.T, f *File) []byte {
+	t.Helper()
+	raw, err := yaml.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
 }

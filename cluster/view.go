@@ -102,7 +102,7 @@ func (v *View) OffsetsPartitions() int32 {
 // GroupCoordinator is the node that coordinates every consumer group: the
 // coordinator node, which leads __consumer_offsets (Kafka co-locates the
 // group coordinator with that partition's leader).
-func (v *View) GroupCoordinator() Node { return *v.file.Coordinator }
+func (v *View) GroupCoordinator() Node { return v.Coordinator() }
 
 // File returns the cluster file the view was built from.
 func (v *View) File() *File { return v.file }
@@ -110,14 +110,50 @@ func (v *View) File() *File { return v.file }
 // ClusterID is the cluster's id.
 func (v *View) ClusterID() string { return v.file.ClusterID }
 
-// Coordinator is the coordinator node.
-func (v *View) Coordinator() Node { return *v.file.Coordinator }
+// Coordinator is the coordinator node: the first (node 0) when the file
+// names several.
+func (v *View) Coordinator() Node {
+	if v.file.Coordinator != nil {
+		return *v.file.Coordinator
+	}
+	return v.file.Coordinators[0]
+}
+
+// Coordinators are the coordinator nodes, 0..C-1: one unless the file
+// names several (then TransactionStatePartitions and Etcd matter).
+func (v *View) Coordinators() []Node { return v.file.CoordinatorNodes() }
+
+// TransactionStatePartitions is the partition count of __transaction_state:
+// a transactional id belongs to partition fnv32a(id) mod this.
+func (v *View) TransactionStatePartitions() int32 {
+	if v.file.TransactionStatePartitions > 0 {
+		return v.file.TransactionStatePartitions
+	}
+	return DefaultTransactionStatePartitions
+}
+
+// Etcd is the file's etcd section with its defaults: the prefix is
+// DefaultEtcdPrefix(cluster_id) when the file names none; no endpoints
+// means no etcd is configured.
+func (v *View) Etcd() Etcd {
+	var e Etcd
+	if v.file.Etcd != nil {
+		e.Endpoints = append([]string(nil), v.file.Etcd.Endpoints...)
+		e.Prefix = v.file.Etcd.Prefix
+	}
+	if e.Prefix == "" {
+		e.Prefix = DefaultEtcdPrefix(v.file.ClusterID)
+	}
+	return e
+}
 
 // Leaders are the leader nodes in file order.
 func (v *View) Leaders() []Node { return v.file.Leaders }
 
-// Brokers are all nodes: the coordinator, then the leaders.
-func (v *View) Brokers() []Node { return append([]Node{*v.file.Coordinator}, v.file.Leaders...) }
+// Brokers are all nodes: the coordinators, then the leaders.
+func (v *View) Brokers() []Node {
+	return append(v.file.CoordinatorNodes(), v.file.Leaders...)
+}
 
 // Node returns the node with id.
 func (v *View) Node(id int32) (Node, bool) {
@@ -364,13 +400,15 @@ func (v *View) LeaderOf(topic string, partition int32) (Node, bool) {
 }
 
 // TransactionVersion is the finalized transaction.version: 2 when every
-// leader supports Produce v12+ (Kafka 4.0+) and the coordinator EndTxn v5;
+// leader supports Produce v12+ (Kafka 4.0+) and every coordinator EndTxn v5;
 // otherwise 0. kgo switches to TV2 on this feature alone, without checking
 // each leader's Produce range, so advertising 2 with an older leader would
 // break every transaction touching it (clients.md §1).
 func (v *View) TransactionVersion() int16 {
-	if negotiation.MaxVersion(v.file.Coordinator.KafkaVersion, 26) < 5 {
-		return 0
+	for _, c := range v.file.CoordinatorNodes() {
+		if negotiation.MaxVersion(c.KafkaVersion, 26) < 5 {
+			return 0
+		}
 	}
 	for _, l := range v.file.Leaders {
 		if negotiation.MaxVersion(l.KafkaVersion, 0) < 12 {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"path/filepath"
@@ -233,5 +234,68 @@ func TestOffsetsTopicLedByCoordinator(t *testing.T) {
 	f.Topics = map[string]int32{OffsetsTopic: 3}
 	if err := f.Validate(); err == nil {
 		t.Fatal("a cluster file may not size __consumer_offsets through topics")
+	}
+}
+
+// With several coordinators the view lists them all as brokers, Coordinator
+// is still node 0 (every single-coordinator caller unchanged), and the etcd
+// settings and __transaction_state partitions take their defaults.
+func TestViewOfSeveralCoordinators(t *testing.T) {
+	f, err := Parse([]byte(`cluster_id: c9
+coordinators:
+  - {node_id: 0, addr: 127.0.0.1:9092, kafka_version: "4.2"}
+  - {node_id: 1, addr: 127.0.0.1:9093, kafka_version: "4.1"}
+leaders:
+  - {node_id: 2, addr: 127.0.0.1:9094, kafka_version: "4.2"}
+etcd: {endpoints: ["http://127.0.0.1:2379"]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := NewView(f)
+	if c := v.Coordinator(); c.NodeID != 0 || c.Addr != "127.0.0.1:9092" {
+		t.Fatalf("Coordinator() = %+v, want node 0", c)
+	}
+	if g := v.GroupCoordinator(); g.NodeID != 0 {
+		t.Fatalf("GroupCoordinator() = %+v, want node 0", g)
+	}
+	var ids []int32
+	for _, n := range v.Brokers() {
+		ids = append(ids, n.NodeID)
+	}
+	if !reflect.DeepEqual(ids, []int32{0, 1, 2}) {
+		t.Fatalf("brokers %v, want [0 1 2]", ids)
+	}
+	if n, ok := v.Node(1); !ok || n.KafkaVersion != "4.1" {
+		t.Fatalf("Node(1) = %+v, %v", n, ok)
+	}
+	if got := v.Coordinators(); len(got) != 2 || got[1].NodeID != 1 {
+		t.Fatalf("Coordinators() = %+v", got)
+	}
+	v.Coordinators()[0].Addr = "changed" // a copy: the file is not changed
+	if v.Coordinator().Addr != "127.0.0.1:9092" {
+		t.Fatal("Coordinators() let its caller change the file")
+	}
+	if got := v.Etcd(); !reflect.DeepEqual(got, Etcd{Endpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/txncoord/c9"}) {
+		t.Fatalf("Etcd() = %+v", got)
+	}
+	if n := v.TransactionStatePartitions(); n != DefaultTransactionStatePartitions {
+		t.Fatalf("TransactionStatePartitions() = %d", n)
+	}
+	if !errors.Is(f.SingleCoordinator(), ErrSeveralCoordinators) {
+		t.Fatalf("SingleCoordinator() = %v", f.SingleCoordinator())
+	}
+
+	// A file built in code with the single form (as `up` builds it):
+	// one coordinator, no etcd, nothing to refuse.
+	one := NewView(testFile(t, "4.2"))
+	if got := one.Coordinators(); len(got) != 1 || got[0] != one.Coordinator() {
+		t.Fatalf("Coordinators() = %+v", got)
+	}
+	if got := one.Etcd(); len(got.Endpoints) != 0 || got.Prefix != "/txncoord/view-test" {
+		t.Fatalf("Etcd() = %+v", got)
+	}
+	if err := one.File().SingleCoordinator(); err != nil {
+		t.Fatal(err)
 	}
 }
