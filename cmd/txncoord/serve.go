@@ -141,6 +141,9 @@ func runUp(c *cli.Context) error {
 	if err != nil {
 		return usageError{fmt.Errorf("bad cluster settings: %w", err)}
 	}
+	if err := file.SingleCoordinator(); err != nil { // until up runs several (issue 19)
+		return usageError{err}
+	}
 	autoCreate := c.Bool("auto-create-topics-enable")
 	file.AutoCreateTopicsEnable = &autoCreate
 	lim, err := limits(c)
@@ -240,6 +243,13 @@ func loadCluster(c *cli.Context) (*cluster.View, error) {
 			return nil, usageError{err}
 		}
 		return nil, usageError{err}
+	}
+	// A valid file may name several coordinators (issue 19), but nothing
+	// runs such a cluster yet: refuse rather than serve it as if the
+	// first coordinator were the only one. The leader too, as it would
+	// send every registration to that first coordinator.
+	if err := f.SingleCoordinator(); err != nil {
+		return nil, usageError{fmt.Errorf("cluster file %s: %w", path, err)}
 	}
 	return cluster.NewView(f), nil
 }
