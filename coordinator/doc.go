@@ -28,8 +28,11 @@
 // them. The order of the log is the whole protocol.
 //
 // Producer ids come from blocks whose end is durable before any id of the
-// block is handed out. The coordinator epoch is bumped and persisted at
-// every Open, before the markers of Prepare* transactions are resent.
+// block is handed out (the store's high-water mark, or Config.ProducerIDs,
+// for example etcd blocks with several coordinators). The coordinator epoch
+// is bumped and persisted at every Open, before the markers of Prepare*
+// transactions are resent; over a txnetcd.PartitionStore the bump is the
+// partition's acquisition and its write is a fence check.
 //
 // It must not touch bbolt or sockets directly.
 //
