@@ -58,6 +58,11 @@ type Config struct {
 	// See expire.go.
 	ProducerIDExpiration      time.Duration
 	ProducerIDExpirationCheck time.Duration
+	// RetentionCheckInterval is how often retention is applied to every
+	// partition, written or idle (Kafka's
+	// log.retention.check.interval.ms; default
+	// DefaultRetentionCheckInterval). See retention_sweep.go.
+	RetentionCheckInterval time.Duration
 }
 
 // DefaultPrevTxnMarkerWait is the default Config.PrevTxnMarkerWait.
@@ -85,7 +90,7 @@ type Leader struct {
 	sessions *fetchSessionCache // Fetch sessions (fetch_sessions.go)
 
 	stop       chan struct{}
-	background sync.WaitGroup // expireLoop; Close waits for it
+	background sync.WaitGroup // expireLoop, retentionLoop; Close waits for them
 	closeOnce  sync.Once
 }
 
@@ -131,6 +136,9 @@ func Open(cfg Config) (*Leader, error) {
 		// as often as it lasts.
 		cfg.ProducerIDExpirationCheck = min(DefaultProducerIDExpirationCheck, cfg.ProducerIDExpiration)
 	}
+	if cfg.RetentionCheckInterval <= 0 {
+		cfg.RetentionCheckInterval = DefaultRetentionCheckInterval
+	}
 	l := &Leader{
 		cfg:        cfg,
 		log:        cfg.Log.With().Int32("leader", cfg.NodeID).Logger(),
@@ -175,8 +183,9 @@ func Open(cfg Config) (*Leader, error) {
 		return nil, err
 	}
 	l.registrar = newRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.log)
-	l.background.Add(1)
+	l.background.Add(2)
 	go l.expireLoop()
+	go l.retentionLoop()
 	return l, nil
 }
 

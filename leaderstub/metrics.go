@@ -19,6 +19,9 @@ type metrics struct {
 	markers   *prometheus.CounterVec
 	// producersExpired counts producer entries forgotten (expire.go).
 	producersExpired prometheus.Counter
+	// retentionDeleted counts batches deleted by retention, at a write
+	// or by the sweep (retention_sweep.go).
+	retentionDeleted prometheus.Counter
 	collectors       []prometheus.Collector
 	// fsyncs counts commits, readable without a registry (benchmarks).
 	fsyncs atomic.Int64
@@ -39,8 +42,10 @@ func newMetrics(reg prometheus.Registerer, nodeID int32) *metrics {
 			[]string{"wtm_version", "error_code"}),
 		producersExpired: prometheus.NewCounter(prometheus.CounterOpts{Name: "txncoord_leader_producers_expired_total",
 			Help: "producer entries forgotten on a partition after ProducerIDExpiration without a write", ConstLabels: labels}),
+		retentionDeleted: prometheus.NewCounter(prometheus.CounterOpts{Name: "txncoord_leader_retention_deleted_batches_total",
+			Help: "record batches deleted by retention.ms / retention.bytes, at a write or by the periodic sweep", ConstLabels: labels}),
 	}
-	m.collectors = []prometheus.Collector{m.commits, m.commitOps, m.batches, m.markers, m.producersExpired}
+	m.collectors = []prometheus.Collector{m.commits, m.commitOps, m.batches, m.markers, m.producersExpired, m.retentionDeleted}
 	if reg != nil {
 		for _, c := range m.collectors {
 			reg.Register(c) // a duplicate (re-opened leader) keeps the first series

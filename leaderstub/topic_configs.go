@@ -17,7 +17,8 @@ package leaderstub
 //     Config.RetentionBytes, which always applies) or its first batch's
 //     largest timestamp is older than retention.ms. Kafka deletes whole
 //     segments every log.retention.check.interval.ms; a batch here is a
-//     segment, checked when the partition is written. As before, a batch
+//     segment, checked when the partition is written and by the sweep
+//     every Config.RetentionCheckInterval (retention_sweep.go). A batch
 //     at or above the last stable offset is never dropped, nor the last
 //     one.
 
@@ -82,7 +83,9 @@ func (l *Leader) retain(p *partition) (dropped []int64, droppedAborted []int64) 
 			limit.now = l.nowMillis()
 		}
 	}
-	return p.retainBy(limit)
+	dropped, droppedAborted = p.retainBy(limit)
+	l.metrics.retentionDeleted.Add(float64(len(dropped)))
+	return dropped, droppedAborted
 }
 
 // retentionLimit bounds a partition's log: bytes, and age in ms (-1 none)
