@@ -37,6 +37,8 @@ type EmbeddedConfig struct {
 	WALFS                wal.FS
 	RetentionBytes       int64
 	ProducerIDExpiration time.Duration // 0: Kafka's one day (LeaderConfig)
+	// RetentionCheckInterval: 0 is Kafka's five minutes (LeaderConfig).
+	RetentionCheckInterval time.Duration
 	// Listeners, optional, are already-bound listeners by node id (tests
 	// bind 127.0.0.1:0 first and write the cluster file from them).
 	Listeners map[int32]net.Listener
@@ -189,7 +191,7 @@ func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, 
 	return LeaderConfig{
 		View: e.View, NodeID: id, KafkaVersion: kafkaVersion, DataDir: e.cfg.DataDir, Shared: e.Shared,
 		RetentionBytes: e.cfg.RetentionBytes, ProducerIDExpiration: e.cfg.ProducerIDExpiration,
-		UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
+		RetentionCheckInterval: e.cfg.RetentionCheckInterval, UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
 		Metrics:     prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics),
 		Coordinator: e.inProcess.leaderClient(), Limits: e.cfg.Limits, Forward: e.inProcess.forward,
 	}

@@ -30,7 +30,11 @@ type LeaderConfig struct {
 	// ProducerIDExpiration: how long a producer with no open transaction
 	// is kept on a partition after its last write (0: Kafka's one day).
 	ProducerIDExpiration time.Duration
-	UnsafeNoSync         bool
+	// RetentionCheckInterval: how often retention is applied to idle
+	// partitions too (0: Kafka's log.retention.check.interval.ms, five
+	// minutes).
+	RetentionCheckInterval time.Duration
+	UnsafeNoSync           bool
 	// Shared, when set, holds the leader's data as its space
 	// "leader-<id>" (`txncoord up`); the caller closes it.
 	Shared   *storage.Store
@@ -92,17 +96,18 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		cancel()
 	}
 	l, err := leaderstub.Open(leaderstub.Config{
-		NodeID:               cfg.NodeID,
-		KafkaVersion:         self.KafkaVersion,
-		View:                 cfg.View,
-		DataDir:              filepath.Join(cfg.DataDir, fmt.Sprintf("leader-%d", cfg.NodeID)),
-		Shared:               cfg.Shared,
-		Coordinator:          coordCl,
-		RetentionBytes:       cfg.RetentionBytes,
-		ProducerIDExpiration: cfg.ProducerIDExpiration,
-		NoSync:               cfg.UnsafeNoSync,
-		Log:                  log,
-		Metrics:              cfg.Metrics,
+		NodeID:                 cfg.NodeID,
+		KafkaVersion:           self.KafkaVersion,
+		View:                   cfg.View,
+		DataDir:                filepath.Join(cfg.DataDir, fmt.Sprintf("leader-%d", cfg.NodeID)),
+		Shared:                 cfg.Shared,
+		Coordinator:            coordCl,
+		RetentionBytes:         cfg.RetentionBytes,
+		ProducerIDExpiration:   cfg.ProducerIDExpiration,
+		RetentionCheckInterval: cfg.RetentionCheckInterval,
+		NoSync:                 cfg.UnsafeNoSync,
+		Log:                    log,
+		Metrics:                cfg.Metrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("leader %d: %w", cfg.NodeID, err)
