@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -406,6 +407,17 @@ func TestPartitionStoreGroupCommit(t *testing.T) {
 	}
 
 	acquire(t, cli, l, p, 1) // taken over
+	// The writer is idle (every result above was received), so the hook
+	// can change: it holds only the next group, whatever the writer took
+	// into it (under load it may take the first stale write alone, and
+	// then the other two as a second group, which must not wait).
+	var hold sync.Once
+	ps.beforeCommit = func() {
+		hold.Do(func() {
+			entered <- struct{}{}
+			<-release
+		})
+	}
 	var stale []<-chan error
 	for i := range 3 {
 		stale = append(stale, ps.Submit(txnlog.Batch{Puts: []txnlog.TxnMetadata{rec(100 + i)}}))
