@@ -58,8 +58,8 @@ type Config struct {
 	// stores would hand out the same ids. Nil (the single coordinator):
 	// blocks reserved by raising Store's high-water mark, as always.
 	ProducerIDs ProducerIDSource
-	Log          zerolog.Logger
-	Metrics      prometheus.Registerer // may be nil
+	Log         zerolog.Logger
+	Metrics     prometheus.Registerer // may be nil
 }
 
 // Coordinator owns every transaction's state. Requests for one

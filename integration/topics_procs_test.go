@@ -147,7 +147,7 @@ func TestTopicConfigsSeparateProcesses(t *testing.T) {
 	}
 	defer cl.Close()
 	big := make([]byte, 4096)
-	rand.Read(big) // incompressible: kgo compresses batches
+	rand.Read(big)                  // incompressible: kgo compresses batches
 	for p := int32(0); p < 2; p++ { // a partition on each leader
 		if err := cl.ProduceSync(ctx, &kgo.Record{Partition: p, Value: big}).FirstErr(); !errors.Is(err, kerr.MessageTooLarge) {
 			t.Fatalf("4 KiB to capped-%d (max.message.bytes 2048): %v, want MESSAGE_TOO_LARGE", p, err)
