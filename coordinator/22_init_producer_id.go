@@ -48,7 +48,7 @@ func (c *Coordinator) handleInitProducerID(_ context.Context, r *wire.Request) w
 	if req.TransactionalID == nil {
 		pid, err := c.pids.NextID(c.ctx)
 		if err != nil {
-			return wire.Now(errResp(resp, c.storeErrorCode()))
+			return wire.Now(errResp(resp, c.writeErrorCode(err)))
 		}
 		return wire.Now(okPID(resp, pid))
 	}

@@ -257,6 +257,20 @@ func (c *Coordinator) storeErrorCode() int16 {
 	return kerr.CoordinatorNotAvailable.Code
 }
 
+// writeErrorCode is the answer to a request whose write failed with err:
+// NOT_COORDINATOR when the store says another coordinator owns the id's
+// partition now (txnlog.ErrNotOwner: a shared store fenced this one out,
+// nothing was written, and the client must look the coordinator up again
+// rather than retry here), else storeErrorCode(). The code is taken from
+// the write's own error: the store is not stopped by a fenced write (the
+// partition may be owned again later), so its Err says nothing of it.
+func (c *Coordinator) writeErrorCode(err error) int16 {
+	if errors.Is(err, txnlog.ErrNotOwner) {
+		return kerr.NotCoordinator.Code
+	}
+	return c.storeErrorCode()
+}
+
 // storeFailed is the store's fail-stop error, nil while it writes (or when
 // the store cannot tell).
 func (c *Coordinator) storeFailed() error {

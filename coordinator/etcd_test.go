@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/internal/etcdtest"
 	"github.com/txncoord/txncoord/ownership"
@@ -100,13 +101,13 @@ func TestCoordinatorOverEtcdPartition(t *testing.T) {
 			LeaseTTL: time.Second, Settle: 10 * time.Millisecond, Log: zerolog.Nop()}
 	}
 	const p = 2
-	var ids []string // four ids of partition p
-	for i := 0; len(ids) < 4; i++ {
+	var ids []string // five ids of partition p
+	for i := 0; len(ids) < 5; i++ {
 		if id := fmt.Sprintf("txn-%d", i); st.PartitionFor(id) == p {
 			ids = append(ids, id)
 		}
 	}
-	done, open, late, prep := ids[0], ids[1], ids[2], ids[3]
+	done, open, late, prep, fresh := ids[0], ids[1], ids[2], ids[3], ids[4]
 
 	// Owner 1: one committed transaction, one left open.
 	a := openEtcdPartition(t, st, member(0), p)
@@ -181,16 +182,37 @@ func TestCoordinatorOverEtcdPartition(t *testing.T) {
 	if c.c.Epoch() != 3 {
 		t.Fatalf("third owner's coordinator epoch %d, want 3", c.c.Epoch())
 	}
-	if code := addPartitionsV3(b.c, open, pidOpen, epochOpen, "orders", 0); code != kerr.CoordinatorNotAvailable.Code {
-		t.Fatalf("zombie's AddPartitionsToTxn: %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(code))
+	// Every write of the zombie is fenced out, and each request that
+	// needed one is answered NOT_COORDINATOR (the client must find the
+	// new owner), not COORDINATOR_NOT_AVAILABLE.
+	if code := addPartitionsV3(b.c, open, pidOpen, epochOpen, "orders", 0); code != kerr.NotCoordinator.Code {
+		t.Fatalf("zombie's AddPartitionsToTxn: %v, want NOT_COORDINATOR", kerr.ErrorForCode(code))
 	}
-	if r := endTxn(b.c, 4, open, pidOpen, epochOpen, false); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
-		t.Fatalf("zombie's EndTxn: %v, want COORDINATOR_NOT_AVAILABLE", kerr.ErrorForCode(r.ErrorCode))
+	serveOffsets(b.c)
+	oreq := kmsg.NewPtrAddOffsetsToTxnRequest()
+	oreq.SetVersion(3)
+	oreq.TransactionalID, oreq.ProducerID, oreq.ProducerEpoch, oreq.Group = open, pidOpen, epochOpen, "my-group"
+	if r := call(b.c, 25, oreq).(*kmsg.AddOffsetsToTxnResponse); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("zombie's AddOffsetsToTxn: %v, want NOT_COORDINATOR", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := endTxn(b.c, 4, open, pidOpen, epochOpen, false); r.ErrorCode != kerr.NotCoordinator.Code {
+		t.Fatalf("zombie's EndTxn: %v, want NOT_COORDINATOR", kerr.ErrorForCode(r.ErrorCode))
+	}
+	for _, id := range []string{done, fresh} { // an epoch bump, a new id
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.SetVersion(4)
+		req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = &id, 60000, -1, -1
+		if r := call(b.c, 22, req).(*kmsg.InitProducerIDResponse); r.ErrorCode != kerr.NotCoordinator.Code {
+			t.Fatalf("zombie's InitProducerId %s: %v, want NOT_COORDINATOR", id, kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	if !errors.Is(txnetcd.ErrNotOwner, txnlog.ErrNotOwner) || !errors.Is(fmt.Errorf("wrapped: %w", txnlog.ErrNotOwner), txnetcd.ErrNotOwner) {
+		t.Fatal("txnetcd.ErrNotOwner is not txnlog.ErrNotOwner")
 	}
 	if !strings.Contains(b.log.String(), txnetcd.ErrNotOwner.Error()) {
 		t.Fatalf("the zombie's log does not say why its writes failed:\n%s", b.log.String())
 	}
-	if err := b.store.Apply(t.Context(), txnlog.Batch{}); !errors.Is(err, txnetcd.ErrNotOwner) {
+	if err := b.store.Apply(t.Context(), txnlog.Batch{}); !errors.Is(err, txnetcd.ErrNotOwner) || !errors.Is(err, txnlog.ErrNotOwner) {
 		t.Fatalf("zombie's fence check: %v, want ErrNotOwner", err)
 	}
 	// Nothing of the zombie's reached etcd: the new owner's coordinator
@@ -198,6 +220,12 @@ func TestCoordinatorOverEtcdPartition(t *testing.T) {
 	d = waitState(t, c.c, open, txnlog.Ongoing)
 	if len(d.Partitions) != 1 || d.Partitions[0].Partition != 3 {
 		t.Fatalf("%s at the third owner: %+v", open, d)
+	}
+	if d := waitState(t, c.c, done, txnlog.CompleteCommit); d.ProducerID != pidDone || d.ProducerEpoch != epochDone {
+		t.Fatalf("%s at the third owner: %+v, want producer %d epoch %d", done, d, pidDone, epochDone)
+	}
+	if d, ok := c.c.Describe(fresh); ok {
+		t.Fatalf("the zombie's new id %s reached etcd: %+v", fresh, d)
 	}
 	if r := endTxn(c.c, 4, open, pidOpen, epochOpen, false); r.ErrorCode != 0 {
 		t.Fatalf("EndTxn %s at the third owner: %v", open, kerr.ErrorForCode(r.ErrorCode))

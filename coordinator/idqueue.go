@@ -48,7 +48,7 @@ type idQueue struct {
 type write struct {
 	done  chan struct{} // closed when it ended
 	err   error         // set before done is closed
-	code  int16         // the answer err maps to (storeErrorCode)
+	code  int16         // the answer err maps to (writeErrorCode)
 	seq   uint64
 	state *Metadata // what it puts; nil for a delete
 }
@@ -207,7 +207,7 @@ func (d *decision) wait() Outcome {
 
 // step runs decide for id under its lock. If the outcome persists
 // something, the write is queued and runs in a goroutine owned by the
-// coordinator; Err is set to storeErrorCode() if it fails. Markers are sent only
+// coordinator; Err is set to writeErrorCode(err) if it fails. Markers are sent only
 // after the write is durable.
 //
 // Pipelining: with speculate set, a request that meets writes in flight is
@@ -243,7 +243,7 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 	d.Outcome = decide(cur, pending, pids)
 	if pidErr != nil {
 		c.log.Error().Err(pidErr).Str("txn_id", id).Msg("producer id block not durable")
-		d.Outcome = fail(c.storeErrorCode())
+		d.Outcome = fail(c.writeErrorCode(pidErr))
 	}
 	if d.Err == kerr.ConcurrentTransactions.Code && c.storeFailed() != nil {
 		// What it would wait for (markers, a Complete) can never be
@@ -334,7 +334,7 @@ func (c *Coordinator) finish(id string, e *entry, d *decision, done chan struct{
 	}
 	w.err = err
 	if err != nil {
-		w.code = c.storeErrorCode()
+		w.code = c.writeErrorCode(err)
 	}
 	close(w.done)
 	e.notifyChanged()
@@ -350,6 +350,10 @@ func (c *Coordinator) finish(id string, e *entry, d *decision, done chan struct{
 			// The store logged the failure once; one line per
 			// transaction would bury it.
 			c.log.Debug().Err(err).Str("txn_id", id).Msg("transaction log write failed: the store has stopped")
+		} else if w.code == kerr.NotCoordinator.Code {
+			// Not a fault here: another coordinator took the
+			// partition over and this one was fenced out.
+			c.log.Warn().Err(err).Str("txn_id", id).Msg("transaction log write refused: another coordinator owns the partition")
 		} else {
 			c.log.Error().Err(err).Str("txn_id", id).Msg("transaction log write failed")
 		}

@@ -15,8 +15,10 @@ import (
 var (
 	// ErrNotOwner: the writer's fence no longer matches the partition's
 	// owner key (another member took it, or the lease expired). Nothing
-	// was written. The coordinator answers NOT_COORDINATOR.
-	ErrNotOwner = errors.New("txnetcd: not the owner of the partition")
+	// was written. The coordinator answers NOT_COORDINATOR. It is
+	// txnlog.ErrNotOwner itself, so that the coordinator, which does not
+	// import this package, recognises it with errors.Is.
+	ErrNotOwner = txnlog.ErrNotOwner
 	// ErrWrongPartition: a batch names a transactional id of another
 	// partition than the fence's.
 	ErrWrongPartition = errors.New("txnetcd: transactional id of another partition")

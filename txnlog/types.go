@@ -2,6 +2,7 @@ package txnlog
 
 import (
 	"context"
+	"errors"
 
 	"github.com/txncoord/txncoord/txncore"
 )
@@ -63,6 +64,15 @@ type Store interface {
 	Apply(ctx context.Context, b Batch) error
 	Close() error
 }
+
+// ErrNotOwner is returned (possibly wrapped) by a store shared by several
+// coordinators when the writer no longer owns the partition it writes to:
+// another coordinator took it over, so nothing was written. It says the
+// request went to the wrong coordinator, not that the store is down, so
+// the coordinator answers NOT_COORDINATOR (the client looks the
+// coordinator up again) rather than COORDINATOR_NOT_AVAILABLE. The
+// single-process stores never return it.
+var ErrNotOwner = errors.New("txnlog: not the owner of the partition")
 
 // Submitter is implemented by stores that can queue a write without
 // waiting for it: writes submitted one after another are committed in that
