@@ -39,3 +39,19 @@ func oldFenced(code, version, firstFencedVersion int16) int16 {
 	}
 	return code
 }
+
+// Handlers are the handlers Register adds, by API key (their version ranges
+// are APIs), for a caller that dispatches to several coordinators itself
+// (txnrouter: one coordinator per owned __transaction_state partition).
+// reg is the node's registry, kept as Register keeps it.
+func (c *Coordinator) Handlers(reg *wire.Registry) map[int16]wire.Handler {
+	c.reg.Store(reg)
+	return map[int16]wire.Handler{
+		22: c.handleInitProducerID,
+		24: wire.RequireClusterAction(c.handleAddPartitionsToTxn),
+		25: c.handleAddOffsetsToTxn,
+		26: c.handleEndTxn,
+		65: c.handleDescribeTransactions,
+		66: c.handleListTransactions,
+	}
+}

@@ -1,0 +1,65 @@
+package txnrouter
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// Register adds the router's handlers to the node's registry, which every
+// partition's coordinator is given too (Coordinator.Handlers), and lets the
+// router open coordinators. Call it once, before the server starts.
+func (r *Router) Register(reg *wire.Registry) {
+	r.reg = reg
+	rng := func(key int16) (int16, int16) { v := coordinator.APIs[key]; return v[0], v[1] }
+	for _, key := range []int16{22, 25, 26} {
+		lo, hi := rng(key)
+		reg.Register(key, lo, hi, r.handleByID(key))
+	}
+	lo, hi := rng(24)
+	reg.Register(24, lo, hi, wire.RequireClusterAction(r.handleAddPartitionsToTxn))
+	lo, hi = rng(65)
+	reg.Register(65, lo, hi, r.handleDescribeTransactions)
+	lo, hi = rng(66)
+	reg.Register(66, lo, hi, r.handleListTransactions)
+	reg.Register(10, cluster.FindCoordinatorMinVersion, cluster.FindCoordinatorMaxVersion, r.handleFindCoordinator)
+	close(r.started)
+}
+
+// handleByID dispatches a request about one transactional id (InitProducerId,
+// AddOffsetsToTxn, EndTxn) to its partition's coordinator, unchanged.
+func (r *Router) handleByID(key int16) wire.Handler {
+	return func(ctx context.Context, req *wire.Request) wire.Reply {
+		var id string
+		switch b := req.Body.(type) {
+		case *kmsg.InitProducerIDRequest:
+			if b.TransactionalID == nil {
+				return r.idempotentPID(ctx, b)
+			}
+			id = *b.TransactionalID
+		case *kmsg.AddOffsetsToTxnRequest:
+			id = b.TransactionalID
+		case *kmsg.EndTxnRequest:
+			id = b.TransactionalID
+		}
+		hs, code := r.route(r.PartitionFor(id))
+		if code != 0 {
+			return wire.Now(wire.ErrorResponse(req.Body, code))
+		}
+		return hs[key](ctx, req)
+	}
+}
+
+// sub is a request for part of a batched request's body, as the
+// coordinator's handler sees it. It carries the connection's fields but not
+// its security context (unexported in wire), so authorization that depends
+// on it is done on the original request, before the split.
+func sub(req *wire.Request, body kmsg.Request) *wire.Request {
+	return &wire.Request{Body: body, Key: req.Key, Version: req.Version, CorrelationID: req.CorrelationID,
+		ClientID: req.ClientID, Remote: req.Remote, ConnID: req.ConnID, Principal: req.Principal,
+		Stopping: req.Stopping, Log: req.Log}
+}

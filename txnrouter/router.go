@@ -1,0 +1,351 @@
+package txnrouter
+
+import (
+	"errors"
+	"sort"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/markersender"
+	"github.com/txncoord/txncoord/ownership"
+	"github.com/txncoord/txncoord/txnetcd"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// MarkerSender is the process's one marker sender; *markersender.Sender
+// implements it. The Router starts it with itself as the Completer.
+type MarkerSender interface {
+	coordinator.MarkerQueue
+	Start(markersender.Completer)
+}
+
+// Config configures a Router.
+type Config struct {
+	Member *ownership.Member
+	Store  *txnetcd.Store
+	// Partitions is transaction_state_partitions; it must be the
+	// member's (default txnetcd.DefaultPartitions).
+	Partitions int32
+	// ProducerIDs is shared by every partition's coordinator (etcd blocks).
+	ProducerIDs coordinator.ProducerIDSource
+	Markers     MarkerSender
+	// Coordinator is the template of every partition's coordinator
+	// config; its Store, Markers, ProducerIDs and Log are the Router's.
+	// Metrics must be nil: several coordinators would register the same
+	// collectors.
+	Coordinator coordinator.Config
+	// Nodes maps the coordinator node ids to their host:port, for
+	// FindCoordinator.
+	Nodes map[int32]string
+	Log   zerolog.Logger
+}
+
+// slot is the coordinator of one owned partition.
+type slot struct {
+	p     int32
+	epoch int32
+	ready chan struct{} // closed once open has finished, well or not
+	// Set before ready is closed; c is nil when the open failed.
+	c        *coordinator.Coordinator
+	store    *txnetcd.PartitionStore
+	handlers map[int16]wire.Handler
+	closed   bool // guarded by Router.mu
+}
+
+func (s *slot) loaded() bool {
+	select {
+	case <-s.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// Router serves the coordinator APIs of the partitions its member owns.
+type Router struct {
+	cfg Config
+	log zerolog.Logger
+	reg *wire.Registry // the node's registry, given to every coordinator
+
+	mu     sync.Mutex
+	slots  map[int32]*slot
+	closed bool
+
+	started chan struct{} // closed by Register: the event loop may open coordinators
+	// beforeOpen, when set (tests), runs before a partition's coordinator
+	// is opened: holding it keeps the partition loading.
+	beforeOpen func(p int32)
+	wg         sync.WaitGroup
+	done       chan struct{}
+}
+
+// New starts a router: it starts the marker sender and follows the member's
+// events. Coordinators are opened only once Register has been called.
+func New(cfg Config) (*Router, error) {
+	if cfg.Member == nil || cfg.Store == nil || cfg.ProducerIDs == nil || cfg.Markers == nil || cfg.Coordinator.View == nil {
+		return nil, errors.New("txnrouter: Member, Store, ProducerIDs, Markers and Coordinator.View are required")
+	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = txnetcd.DefaultPartitions
+	}
+	r := &Router{
+		cfg:     cfg,
+		log:     cfg.Log.With().Str("component", "txnrouter").Int32("node", cfg.Member.NodeID()).Logger(),
+		slots:   map[int32]*slot{},
+		started: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	cfg.Markers.Start(r)
+	r.wg.Add(1)
+	go r.follow()
+	return r, nil
+}
+
+// PartitionFor is the partition of a transactional id.
+func (r *Router) PartitionFor(id string) int32 { return txnetcd.PartitionFor(id, r.cfg.Partitions) }
+
+// follow applies the member's events until its Events channel closes (the
+// member closed) or the router closes.
+func (r *Router) follow() {
+	defer r.wg.Done()
+	select {
+	case <-r.started:
+	case <-r.done:
+		return
+	}
+	events := r.cfg.Member.Events()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				r.dropAll("member closed")
+				return
+			}
+			if ev.Acquired {
+				r.acquired(ev.Partition, ev.Epoch)
+			} else {
+				r.lost(ev.Partition, ev.Epoch)
+			}
+		case <-r.done:
+			return
+		}
+	}
+}
+
+func (r *Router) acquired(p, epoch int32) {
+	fence, ok := r.cfg.Member.Fence(p)
+	if !ok {
+		return // lost again already: its lost event follows
+	}
+	if o, err := fence.Owner(); err != nil || o.Epoch != epoch {
+		return // a later acquisition's event follows
+	}
+	s := &slot{p: p, epoch: epoch, ready: make(chan struct{})}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	old := r.slots[p]
+	r.slots[p] = s
+	r.mu.Unlock()
+	if old != nil {
+		r.closeSlot(old, "reacquired")
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.open(s, fence)
+	}()
+}
+
+// open opens the partition's coordinator: it loads the partition from etcd
+// and persists the new coordinator epoch (Open), which takes a while.
+// Requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
+func (r *Router) open(s *slot, fence txnetcd.Fence) {
+	log := r.log.With().Int32("partition", s.p).Int32("coordinator_epoch", s.epoch).Logger()
+	defer close(s.ready)
+	if r.beforeOpen != nil {
+		r.beforeOpen(s.p)
+	}
+	ps, err := r.cfg.Store.Partition(fence)
+	if err != nil {
+		log.Error().Err(err).Msg("open partition store")
+		r.forget(s)
+		return
+	}
+	cfg := r.cfg.Coordinator
+	cfg.Store, cfg.Markers, cfg.ProducerIDs, cfg.Log, cfg.Metrics = ps, r.cfg.Markers, r.cfg.ProducerIDs, log, nil
+	c, err := coordinator.Open(cfg)
+	if err != nil {
+		// Most likely fenced out already (the partition moved on);
+		// the member's lost event, or a later acquisition, follows.
+		log.Warn().Err(err).Msg("open coordinator")
+		ps.Close()
+		r.forget(s)
+		return
+	}
+	s.c, s.store, s.handlers = c, ps, c.Handlers(r.reg)
+	r.mu.Lock()
+	closed := s.closed
+	r.mu.Unlock()
+	if closed { // lost while opening
+		c.Close()
+		ps.Close()
+		return
+	}
+	log.Info().Msg("serving partition")
+}
+
+// forget removes s if it is still the partition's slot.
+func (r *Router) forget(s *slot) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.slots[s.p] == s {
+		delete(r.slots, s.p)
+	}
+	s.closed = true
+}
+
+func (r *Router) lost(p, epoch int32) {
+	r.mu.Lock()
+	s := r.slots[p]
+	if s == nil || s.epoch != epoch {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.slots, p)
+	r.mu.Unlock()
+	r.closeSlot(s, "lost")
+}
+
+// closeSlot closes a slot already removed from slots: at once if loaded,
+// otherwise open closes it when done.
+func (r *Router) closeSlot(s *slot, reason string) {
+	r.mu.Lock()
+	already := s.closed
+	s.closed = true
+	r.mu.Unlock()
+	if already {
+		return
+	}
+	r.log.Info().Int32("partition", s.p).Int32("coordinator_epoch", s.epoch).Str("reason", reason).Msg("closing partition")
+	if !s.loaded() {
+		return
+	}
+	if s.c != nil {
+		s.c.Close()
+		s.store.Close()
+	}
+}
+
+func (r *Router) dropAll(reason string) {
+	r.mu.Lock()
+	slots := r.slots
+	r.slots = map[int32]*slot{}
+	r.mu.Unlock()
+	for _, s := range slots {
+		r.closeSlot(s, reason)
+	}
+}
+
+// Close stops following the member and closes every coordinator. It does
+// not close the member, the store or the marker sender.
+func (r *Router) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.mu.Unlock()
+	close(r.done)
+	r.wg.Wait()
+	r.dropAll("router closed")
+	return nil
+}
+
+// Serving is the partitions whose coordinator is open, with their epochs.
+func (r *Router) Serving() map[int32]int32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[int32]int32{}
+	for p, s := range r.slots {
+		if s.loaded() && s.c != nil {
+			out[p] = s.epoch
+		}
+	}
+	return out
+}
+
+// Coordinator is partition p's open coordinator, if any.
+func (r *Router) Coordinator(p int32) (*coordinator.Coordinator, bool) {
+	r.mu.Lock()
+	s := r.slots[p]
+	r.mu.Unlock()
+	if s == nil || !s.loaded() || s.c == nil {
+		return nil, false
+	}
+	return s.c, true
+}
+
+// route finds partition p's handlers, or the error code to answer: NOT_COORDINATOR
+// when this process does not own p (or its lease may have expired),
+// COORDINATOR_LOAD_IN_PROGRESS while its coordinator opens.
+func (r *Router) route(p int32) (map[int16]wire.Handler, int16) {
+	if _, ok := r.cfg.Member.Fence(p); !ok {
+		return nil, kerr.NotCoordinator.Code
+	}
+	r.mu.Lock()
+	s := r.slots[p]
+	r.mu.Unlock()
+	switch {
+	case s == nil:
+		return nil, kerr.NotCoordinator.Code
+	case !s.loaded():
+		return nil, kerr.CoordinatorLoadInProgress.Code
+	case s.c == nil:
+		return nil, kerr.NotCoordinator.Code
+	}
+	return s.handlers, 0
+}
+
+// owned lists the partitions this router routes to, ascending.
+func (r *Router) owned() []int32 {
+	r.mu.Lock()
+	ps := make([]int32, 0, len(r.slots))
+	for p := range r.slots {
+		ps = append(ps, p)
+	}
+	r.mu.Unlock()
+	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+	return ps
+}
+
+// MarkersWritten routes the sender's completion to the coordinator of the
+// transaction's partition, if it still serves it at the epoch the markers
+// were sent with; otherwise the partition's next owner resends them.
+func (r *Router) MarkersWritten(txn markersender.Txn) {
+	if c := r.completer(txn); c != nil {
+		c.MarkersWritten(txn)
+	}
+}
+
+// MarkersStuck routes the sender's report like MarkersWritten.
+func (r *Router) MarkersStuck(txn markersender.Txn, tp markersender.TopicPartition, reason string) {
+	if c := r.completer(txn); c != nil {
+		c.MarkersStuck(txn, tp, reason)
+	}
+}
+
+func (r *Router) completer(txn markersender.Txn) *coordinator.Coordinator {
+	c, ok := r.Coordinator(r.PartitionFor(txn.TransactionalID))
+	if !ok || c.Epoch() != txn.CoordinatorEpoch {
+		r.log.Debug().Str("txn_id", txn.TransactionalID).Int32("coordinator_epoch", txn.CoordinatorEpoch).Msg("markers of a partition no longer served: dropped")
+		return nil
+	}
+	return c
+}
