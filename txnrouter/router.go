@@ -167,7 +167,6 @@ func (r *Router) acquired(p, epoch int32) {
 // Requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
 func (r *Router) open(s *slot, fence txnetcd.Fence) {
 	log := r.log.With().Int32("partition", s.p).Int32("coordinator_epoch", s.epoch).Logger()
-	defer close(s.ready)
 	if r.beforeOpen != nil {
 		r.beforeOpen(s.p)
 	}
@@ -189,8 +188,11 @@ func (r *Router) open(s *slot, fence txnetcd.Fence) {
 		return
 	}
 	s.c, s.store, s.handlers = c, ps, c.Handlers(r.reg)
+	// ready is closed under mu with closed read: either closeSlot sees
+	// the slot loaded and closes it, or this sees it closed.
 	r.mu.Lock()
 	closed := s.closed
+	close(s.ready)
 	r.mu.Unlock()
 	if closed { // lost while opening
 		c.Close()
@@ -200,7 +202,8 @@ func (r *Router) open(s *slot, fence txnetcd.Fence) {
 	log.Info().Msg("serving partition")
 }
 
-// forget removes s if it is still the partition's slot.
+// forget removes s, whose open failed, if it is still the partition's
+// slot, and marks it loaded (without a coordinator).
 func (r *Router) forget(s *slot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -208,6 +211,7 @@ func (r *Router) forget(s *slot) {
 		delete(r.slots, s.p)
 	}
 	s.closed = true
+	close(s.ready)
 }
 
 func (r *Router) lost(p, epoch int32) {
@@ -228,13 +232,14 @@ func (r *Router) closeSlot(s *slot, reason string) {
 	r.mu.Lock()
 	already := s.closed
 	s.closed = true
+	loaded := s.loaded()
 	r.mu.Unlock()
 	if already {
 		return
 	}
 	r.log.Info().Int32("partition", s.p).Int32("coordinator_epoch", s.epoch).Str("reason", reason).Msg("closing partition")
-	if !s.loaded() {
-		return
+	if !loaded {
+		return // open closes it when done
 	}
 	if s.c != nil {
 		s.c.Close()
