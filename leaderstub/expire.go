@@ -26,23 +26,6 @@ const (
 	DefaultProducerIDExpirationCheck = 10 * time.Minute
 )
 
-// expireLoop runs ExpireProducers every check interval until Close.
-func (l *Leader) expireLoop() {
-	defer l.background.Done()
-	t := time.NewTicker(l.cfg.ProducerIDExpirationCheck)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-			if _, err := l.ExpireProducers(); err != nil {
-				l.log.Error().Err(err).Msg("producer expiry not written")
-			}
-		}
-	}
-}
-
 // ExpireProducers forgets, on every partition, the producers that have no
 // open transaction and whose last write is at least ProducerIDExpiration
 // old by Config.Now, and returns how many entries went. It returns once

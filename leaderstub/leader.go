@@ -90,7 +90,7 @@ type Leader struct {
 	sessions *fetchSessionCache // Fetch sessions (fetch_sessions.go)
 
 	stop       chan struct{}
-	background sync.WaitGroup // expireLoop, retentionLoop; Close waits for them
+	background sync.WaitGroup // the every loops (producer expiry, retention); Close waits for them
 	closeOnce  sync.Once
 }
 
@@ -184,8 +184,8 @@ func Open(cfg Config) (*Leader, error) {
 	}
 	l.registrar = newRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.log)
 	l.background.Add(2)
-	go l.expireLoop()
-	go l.retentionLoop()
+	go l.every(l.cfg.ProducerIDExpirationCheck, l.ExpireProducers, "producer expiry not written")
+	go l.every(l.cfg.RetentionCheckInterval, l.SweepRetention, "retention sweep not written")
 	return l, nil
 }
 
@@ -374,5 +374,25 @@ func (l *Leader) applied(pos wal.Pos) {
 	l.mu.Unlock()
 	for _, p := range parts {
 		p.applied(pos)
+	}
+}
+
+// every runs task each interval until Close (Kafka's periodic log-manager
+// checks: producer-id expiration, retention); a failed task is logged
+// with failed, and the loop goes on (its store is offline then, as after
+// any failed write). The caller has added it to l.background.
+func (l *Leader) every(interval time.Duration, task func() (int, error), failed string) {
+	defer l.background.Done()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			if _, err := task(); err != nil {
+				l.log.Error().Err(err).Msg(failed)
+			}
+		}
 	}
 }

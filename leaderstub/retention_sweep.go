@@ -22,23 +22,6 @@ import (
 // default (five minutes).
 const DefaultRetentionCheckInterval = 5 * time.Minute
 
-// retentionLoop runs SweepRetention every check interval until Close.
-func (l *Leader) retentionLoop() {
-	defer l.background.Done()
-	t := time.NewTicker(l.cfg.RetentionCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-			if _, err := l.SweepRetention(); err != nil {
-				l.log.Error().Err(err).Msg("retention sweep not written")
-			}
-		}
-	}
-}
-
 // SweepRetention applies retention to every partition this leader holds,
 // by Config.Now, and returns how many batches it deleted. It returns once
 // the deletions are durable (an error if they failed: the store is then
