@@ -3,9 +3,10 @@ package txnetcd
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"strings"
+
+	"github.com/txncoord/txncoord/cluster"
 )
 
 // DefaultPartitions is Kafka's default transaction.state.log.num.partitions.
@@ -15,12 +16,7 @@ const DefaultPartitions = 50
 // fnv32a(id) mod partitions (every member must agree on it, so it is one
 // function here).
 func PartitionFor(transactionalID string, partitions int32) int32 {
-	if partitions <= 0 {
-		partitions = DefaultPartitions
-	}
-	h := fnv.New32a()
-	h.Write([]byte(transactionalID))
-	return int32(h.Sum32() % uint32(partitions))
+	return cluster.TransactionPartitionFor(transactionalID, partitions)
 }
 
 // Layout names the keys of one cluster under its prefix (for example
