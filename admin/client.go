@@ -157,6 +157,13 @@ func (c *Client) Markers(ctx context.Context) ([]markersender.PendingTxn, error)
 	return out, c.do(ctx, http.MethodGet, "/v1/markers", &out)
 }
 
+// Coordinators lists the cluster's coordinators with the partitions they
+// own (GET /v1/coordinators; 404 from a node that does not report them).
+func (c *Client) Coordinators(ctx context.Context) ([]CoordinatorStatus, error) {
+	var out []CoordinatorStatus
+	return out, c.do(ctx, http.MethodGet, "/v1/coordinators", &out)
+}
+
 // Raw fetches a path as text (for /metrics).
 func (c *Client) Raw(ctx context.Context, path string) (string, error) {
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)

@@ -104,6 +104,7 @@ func newApp() *cli.App {
 			txnCommand(),
 			producersCommand(),
 			leadersCommand(),
+			coordinatorsCommand(),
 			markersCommand(),
 			groupsCommand(),
 			topicsCommand(),
