@@ -75,6 +75,26 @@ func (f *funcCoordinator) InitProducerID(ctx context.Context, req *kmsg.InitProd
 	return resp.(*kmsg.InitProducerIDResponse), nil
 }
 
+func (f *funcCoordinator) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error) {
+	resp, err := f.send(ctx, req, findCoordinatorBatchedVersion)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.FindCoordinatorResponse), nil
+}
+
+// coordinatorFinder is the optional method of a CoordinatorClient that
+// Routed needs to learn which coordinator owns a transactional id; both
+// clients of this package have it. req is in the batched form
+// (CoordinatorKeys), sent at v4 or above.
+type coordinatorFinder interface {
+	findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error)
+}
+
+// findCoordinatorBatchedVersion is the first FindCoordinator version with
+// CoordinatorKeys (KIP-699).
+const findCoordinatorBatchedVersion = 4
+
 func (f *funcCoordinator) send(ctx context.Context, req kmsg.Request, minVersion int16) (kmsg.Response, error) {
 	versions := f.versions.Load()
 	if versions == nil {
@@ -117,8 +137,9 @@ type dialedCoordinator struct {
 	dial wire.DialConfig
 	log  zerolog.Logger
 
-	mu   sync.Mutex
-	idle []*coordConn
+	mu     sync.Mutex
+	idle   []*coordConn
+	closed bool // set by Close: no new connection, none kept
 }
 
 // coordConn is one connection and the versions its ApiVersions advertised.
@@ -147,6 +168,27 @@ func (d *dialedCoordinator) InitProducerID(ctx context.Context, req *kmsg.InitPr
 	return resp.(*kmsg.InitProducerIDResponse), nil
 }
 
+func (d *dialedCoordinator) findCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error) {
+	resp, err := d.do(ctx, req, findCoordinatorBatchedVersion)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.FindCoordinatorResponse), nil
+}
+
+// Close closes the idle connections; a connection in use is closed when
+// its request ends, and later requests fail without dialing.
+func (d *dialedCoordinator) Close() error {
+	d.mu.Lock()
+	idle := d.idle
+	d.idle, d.closed = nil, true
+	d.mu.Unlock()
+	for _, cc := range idle {
+		cc.cl.Close()
+	}
+	return nil
+}
+
 func (d *dialedCoordinator) do(ctx context.Context, req kmsg.Request, minVersion int16) (kmsg.Response, error) {
 	cc, err := d.get(ctx)
 	if err != nil {
@@ -173,6 +215,10 @@ func (d *dialedCoordinator) do(ctx context.Context, req kmsg.Request, minVersion
 // get takes an idle connection or dials a new one (ApiVersions first).
 func (d *dialedCoordinator) get(ctx context.Context) (*coordConn, error) {
 	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, fmt.Errorf("leaderstub: coordinator client %s closed", d.addr)
+	}
 	if n := len(d.idle); n > 0 {
 		cc := d.idle[n-1]
 		d.idle = d.idle[:n-1]
@@ -199,7 +245,7 @@ func (d *dialedCoordinator) get(ctx context.Context) (*coordConn, error) {
 
 func (d *dialedCoordinator) put(cc *coordConn) {
 	d.mu.Lock()
-	if len(d.idle) < maxIdleCoordConns {
+	if !d.closed && len(d.idle) < maxIdleCoordConns {
 		d.idle = append(d.idle, cc)
 		cc = nil
 	}
