@@ -76,20 +76,6 @@ const DefaultTransactionStatePartitions = 50
 // DefaultEtcdPrefix is the etcd key prefix of a cluster that names none.
 func DefaultEtcdPrefix(clusterID string) string { return "/txncoord/" + clusterID }
 
-// ErrSeveralCoordinators is SingleCoordinator's error: nothing runs a
-// cluster of several coordinators yet (issue 19).
-var ErrSeveralCoordinators = errors.New("multi-coordinator clusters are not implemented yet")
-
-// SingleCoordinator returns an error wrapping ErrSeveralCoordinators when
-// the file names more than one coordinator: the processes that would serve
-// it refuse to start rather than run a cluster they cannot coordinate.
-func (f *File) SingleCoordinator() error {
-	if n := len(f.CoordinatorNodes()); n > 1 {
-		return fmt.Errorf("%d coordinators: %w (issue 19): name one coordinator", n, ErrSeveralCoordinators)
-	}
-	return nil
-}
-
 // CoordinatorNodes are the coordinators, whichever form the file uses:
 // nodes 0..C-1 in order.
 func (f *File) CoordinatorNodes() []Node {

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"path/filepath"
@@ -282,9 +281,6 @@ etcd: {endpoints: ["http://127.0.0.1:2379"]}
 	if n := v.TransactionStatePartitions(); n != DefaultTransactionStatePartitions {
 		t.Fatalf("TransactionStatePartitions() = %d", n)
 	}
-	if !errors.Is(f.SingleCoordinator(), ErrSeveralCoordinators) {
-		t.Fatalf("SingleCoordinator() = %v", f.SingleCoordinator())
-	}
 
 	// A file built in code with the single form (as `up` builds it):
 	// one coordinator, no etcd, nothing to refuse.
@@ -294,8 +290,5 @@ etcd: {endpoints: ["http://127.0.0.1:2379"]}
 	}
 	if got := one.Etcd(); len(got.Endpoints) != 0 || got.Prefix != "/txncoord/view-test" {
 		t.Fatalf("Etcd() = %+v", got)
-	}
-	if err := one.File().SingleCoordinator(); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -114,21 +114,29 @@ func (c *Coordinator) List(f ListFilter) []TxnSummary {
 	now := c.nowMs()
 	var out []TxnSummary
 	for _, row := range c.snapshot() {
-		m := &row.md
-		d := durationMs(m, now)
-		switch {
-		case len(f.States) > 0 && !slices.Contains(f.States, m.State):
-		case len(f.ProducerIDs) > 0 && !slices.Contains(f.ProducerIDs, m.ProducerID):
-		case f.MinDuration > 0 && d < f.MinDuration.Milliseconds():
-		case f.IDPattern != nil && !f.IDPattern.MatchString(m.TransactionalID):
-		default:
-			out = append(out, TxnSummary{
-				TransactionalID: m.TransactionalID, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
-				State: m.State.String(), DurationMs: d, StuckReason: row.stuck,
-			})
+		if s, ok := f.Summary(&row.md, row.stuck, now); ok {
+			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// Summary is m as List shows it, if it matches f at now (milliseconds);
+// stuck is its stuck reason ("" when none).
+func (f ListFilter) Summary(m *Metadata, stuck string, now int64) (TxnSummary, bool) {
+	d := durationMs(m, now)
+	switch {
+	case len(f.States) > 0 && !slices.Contains(f.States, m.State):
+	case len(f.ProducerIDs) > 0 && !slices.Contains(f.ProducerIDs, m.ProducerID):
+	case f.MinDuration > 0 && d < f.MinDuration.Milliseconds():
+	case f.IDPattern != nil && !f.IDPattern.MatchString(m.TransactionalID):
+	default:
+		return TxnSummary{
+			TransactionalID: m.TransactionalID, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
+			State: m.State.String(), DurationMs: d, StuckReason: stuck,
+		}, true
+	}
+	return TxnSummary{}, false
 }
 
 // Describe returns one transaction.
@@ -141,15 +149,23 @@ func (c *Coordinator) Describe(txnID string) (TxnDetail, bool) {
 	if e.md == nil {
 		return TxnDetail{}, false
 	}
-	m := e.md
+	d := DetailOf(e.md, c.epoch)
+	d.Pending, d.StuckReason = e.pending, e.stuck
+	return d, true
+}
+
+// DetailOf is stored metadata as Describe shows it, for a coordinator at
+// epoch (the admin API of a node reading another node's partition from
+// etcd: nothing pending or stuck is known of it).
+func DetailOf(m *Metadata, epoch int32) TxnDetail {
 	return TxnDetail{
 		TransactionalID: m.TransactionalID, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 		LastProducerEpoch: m.LastProducerEpoch, PrevProducerID: m.PrevProducerID, NextProducerID: m.NextProducerID,
 		State: m.State.String(), TimeoutMs: m.TimeoutMs, StartTimestamp: m.StartTimestamp,
 		LastUpdateTimestamp: m.LastUpdateTimestamp, Partitions: append([]txnlog.TopicPartition{}, m.Partitions...),
-		ClientTransactionVersion: m.ClientTransactionVersion, CoordinatorEpoch: c.epoch,
-		Pending: e.pending, StuckReason: e.stuck, Completing: m.Clone().Completing,
-	}, true
+		ClientTransactionVersion: m.ClientTransactionVersion, CoordinatorEpoch: epoch,
+		Completing: m.Clone().Completing,
+	}
 }
 
 // Abort is AbortWith without Force.

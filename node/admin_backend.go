@@ -18,22 +18,46 @@ import (
 // adminBackend adapts the coordinator and the marker sender to the admin
 // API.
 type adminBackend struct {
-	nodeID int32
-	coord  *coordinator.Coordinator
+	// owner is the coordinator node of a transactional id.
+	owner  func(id string) int32
+	coord  txnSource
 	sender *markersender.Sender
-	store  *txnlog.BoltStore
-	// topics is the topic controller (admin_topics.go).
+	// ready is why the node does not serve writes (nil when it does).
+	ready func() error
+	// topics is the topic controller (admin_topics.go); nil on a
+	// coordinator other than node 0.
 	topics *topics.Controller
+	// coordinators lists the cluster's coordinators (admin_etcd.go).
+	coordinators func() []admin.CoordinatorStatus
+}
+
+// txnSource is what the admin API reads and asks of transactions: the
+// coordinator (*coordinator.Coordinator), or every coordinator of an etcd
+// cluster (clusterTxns).
+type txnSource interface {
+	List(coordinator.ListFilter) []coordinator.TxnSummary
+	Describe(id string) (coordinator.TxnDetail, bool)
+	AbortWith(ctx context.Context, id string, opts coordinator.AbortOptions) (coordinator.AbortResult, error)
 }
 
 // AdminBackend is what the admin API of this coordinator serves.
 func (c *Coordinator) AdminBackend() admin.Backend {
-	return c.withGroupsAdmin(&adminBackend{nodeID: c.Node.NodeID, coord: c.Coordinator, sender: c.Sender, store: c.Store, topics: c.Controller})
+	if c.Router != nil {
+		return c.withGroupsAdmin(c.etcdAdminBackend())
+	}
+	store := c.Store
+	return c.withGroupsAdmin(&adminBackend{owner: func(string) int32 { return c.Node.NodeID }, coord: c.Coordinator, sender: c.Sender,
+		ready: func() error {
+			if err := store.Err(); err != nil {
+				return fmt.Errorf("%w: %w", errStoreFailed, err)
+			}
+			return nil
+		}, topics: c.Controller, coordinators: c.singleCoordinator})
 }
 
 func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
 	t := admin.Txn{
-		TransactionalID: d.TransactionalID, CoordinatorID: b.nodeID, ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch,
+		TransactionalID: d.TransactionalID, CoordinatorID: b.owner(d.TransactionalID), ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch,
 		State: d.State, TimeoutMs: d.TimeoutMs, StartTimeMs: d.StartTimestamp, LastUpdateTimeMs: d.LastUpdateTimestamp,
 		DurationMs: -1, TransactionVersion: d.ClientTransactionVersion, StuckReason: d.StuckReason,
 		Partitions: markerPartitions(d.Partitions),
@@ -118,10 +142,6 @@ func (b *adminBackend) RetryMarkers(id string) (admin.Txn, error) {
 func (b *adminBackend) Leaders() []markersender.LeaderStatus { return b.sender.Leaders() }
 func (b *adminBackend) Markers() []markersender.PendingTxn   { return b.sender.Markers() }
 
-// Ready fails once the process log stopped on a failed write (fail-stop).
-func (b *adminBackend) Ready() error {
-	if err := b.store.Err(); err != nil {
-		return fmt.Errorf("%w: %w", errStoreFailed, err)
-	}
-	return nil
-}
+// Ready fails once the process log stopped on a failed write (fail-stop),
+// or, in the etcd mode, while the node holds no valid lease.
+func (b *adminBackend) Ready() error { return b.ready() }

@@ -43,7 +43,7 @@ func (c *Coordinator) withGroupsAdmin(b *adminBackend) admin.Backend {
 	if c.Groups == nil {
 		return b
 	}
-	view := c.Coordinator.View()
+	view := c.view
 	_, dial, err := securityOf(view)
 	if err != nil { // checked at start already; without it the lag is unknown
 		dial = wire.DialConfig{}

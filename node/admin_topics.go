@@ -30,7 +30,14 @@ func adminTopic(i topics.Info) admin.Topic {
 	return t
 }
 
+// errNotController answers the topic admin API on a coordinator other
+// than node 0, which owns the cluster's topics.
+var errNotController = fmt.Errorf("%w: topics are administered by the controller, coordinator node 0: use its admin API", admin.ErrConflict)
+
 func (b *adminBackend) Topics(context.Context) ([]admin.Topic, error) {
+	if b.topics == nil {
+		return nil, errNotController
+	}
 	var out []admin.Topic
 	for _, i := range b.topics.List() {
 		out = append(out, adminTopic(i))
@@ -39,6 +46,9 @@ func (b *adminBackend) Topics(context.Context) ([]admin.Topic, error) {
 }
 
 func (b *adminBackend) Topic(_ context.Context, name string) (admin.Topic, error) {
+	if b.topics == nil {
+		return admin.Topic{}, errNotController
+	}
 	i, ok := b.topics.Describe(name)
 	if !ok {
 		return admin.Topic{}, fmt.Errorf("%w: %q", admin.ErrTopicNotFound, name)
@@ -47,6 +57,9 @@ func (b *adminBackend) Topic(_ context.Context, name string) (admin.Topic, error
 }
 
 func (b *adminBackend) CreateTopic(ctx context.Context, req admin.CreateTopic) (admin.Topic, error) {
+	if b.topics == nil {
+		return admin.Topic{}, errNotController
+	}
 	spec := topics.Spec{Name: req.Name, Partitions: req.Partitions, ReplicationFactor: req.ReplicationFactor}
 	if spec.Partitions == 0 {
 		spec.Partitions = -1
@@ -74,6 +87,9 @@ func (b *adminBackend) CreateTopic(ctx context.Context, req admin.CreateTopic) (
 }
 
 func (b *adminBackend) DeleteTopic(ctx context.Context, name string) error {
+	if b.topics == nil {
+		return errNotController
+	}
 	if res := b.topics.Delete(ctx, []string{name})[0]; res.Err != nil {
 		return topicError(name, res)
 	}

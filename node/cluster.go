@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kversion"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
@@ -46,15 +47,24 @@ type EmbeddedConfig struct {
 	// Limits are every node's listener limits; the nodes share one
 	// memory budget (nil Budget: the process's).
 	Limits wire.Limits
+	// EtcdAddrs, when set, start an embedded etcd under DATA_DIR/etcd on
+	// these client and peer addresses (EmbeddedSpec.EmbeddedEtcdAddrs):
+	// the one the cluster file's etcd endpoints name.
+	EtcdAddrs *[2]string
+	// LeaseTTL is the coordinators' etcd lease (0: the default).
+	LeaseTTL time.Duration
 }
 
 // Embedded is a running in-process cluster.
 type Embedded struct {
-	View        *cluster.View
-	Coordinator *Coordinator
-	Leaders     []*Leader
-	Admin       *admin.Server
-	Metrics     *prometheus.Registry
+	View *cluster.View
+	// Coordinator is node 0: the controller, the group coordinator, and
+	// with several coordinators one of them (Coordinators).
+	Coordinator  *Coordinator
+	Coordinators []*Coordinator
+	Leaders      []*Leader
+	Admin        *admin.Server
+	Metrics      *prometheus.Registry
 	// Shared is the process's store: one log and one bbolt file every
 	// node writes in.
 	Shared *storage.Store
@@ -64,6 +74,11 @@ type Embedded struct {
 
 	cfg       EmbeddedConfig
 	inProcess *inProcessCoordinator
+	// byNode are the in-process clients of every coordinator (several
+	// coordinators: the leaders route each id to its owner).
+	byNode     map[int32]*inProcessCoordinator
+	etcd       *EmbeddedEtcd
+	etcdClient *clientv3.Client
 	// served maps a cluster file address to the running server of the
 	// leader that listens on it itself (not behind a proxy): the marker
 	// sender reaches those leaders in-process. RestartLeader updates it
@@ -141,7 +156,14 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	}
 	e.View.SetCreator(func(name string) (cluster.Topic, error) { return e.Controller.Adopt(name, -1) })
 	e.View.OnTopicRemoved(e.dropTopic)
-	e.inProcess = newInProcessCoordinator(e.View)
+	e.byNode = map[int32]*inProcessCoordinator{}
+	for _, n := range e.View.Coordinators() {
+		e.byNode[n.NodeID] = newInProcessCoordinator(e.View)
+	}
+	e.inProcess = e.byNode[e.View.Coordinator().NodeID]
+	if err := e.startEtcd(); err != nil {
+		return nil, err
+	}
 	for _, l := range cfg.File.Leaders {
 		ln, err := StartLeader(e.leaderConfig(l.NodeID, "", cfg.Listeners[l.NodeID], cfg.Log))
 		if err != nil {
@@ -160,15 +182,22 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		}
 	}
 	e.View.SetCreator(e.Controller.AutoCreate)
-	e.Coordinator, err = StartCoordinator(CoordinatorConfig{
-		View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
-		UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[cfg.File.Coordinator.NodeID], Log: cfg.Log, Metrics: e.Metrics,
-		InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Controller: e.Controller,
-	})
-	if err != nil {
-		return nil, err
+	for _, n := range e.View.Coordinators() {
+		co, err := StartCoordinator(CoordinatorConfig{
+			View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
+			UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[n.NodeID], Log: cfg.Log, Metrics: e.coordinatorMetrics(n.NodeID),
+			InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Controller: e.Controller,
+			NodeID: n.NodeID, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.inProcess.forward, TxnCoordinators: e.txnClients(),
+		})
+		if err != nil {
+			return nil, err
+		}
+		e.Coordinators = append(e.Coordinators, co)
+		e.byNode[n.NodeID].bind(co.Server)
+		if n.NodeID == e.View.Coordinator().NodeID {
+			e.Coordinator = co
+		}
 	}
-	e.inProcess.bind(e.Coordinator.Server)
 	// Markers for __consumer_offsets go to the coordinator node's own
 	// server (the group coordinator), in-process like a leader's.
 	e.serve(e.View.GroupCoordinator(), e.Coordinator.Server)
@@ -193,7 +222,7 @@ func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, 
 		RetentionBytes: e.cfg.RetentionBytes, ProducerIDExpiration: e.cfg.ProducerIDExpiration,
 		RetentionCheckInterval: e.cfg.RetentionCheckInterval, UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
 		Metrics:     prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics),
-		Coordinator: e.inProcess.leaderClient(), Limits: e.cfg.Limits, Forward: e.inProcess.forward,
+		Coordinator: e.leaderCoordinatorClient(), Limits: e.cfg.Limits, Forward: e.inProcess.forward,
 	}
 }
 
@@ -233,14 +262,15 @@ func (e *Embedded) RestartLeader(ctx context.Context, id int32, kafkaVersion str
 // Bootstrap is the address clients bootstrap from (the coordinator's).
 func (e *Embedded) Bootstrap() string { return e.Coordinator.Server.Addr().String() }
 
-// Stop stops the admin API, the coordinator, then the leaders.
+// Stop stops the admin API, the coordinators, then the leaders, then
+// the embedded etcd.
 func (e *Embedded) Stop(ctx context.Context) error {
 	var errs []error
 	if e.Admin != nil {
 		errs = append(errs, e.Admin.Shutdown(ctx))
 	}
-	if e.Coordinator != nil {
-		errs = append(errs, e.Coordinator.Stop(ctx))
+	for _, co := range e.Coordinators {
+		errs = append(errs, co.Stop(ctx))
 	}
 	for _, l := range e.Leaders {
 		errs = append(errs, l.Stop(ctx))
@@ -250,6 +280,12 @@ func (e *Embedded) Stop(ctx context.Context) error {
 	}
 	if e.Shared != nil {
 		errs = append(errs, e.Shared.Close())
+	}
+	if e.etcdClient != nil {
+		errs = append(errs, e.etcdClient.Close())
+	}
+	if e.etcd != nil {
+		e.etcd.Close()
 	}
 	return errors.Join(errs...)
 }
@@ -288,8 +324,10 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	sec *wire.SecurityConfig, limits wire.Limits, log zerolog.Logger, registerRole func(*wire.Registry)) (*wire.Server, error) {
 	reg := wire.NewRegistry()
 	v.RegisterMetadata(reg)
-	v.RegisterFindCoordinator(reg)
 	registerRole(reg)
+	if _, _, ok := reg.Range(10); !ok { // with several coordinators the role answers the owner
+		v.RegisterFindCoordinator(reg)
+	}
 	topics.RegisterNotController(reg)   // a leader: clients go to the controller
 	if _, _, ok := reg.Range(32); !ok { // every node describes configs, as in Kafka
 		topics.RegisterDescribeConfigs(reg, v, self)

@@ -8,19 +8,25 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/groups"
+	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/ownership"
 	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/topics"
+	"github.com/txncoord/txncoord/txnetcd"
 	"github.com/txncoord/txncoord/txnlog"
+	"github.com/txncoord/txncoord/txnrouter"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -54,6 +60,24 @@ type CoordinatorConfig struct {
 	// their topics through it); nil opens it here, in the coordinator's
 	// store. The caller closes a controller it passed.
 	Controller *topics.Controller
+	// NodeID is which of the cluster file's coordinators this node is
+	// (0..C-1; the single-coordinator form has only 0).
+	NodeID int32
+	// Etcd, optional, is an etcd client already open (`txncoord up`
+	// shares one between its coordinators; the caller closes it); nil
+	// dials the cluster file's etcd endpoints when it names some.
+	Etcd *clientv3.Client
+	// LeaseTTL is the etcd lease of this node's partitions (0:
+	// ownership.DefaultLeaseTTL): how long a dead node keeps them.
+	LeaseTTL time.Duration
+	// Forward, optional, is how a coordinator other than node 0 (the
+	// controller) forwards the controller's requests to it (`txncoord
+	// up`: in-process); nil forwards over TCP.
+	Forward topics.ForwardFunc
+	// TxnCoordinators, optional, is how the group coordinator reaches
+	// the transaction coordinator of an id owned by another node
+	// (`txncoord up`: in-process); nil dials the coordinators over TCP.
+	TxnCoordinators map[int32]leaderstub.CoordinatorClient
 }
 
 // Coordinator is a running coordinator node.
@@ -69,8 +93,22 @@ type Coordinator struct {
 	// Controller owns the cluster's topics (package topics).
 	Controller *topics.Controller
 
+	// The etcd mode (several coordinators, issue 19); nil otherwise.
+	// Coordinator and Store are nil in that mode: the Router runs one
+	// coordinator per owned __transaction_state partition. Groups and
+	// Controller are nil on a node other than 0.
+	Router *txnrouter.Router
+	Member *ownership.Member
+	Etcd   *txnetcd.Store
+
+	view          *cluster.View
+	lg            zerolog.Logger
 	ownController bool
 	ownStore      *storage.Store // the process's store (no Shared): closed last
+	etcdClient    *clientv3.Client
+	closeEtcd     bool
+	follower      *topics.Follower
+	txnClients    leaderstub.CoordinatorClient
 }
 
 // markerClientID is the client id of the marker sender's requests.
@@ -108,20 +146,48 @@ func openTxnLog(cfg CoordinatorConfig) (*txnlog.BoltStore, *storage.Store, error
 	return store, st, nil
 }
 
+// coordinatorNode is the cluster file's coordinator cfg.NodeID.
+func coordinatorNode(cfg CoordinatorConfig) (cluster.Node, error) {
+	for _, n := range cfg.View.Coordinators() {
+		if n.NodeID == cfg.NodeID {
+			return n, nil
+		}
+	}
+	return cluster.Node{}, fmt.Errorf("node id %d is not a coordinator in the cluster file (coordinators are 0..%d)", cfg.NodeID, len(cfg.View.Coordinators())-1)
+}
+
+// etcdMode reports whether the coordinators share their state through
+// etcd: the cluster file names etcd endpoints (required with several
+// coordinators), or the caller passed a client.
+func etcdMode(cfg CoordinatorConfig) bool {
+	return cfg.Etcd != nil || len(cfg.View.Etcd().Endpoints) > 0
+}
+
 // StartCoordinator opens the transaction log, recovers, and starts the
 // listener. Start order matters: the sender exists before recovery so the
 // markers of every Prepare* transaction can be queued, and it starts only
-// once the coordinator can receive its completions.
+// once the coordinator can receive its completions. With etcd configured
+// it starts the etcd mode instead (startEtcdCoordinator).
 func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
-	self := cfg.View.Coordinator()
+	self, err := coordinatorNode(cfg)
+	if err != nil {
+		return nil, err
+	}
 	profile, err := negotiation.Profile(self.KafkaVersion)
 	if err != nil {
 		return nil, err
 	}
-	log := cfg.Log.With().Str("node", "coordinator").Logger()
+	name := "coordinator"
+	if len(cfg.View.Coordinators()) > 1 {
+		name = fmt.Sprintf("coordinator-%d", self.NodeID)
+	}
+	log := cfg.Log.With().Str("node", name).Logger()
 	sec, dial, err := securityOf(cfg.View)
 	if err != nil {
 		return nil, err
+	}
+	if etcdMode(cfg) {
+		return startEtcdCoordinator(cfg, self, profile, sec, dial, log)
 	}
 	store, own, err := openTxnLog(cfg)
 	if err != nil {
@@ -153,16 +219,78 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 			watchStoreFailure(cfg.Metrics, store)
 		}
 	}
-	// ownServer is this node's server once it listens: the markers of
-	// __consumer_offsets, whose leader is this node (its group
-	// coordinator), go to it in-process, in `txncoord up` and in a
-	// coordinator process of its own alike, never over a TCP connection
-	// to itself. The group coordinator appends to this store's log, so it
-	// may take them before the Prepare is durable, as an in-process
-	// leader does.
 	var ownServer atomic.Pointer[wire.Server]
+	sender := newMarkerSender(cfg, self, dial, &ownServer, log)
+	coord, err := coordinator.Open(coordinator.Config{
+		NodeID:       self.NodeID,
+		KafkaVersion: self.KafkaVersion,
+		View:         cfg.View,
+		Store:        store,
+		Markers:      sender,
+		EarlyMarkers: cfg.Shared != nil && cfg.InProcessLeader != nil,
+		Log:          log,
+		Metrics:      cfg.Metrics,
+	})
+	if err != nil {
+		closeStores()
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	sender.Start(coord)
+	// The group coordinator reaches the transaction coordinator through
+	// this server's handlers in-process, once the server runs.
+	var txnClient atomic.Pointer[wire.LocalClient]
+	groupStore := cfg.Shared
+	if groupStore == nil {
+		groupStore = own
+	}
+	grp, err := openGroups(cfg, self, groupStore, func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+		cl := txnClient.Load()
+		if cl == nil {
+			return nil, errCoordinatorNotStarted
+		}
+		return cl.Do(ctx, req)
+	}, log)
+	if err != nil {
+		sender.Close()
+		coord.Close()
+		closeStores()
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
+		coord.Register(reg)
+		grp.Register(reg)
+		ctl.Register(reg)
+	})
+	if err != nil {
+		sender.Close()
+		grp.Close()
+		coord.Close()
+		closeStores()
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	txnClient.Store(srv.Local(clusterPrincipal(cfg.View)).WithClientID(groupsClientID).Inline())
+	ownServer.Store(srv)
+	return &Coordinator{view: cfg.View, Groups: grp, Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
+		Controller: ctl, ownController: ownController, ownStore: own}, nil
+}
+
+// openGroups opens the group coordinator of node self in store; txn
+// sends its requests to the transaction coordinator of an id.
+func openGroups(cfg CoordinatorConfig, self cluster.Node, store *storage.Store, txn func(context.Context, kmsg.Request) (kmsg.Response, error), log zerolog.Logger) (*groups.Coordinator, error) {
+	return groups.Open(groups.Config{NodeID: self.NodeID, View: cfg.View, Store: store, TxnCoordinator: txn,
+		Timeouts: cfg.GroupTimeouts, Log: log, Metrics: cfg.Metrics})
+}
+
+// newMarkerSender is the node's marker sender. ownServer is this node's
+// server once it listens: the markers of __consumer_offsets, whose leader
+// is the group coordinator's node, go to it in-process when that is this
+// node, in `txncoord up` and in a coordinator process of its own alike,
+// never over a TCP connection to itself. The group coordinator appends to
+// this store's log, so it may take them before the Prepare is durable, as
+// an in-process leader does.
+func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialConfig, ownServer *atomic.Pointer[wire.Server], log zerolog.Logger) *markersender.Sender {
 	isOwn := func(addr string) bool { return addr == self.Addr }
-	sender := markersender.New(markersender.Config{
+	return markersender.New(markersender.Config{
 		CoordinatorVersion: self.KafkaVersion,
 		Router:             cfg.View,
 		Leaders:            cfg.View.Leaders(),
@@ -196,73 +324,48 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 			return cl, nil
 		},
 	})
-	coord, err := coordinator.Open(coordinator.Config{
-		NodeID:       self.NodeID,
-		KafkaVersion: self.KafkaVersion,
-		View:         cfg.View,
-		Store:        store,
-		Markers:      sender,
-		EarlyMarkers: cfg.Shared != nil && cfg.InProcessLeader != nil,
-		Log:          log,
-		Metrics:      cfg.Metrics,
-	})
-	if err != nil {
-		closeStores()
-		return nil, fmt.Errorf("coordinator: %w", err)
-	}
-	sender.Start(coord)
-	// The group coordinator reaches the transaction coordinator through
-	// this server's handlers in-process, once the server runs.
-	var txnClient atomic.Pointer[wire.LocalClient]
-	groupStore := cfg.Shared
-	if groupStore == nil {
-		groupStore = own
-	}
-	grp, err := groups.Open(groups.Config{NodeID: self.NodeID, View: cfg.View, Store: groupStore,
-		TxnCoordinator: func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-			cl := txnClient.Load()
-			if cl == nil {
-				return nil, errCoordinatorNotStarted
-			}
-			return cl.Do(ctx, req)
-		},
-		Timeouts: cfg.GroupTimeouts, Log: log, Metrics: cfg.Metrics})
-	if err != nil {
-		sender.Close()
-		coord.Close()
-		closeStores()
-		return nil, fmt.Errorf("coordinator: %w", err)
-	}
-	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
-		coord.Register(reg)
-		grp.Register(reg)
-		ctl.Register(reg)
-	})
-	if err != nil {
-		sender.Close()
-		grp.Close()
-		coord.Close()
-		closeStores()
-		return nil, fmt.Errorf("coordinator: %w", err)
-	}
-	txnClient.Store(srv.Local(clusterPrincipal(cfg.View)).WithClientID(groupsClientID).Inline())
-	ownServer.Store(srv)
-	return &Coordinator{Groups: grp, Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
-		Controller: ctl, ownController: ownController, ownStore: own}, nil
 }
 
 // Stop stops accepting, finishes in-flight requests until ctx is done, then
 // stops the sender and closes the log. Markers still pending are resent
-// from the log's Prepare* records at the next start.
+// from the log's Prepare* records at the next start (in the etcd mode, by
+// the partitions' next owners).
 func (c *Coordinator) Stop(ctx context.Context) error {
 	err := c.Server.Shutdown(ctx)
+	if c.follower != nil {
+		c.follower.Close()
+	}
+	if c.Router != nil {
+		err = errors.Join(err, c.Router.Close())
+	}
 	c.Sender.Close()
-	err = errors.Join(err, c.Groups.Close(), c.Coordinator.Close(), c.Store.Close())
+	if c.Member != nil {
+		// Closing revokes the lease: the other coordinators take the
+		// partitions at once instead of after the TTL.
+		err = errors.Join(err, c.Member.Close())
+	}
+	if c.Groups != nil {
+		err = errors.Join(err, c.Groups.Close())
+	}
+	if c.Coordinator != nil {
+		err = errors.Join(err, c.Coordinator.Close())
+	}
+	if c.Store != nil {
+		err = errors.Join(err, c.Store.Close())
+	}
+	if c.txnClients != nil {
+		if cl, ok := c.txnClients.(interface{ Close() error }); ok {
+			cl.Close()
+		}
+	}
 	if c.ownController {
 		err = errors.Join(err, c.Controller.Close())
 	}
 	if c.ownStore != nil {
 		err = errors.Join(err, c.ownStore.Close())
+	}
+	if c.closeEtcd {
+		err = errors.Join(err, c.etcdClient.Close())
 	}
 	return err
 }

@@ -85,7 +85,7 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 	coordCl := cfg.Coordinator
 	var follower *topics.Follower
 	if coordCl == nil {
-		coordCl = leaderstub.DialCoordinatorWith(cfg.View.Coordinator().Addr, dial, log)
+		coordCl = dialCoordinators(cfg.View, dial, log)
 		// A process of its own learns topics from the controller. One
 		// sync before recovery, so recovered partitions find their
 		// topics with the controller's counts (best effort: the
@@ -131,6 +131,11 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 	}
 	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
 		l.Register(reg)
+		if r, ok := coordCl.(*leaderstub.Routed); ok {
+			// A client may ask any broker for its transaction
+			// coordinator: the owner, which only the coordinators know.
+			r.RegisterFindCoordinator(reg, cfg.View)
+		}
 		topics.RegisterForward(reg, forward, synced)
 	})
 	if err != nil {

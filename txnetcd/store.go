@@ -214,3 +214,20 @@ func (s *Store) commit(ctx context.Context, f Fence, ops []clientv3.Op) error {
 	}
 	return nil
 }
+
+// Get reads one transactional id's record (ok false when there is none),
+// for a reader that does not own its partition (the admin API of another
+// coordinator).
+func (s *Store) Get(ctx context.Context, transactionalID string) (m txnlog.TxnMetadata, ok bool, err error) {
+	resp, err := s.cli.Get(ctx, s.opts.Layout.IDKey(s.PartitionFor(transactionalID), transactionalID))
+	if err != nil {
+		return m, false, fmt.Errorf("txnetcd: get %q: %w", transactionalID, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return m, false, nil
+	}
+	if m, err = txnlog.DecodeTxn(resp.Kvs[0].Value); err != nil {
+		return m, false, fmt.Errorf("txnetcd: get %q: %w", transactionalID, err)
+	}
+	return m, true, nil
+}

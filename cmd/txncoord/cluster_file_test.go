@@ -46,11 +46,11 @@ auto_create_topics_enable: true
 	}
 }
 
-// TestSeveralCoordinatorsRefused: a valid cluster file of several
-// coordinators (issue 19) is refused by the commands that would serve it,
-// with one line and exit 2, before anything starts; a coordinators: list
-// of one is today's single coordinator and is accepted.
-func TestSeveralCoordinatorsRefused(t *testing.T) {
+// TestCoordinatorNodeID: `txncoord coordinator --node-id N` must name one
+// of the cluster file's coordinators, refused with one line and exit 2
+// before anything starts; a coordinators: list of one is today's single
+// coordinator and is accepted.
+func TestCoordinatorNodeID(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -67,24 +67,16 @@ leaders:
   - {node_id: 3, addr: 127.0.0.1:4, kafka_version: "4.2"}
 etcd: {endpoints: ["http://127.0.0.1:5"]}
 `)
-	for _, cmd := range [][]string{
-		{"coordinator", "--cluster", three},
-		{"leader", "--cluster", three, "--node-id", "3"},
-	} {
-		t.Run(cmd[0], func(t *testing.T) {
-			data := filepath.Join(dir, cmd[0]+"-data")
-			stdout, stderr, code := runCLI(t, append(cmd, "--data-dir", data)...)
-			if code != 2 {
-				t.Fatalf("exit %d, want 2; stderr: %s", code, stderr)
-			}
-			want := "txncoord: cluster file " + three + ": 3 coordinators: multi-coordinator clusters are not implemented yet (issue 19): name one coordinator\n"
-			if stderr != want || stdout != "" {
-				t.Fatalf("stdout %q, stderr %q; want only stderr %q", stdout, stderr, want)
-			}
-			if _, err := os.Stat(data); !os.IsNotExist(err) {
-				t.Fatalf("the data dir exists (%v): something started", err)
-			}
-		})
+	for _, id := range []string{"3", "-1"} {
+		data := filepath.Join(dir, "data-"+id)
+		stdout, stderr, code := runCLI(t, "coordinator", "--cluster", three, "--node-id", id, "--data-dir", data)
+		want := "txncoord: --node-id " + id + ": the cluster file's coordinators are nodes 0..2\n"
+		if code != 2 || stderr != want || stdout != "" {
+			t.Fatalf("--node-id %s: exit %d, stdout %q, stderr %q; want exit 2 and only stderr %q", id, code, stdout, stderr, want)
+		}
+		if _, err := os.Stat(data); !os.IsNotExist(err) {
+			t.Fatalf("the data dir exists (%v): something started", err)
+		}
 	}
 	// A list of one gets past the file: what fails is the flag checked
 	// after it.

@@ -19,6 +19,7 @@ import (
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/node"
+	"github.com/txncoord/txncoord/ownership"
 	"github.com/txncoord/txncoord/security"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -82,6 +83,12 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", EnvVars: env("listen"), Usage: "coordinator address; leaders take the next ports"},
 			&cli.StringFlag{Name: "leaders", Value: "4.2,4.2,4.1", EnvVars: env("leaders"), Usage: "Kafka version of each leader: 3.9, 4.0, 4.1 or 4.2"},
 			&cli.StringFlag{Name: "coordinator-version", Value: "4.2", EnvVars: env("coordinator-version"), Usage: "Kafka version of the coordinator (4.1 sends only WriteTxnMarkers v1)"},
+			&cli.IntFlag{Name: "coordinators", Value: 1, EnvVars: env("coordinators"),
+				Usage: "coordinator nodes (0..C-1 on port(--listen)+i, leaders after them); more than one share the transactional ids through etcd: an embedded one under DATA_DIR/etcd on the two ports after the last leader's, unless --etcd-endpoints names one"},
+			&cli.StringFlag{Name: "etcd-endpoints", EnvVars: env("etcd-endpoints"), Usage: "comma-separated etcd client URLs of an external etcd (the coordinators' shared state)"},
+			&cli.IntFlag{Name: "transaction-state-partitions", Value: 50, EnvVars: env("transaction-state-partitions"),
+				Usage: "partitions of __transaction_state, the unit the coordinators share (Kafka's transaction.state.log.num.partitions)"},
+			leaseTTLFlag(),
 			&cli.StringFlag{Name: "topics", EnvVars: env("topics"), Usage: "topics to create, name:partitions,..."},
 			&cli.IntFlag{Name: "default-partitions", Value: 3, EnvVars: env("default-partitions"), Usage: "partitions of auto-created topics"},
 			&cli.IntFlag{Name: "offsets-partitions", Value: 50, EnvVars: env("offsets-partitions"), Usage: "partitions of __consumer_offsets (Kafka's offsets.topic.num.partitions)"},
@@ -94,6 +101,22 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 		}, limitsFlags()...),
 		Action: runUp,
 	}
+}
+
+func leaseTTLFlag() cli.Flag {
+	return &cli.DurationFlag{Name: "etcd-lease-ttl", Value: ownership.DefaultLeaseTTL, EnvVars: env("etcd-lease-ttl"),
+		Usage: "with etcd: the lease of a coordinator's __transaction_state partitions, how long a dead coordinator keeps them before another takes over (whole seconds, at least 1s)"}
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 func parseTopics(s string) (map[string]int32, error) {
@@ -132,17 +155,22 @@ func runUp(c *cli.Context) error {
 	if err := knownVersions("--coordinator-version", c.String("coordinator-version")); err != nil {
 		return err
 	}
+	if n := c.Int("coordinators"); n < 1 || n > 64 {
+		return usagef("--coordinators %d: want 1 to 64", n)
+	}
+	if n := c.Int("transaction-state-partitions"); n < 1 || n > 10000 {
+		return usagef("--transaction-state-partitions %d: want 1 to 10000", n)
+	}
 	spec := node.EmbeddedSpec{
-		Listen: c.String("listen"), CoordinatorVersion: c.String("coordinator-version"),
+		Coordinators: c.Int("coordinators"), EtcdEndpoints: splitList(c.String("etcd-endpoints")),
+		TransactionStatePartitions: int32(c.Int("transaction-state-partitions")),
+		Listen:                     c.String("listen"), CoordinatorVersion: c.String("coordinator-version"),
 		LeaderVersions: versions, Topics: topics, DefaultPartitions: int32(c.Int("default-partitions")),
 		OffsetsPartitions: int32(c.Int("offsets-partitions")),
 	}
 	file, err := spec.ClusterFile()
 	if err != nil {
 		return usageError{fmt.Errorf("bad cluster settings: %w", err)}
-	}
-	if err := file.SingleCoordinator(); err != nil { // until up runs several (issue 19)
-		return usageError{err}
 	}
 	autoCreate := c.Bool("auto-create-topics-enable")
 	file.AutoCreateTopicsEnable = &autoCreate
@@ -165,11 +193,15 @@ func runUp(c *cli.Context) error {
 		}
 		file.Security = local.Settings
 	}
+	var etcdAddrs *[2]string
+	if client, peer, ok := spec.EmbeddedEtcdAddrs(); ok {
+		etcdAddrs = &[2]string{client, peer}
+	}
 	e, err := node.StartEmbedded(node.EmbeddedConfig{
 		File: file, DataDir: dataDir, AdminListen: c.String("admin-listen"),
 		MarkerVersionDiscovery: c.Bool("marker-version-discovery"), UnsafeNoSync: c.Bool("unsafe-no-fsync"),
 		RetentionBytes: c.Int64("retention-bytes"), ProducerIDExpiration: c.Duration("producer-id-expiration"), Log: logger,
-		Limits: lim,
+		Limits: lim, EtcdAddrs: etcdAddrs, LeaseTTL: c.Duration("etcd-lease-ttl"),
 	})
 	if err != nil {
 		return err
@@ -244,13 +276,6 @@ func loadCluster(c *cli.Context) (*cluster.View, error) {
 		}
 		return nil, usageError{err}
 	}
-	// A valid file may name several coordinators (issue 19), but nothing
-	// runs such a cluster yet: refuse rather than serve it as if the
-	// first coordinator were the only one. The leader too, as it would
-	// send every registration to that first coordinator.
-	if err := f.SingleCoordinator(); err != nil {
-		return nil, usageError{fmt.Errorf("cluster file %s: %w", path, err)}
-	}
 	return cluster.NewView(f), nil
 }
 
@@ -262,9 +287,10 @@ func coordinatorCommand() *cli.Command {
    txncoord coordinator --cluster ./cluster.yaml --data-dir ./coord-data --admin-listen 127.0.0.1:9644`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "cluster", EnvVars: env("cluster"), Usage: "cluster file (YAML)"},
+			&cli.IntFlag{Name: "node-id", Value: 0, EnvVars: env("node-id"), Usage: "this coordinator's node id in the cluster file (0..C-1)"},
 			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir")},
 			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: `admin HTTP API address ("" to disable)`},
-			discoveryFlag(), noSyncFlag(),
+			discoveryFlag(), noSyncFlag(), leaseTTLFlag(),
 		}, limitsFlags()...),
 		Action: func(c *cli.Context) error {
 			sigs := stopSignals()
@@ -278,9 +304,14 @@ func coordinatorCommand() *cli.Command {
 				return err
 			}
 			metrics := node.NewMetrics()
+			id := c.Int("node-id")
+			if id < 0 || id >= len(view.Coordinators()) {
+				return usagef("--node-id %d: the cluster file's coordinators are nodes 0..%d", id, len(view.Coordinators())-1)
+			}
 			co, err := node.StartCoordinator(node.CoordinatorConfig{
 				View: view, DataDir: c.String("data-dir"), MarkerVersionDiscovery: c.Bool("marker-version-discovery"),
 				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: metrics, Limits: lim,
+				NodeID: int32(id), LeaseTTL: c.Duration("etcd-lease-ttl"),
 			})
 			if err != nil {
 				return err

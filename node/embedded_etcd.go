@@ -1,0 +1,58 @@
+package node
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/txncoord/txncoord/leaderstub"
+)
+
+// startEtcd starts the embedded etcd when the config asks for one, and the
+// coordinators' shared client when the cluster file names etcd endpoints.
+func (e *Embedded) startEtcd() error {
+	if a := e.cfg.EtcdAddrs; a != nil {
+		var err error
+		if e.etcd, err = StartEmbeddedEtcd(filepath.Join(e.cfg.DataDir, "etcd"), a[0], a[1]); err != nil {
+			return err
+		}
+	}
+	if len(e.View.Etcd().Endpoints) == 0 {
+		return nil
+	}
+	cl, err := DialEtcd(e.View)
+	if err != nil {
+		return fmt.Errorf("etcd: %w", err)
+	}
+	e.etcdClient = cl
+	return nil
+}
+
+// coordinatorMetrics is coordinator id's registerer: the process registry,
+// with a node label when there are several (each has its marker sender).
+func (e *Embedded) coordinatorMetrics(id int32) prometheus.Registerer {
+	if len(e.View.Coordinators()) == 1 {
+		return e.Metrics
+	}
+	return prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics)
+}
+
+// txnClients are the in-process clients of every coordinator, by node id.
+func (e *Embedded) txnClients() map[int32]leaderstub.CoordinatorClient {
+	out := map[int32]leaderstub.CoordinatorClient{}
+	for id, c := range e.byNode {
+		out[id] = c.leaderClient()
+	}
+	return out
+}
+
+// leaderCoordinatorClient is how an embedded leader reaches the
+// coordinators: the one in-process, or each id's owner among several.
+func (e *Embedded) leaderCoordinatorClient() leaderstub.CoordinatorClient {
+	if len(e.byNode) == 1 {
+		return e.inProcess.leaderClient()
+	}
+	return leaderstub.RoutedCoordinator(leaderstub.RoutedConfig{Coordinators: e.txnClients(),
+		Partitions: e.View.TransactionStatePartitions(), Log: e.cfg.Log})
+}

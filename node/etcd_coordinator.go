@@ -1,0 +1,206 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/ownership"
+	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/topics"
+	"github.com/txncoord/txncoord/txnetcd"
+	"github.com/txncoord/txncoord/txnrouter"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// etcdDialTimeout bounds the first connection to etcd; later operations
+// are bounded by their own contexts.
+const etcdDialTimeout = 5 * time.Second
+
+// DialEtcd returns a client of the cluster file's etcd endpoints. etcd's
+// own logging is off: the coordinator logs what a failed call means.
+func DialEtcd(v *cluster.View) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints:   v.Etcd().Endpoints,
+		DialTimeout: etcdDialTimeout,
+		Logger:      zap.NewNop(),
+	})
+}
+
+// startEtcdCoordinator starts coordinator self of a cluster whose
+// coordinators share the transactional-id space through etcd (issue 19):
+//
+//   - an ownership.Member holds a lease and claims its share of the
+//     __transaction_state partitions, with a coordinator epoch from etcd
+//     that rises at every takeover;
+//   - a txnrouter.Router runs a coordinator per owned partition over a
+//     fenced txnetcd.PartitionStore (every write conditioned on still
+//     owning the partition), with producer ids from etcd blocks and the
+//     node's one marker sender; it answers NOT_COORDINATOR for the others
+//     and FindCoordinator with each id's owner;
+//   - node 0 is also the controller and the group coordinator, as on a
+//     single coordinator, over its local store (DATA_DIR/coordinator or
+//     the shared store of `txncoord up`); another node forwards the
+//     controller's requests to node 0 and, in a process of its own,
+//     follows its topics as a leader process does.
+//
+// Nothing of the transactions is kept locally: a node that lost its data
+// dir loses nothing.
+func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kversion.Versions, sec *wire.SecurityConfig, dial wire.DialConfig, log zerolog.Logger) (_ *Coordinator, err error) {
+	c := &Coordinator{view: cfg.View, lg: log, Node: self, etcdClient: cfg.Etcd}
+	cleanup := []func(){}
+	defer func() {
+		if err != nil {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	}()
+	if c.etcdClient == nil {
+		if c.etcdClient, err = DialEtcd(cfg.View); err != nil {
+			return nil, fmt.Errorf("coordinator %d: etcd: %w", self.NodeID, err)
+		}
+		c.closeEtcd = true
+		cleanup = append(cleanup, func() { c.etcdClient.Close() })
+	}
+	layout := txnetcd.Layout{Prefix: cfg.View.Etcd().Prefix}
+	parts := cfg.View.TransactionStatePartitions()
+	c.Etcd = txnetcd.NewStore(c.etcdClient, txnetcd.Options{Layout: layout, Partitions: parts})
+
+	controller := self.NodeID == cfg.View.Coordinator().NodeID
+	var ownServer atomic.Pointer[wire.Server]
+	if controller {
+		if err := c.openControllerAndGroups(cfg, self, &ownServer, dial, log); err != nil {
+			return nil, err
+		}
+		cleanup = append(cleanup, c.closeControllerAndGroups)
+	} else if cfg.Shared == nil {
+		// A process of its own learns topics from the controller (the
+		// marker sender needs every partition's leader), as a leader
+		// process does: one sync before serving, best effort.
+		c.follower = topics.NewFollower(topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		c.follower.Sync(ctx, nil, nil)
+		cancel()
+		c.follower.Start(func() map[string]int32 { return nil }, func(string) error { return nil })
+		cleanup = append(cleanup, c.follower.Close)
+	}
+
+	if c.Member, err = ownership.Start(ownership.Config{Client: c.etcdClient, Layout: layout, NodeID: self.NodeID,
+		Partitions: parts, LeaseTTL: cfg.LeaseTTL, Log: log}); err != nil {
+		return nil, fmt.Errorf("coordinator %d: ownership: %w", self.NodeID, err)
+	}
+	cleanup = append(cleanup, func() { c.Member.Close() })
+	c.Sender = newMarkerSender(cfg, self, dial, &ownServer, log)
+	cleanup = append(cleanup, c.Sender.Close)
+	nodes := map[int32]string{}
+	for _, n := range cfg.View.Coordinators() {
+		nodes[n.NodeID] = n.Addr
+	}
+	if c.Router, err = txnrouter.New(txnrouter.Config{
+		Member: c.Member, Store: c.Etcd, Partitions: parts, ProducerIDs: c.Etcd.ProducerIDs(0), Markers: c.Sender,
+		// EarlyMarkers stays off: a leader must never hold a marker of a
+		// Prepare that etcd has not committed.
+		Coordinator: coordinator.Config{NodeID: self.NodeID, KafkaVersion: self.KafkaVersion, View: cfg.View},
+		Nodes:       nodes, Log: log,
+	}); err != nil {
+		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
+	}
+	cleanup = append(cleanup, func() { c.Router.Close() })
+
+	forward, synced := cfg.Forward, func(context.Context) {}
+	if forward == nil {
+		forward = topics.DialForward(cfg.View.Coordinator().Addr, dial)
+	}
+	if c.follower != nil {
+		synced = func(ctx context.Context) { c.follower.Refresh(ctx) }
+	}
+	c.Server, err = listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
+		c.Router.Register(reg)
+		if controller {
+			c.Groups.Register(reg)
+			c.Controller.Register(reg)
+		} else {
+			topics.RegisterForward(reg, forward, synced)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
+	}
+	ownServer.Store(c.Server)
+	log.Info().Int32("partitions", parts).Strs("etcd", cfg.View.Etcd().Endpoints).Str("prefix", layout.Prefix).
+		Msg("coordinator on etcd: claiming its share of __transaction_state")
+	return c, nil
+}
+
+// openControllerAndGroups opens node 0's topic controller and group
+// coordinator over its local store. The group coordinator reaches each
+// transactional id's coordinator through c.txnClients (leaderstub's
+// routing over every coordinator).
+func (c *Coordinator) openControllerAndGroups(cfg CoordinatorConfig, self cluster.Node, ownServer *atomic.Pointer[wire.Server], dial wire.DialConfig, log zerolog.Logger) error {
+	st := cfg.Shared
+	if st == nil {
+		if err := os.MkdirAll(filepath.Join(cfg.DataDir, "coordinator"), 0o755); err != nil {
+			return err
+		}
+		// The same file as a single coordinator's: its groups and
+		// topics stay when the cluster moves to etcd.
+		path := filepath.Join(cfg.DataDir, "coordinator", "txnlog.db")
+		var err error
+		if st, err = storage.Open(path, storage.Options{NoSync: cfg.UnsafeNoSync, Log: cfg.Log, Kinds: RecordCodecs}); err != nil {
+			return fmt.Errorf("coordinator: %w", err)
+		}
+		c.ownStore = st
+	}
+	c.Controller = cfg.Controller
+	if c.Controller == nil {
+		ctl, err := topics.Open(topics.Config{View: cfg.View, Store: st, Log: log})
+		if err != nil {
+			c.closeControllerAndGroups()
+			return fmt.Errorf("coordinator: %w", err)
+		}
+		c.Controller, c.ownController = ctl, true
+		cfg.View.SetCreator(ctl.AutoCreate)
+	}
+	c.txnClients = txnCoordinatorsClient(cfg, self, ownServer, dial, log)
+	grp, err := openGroups(cfg, self, st, func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+		areq, ok := req.(*kmsg.AddPartitionsToTxnRequest)
+		if !ok {
+			return nil, fmt.Errorf("node: the group coordinator sent %s to the transaction coordinators", kmsg.NameForKey(req.Key()))
+		}
+		return c.txnClients.AddPartitionsToTxn(ctx, areq)
+	}, log)
+	if err != nil {
+		c.closeControllerAndGroups()
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	c.Groups = grp
+	return nil
+}
+
+// closeControllerAndGroups undoes openControllerAndGroups.
+func (c *Coordinator) closeControllerAndGroups() {
+	if c.Groups != nil {
+		c.Groups.Close()
+		c.Groups = nil
+	}
+	if c.ownController {
+		c.Controller.Close()
+		c.ownController = false
+	}
+	if c.ownStore != nil {
+		c.ownStore.Close()
+		c.ownStore = nil
+	}
+}

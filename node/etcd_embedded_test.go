@@ -1,0 +1,194 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/internal/etcdtest"
+)
+
+// startSeveralCoordinators starts `txncoord up` with three coordinators on
+// a real etcd (one member, etcdtest) and two leaders, with a short lease.
+func startSeveralCoordinators(t *testing.T) *Embedded {
+	t.Helper()
+	etcd := etcdtest.Start(t, 1)
+	listeners := map[int32]net.Listener{}
+	f := &cluster.File{
+		ClusterID:                  "several-test",
+		DefaultPartitions:          2,
+		Topics:                     map[string]int32{"orders": 4},
+		TransactionStatePartitions: 12,
+		Etcd:                       &cluster.Etcd{Endpoints: etcd.Endpoints()},
+	}
+	for id := range int32(5) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listeners[id] = ln
+		n := cluster.Node{NodeID: id, Addr: ln.Addr().String(), KafkaVersion: "4.2"}
+		if id < 3 {
+			f.Coordinators = append(f.Coordinators, n)
+		} else {
+			f.Leaders = append(f.Leaders, n)
+		}
+	}
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: listeners, MarkerVersionDiscovery: true,
+		LeaseTTL: time.Second, Log: zerolog.Nop()})
+	if err != nil {
+		for _, ln := range listeners {
+			ln.Close()
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := e.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return e
+}
+
+// TestEmbeddedSeveralCoordinators: kgo producers whose ids spread over
+// three coordinators commit through the owners (FindCoordinator, leaders'
+// registrations routed to each id's owner), every coordinator serves some
+// of them, and the committed records are all readable. Then coordinator 1
+// stops: its partitions move to the others and the producers go on.
+func TestEmbeddedSeveralCoordinators(t *testing.T) {
+	e := startSeveralCoordinators(t)
+	waitOwned(t, e, 12)
+	ids := make([]string, 9)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("several-%d", i)
+	}
+	commitAll(t, e.Bootstrap(), ids, 3, 0)
+	served := map[int32]int{}
+	for _, co := range e.Coordinators {
+		for p := range co.Router.Serving() {
+			c, _ := co.Router.Coordinator(p)
+			served[co.Node.NodeID] += len(c.List(coordinatorListAll))
+		}
+	}
+	for _, co := range e.Coordinators {
+		if served[co.Node.NodeID] == 0 {
+			t.Errorf("coordinator %d holds none of the transactions (%v): ids were not spread", co.Node.NodeID, served)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := e.Coordinators[1].Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.Coordinators = append(e.Coordinators[:1], e.Coordinators[2:]...)
+	waitOwned(t, e, 12)
+	commitAll(t, e.Bootstrap(), ids, 2, 3)
+	readCommitted(t, e.Bootstrap(), len(ids)*5*4)
+}
+
+// waitOwned waits until the running coordinators serve n partitions in all.
+func waitOwned(t *testing.T, e *Embedded, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		total := 0
+		for _, co := range e.Coordinators {
+			total += len(co.Router.Serving())
+		}
+		if total == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("coordinators serve %d of %d partitions", total, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// commitAll runs txns transactions per id concurrently, each writing one
+// record to every partition of orders, numbered from first.
+func commitAll(t *testing.T, bootstrap string, ids []string, txns, first int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ids))
+	for _, id := range ids {
+		wg.Go(func() {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer cl.Close()
+			for i := first; i < first+txns; i++ {
+				if err := cl.BeginTransaction(); err != nil {
+					errs <- err
+					return
+				}
+				for p := range int32(4) {
+					rec := &kgo.Record{Topic: "orders", Partition: p, Value: fmt.Appendf(nil, "%s-%d-%d", id, i, p)}
+					if err := cl.ProduceSync(ctx, rec).FirstErr(); err != nil {
+						errs <- fmt.Errorf("%s txn %d: %w", id, i, err)
+						return
+					}
+				}
+				if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+					errs <- fmt.Errorf("%s commit %d: %w", id, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// readCommitted reads want records of orders read_committed, and fails on
+// more or on a duplicate.
+func readCommitted(t *testing.T, bootstrap string, want int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	offsets := map[int32]kgo.Offset{}
+	for p := range int32(4) {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	reader, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"orders": offsets}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	seen := map[string]bool{}
+	for len(seen) < want {
+		fs := reader.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d committed records", len(seen), want)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if seen[string(r.Value)] {
+				t.Fatalf("duplicate %s", r.Value)
+			}
+			seen[string(r.Value)] = true
+		})
+	}
+}
+
+var coordinatorListAll = coordinator.ListFilter{}

@@ -1,0 +1,60 @@
+package node
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/leaderstub"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// dialCoordinators is how a node of its own process reaches the
+// transaction coordinators over TCP: the one coordinator, or, with
+// several, each transactional id's owner (leaderstub.Routed, which learns
+// the owners with FindCoordinator and follows them as they move).
+func dialCoordinators(v *cluster.View, dial wire.DialConfig, log zerolog.Logger) leaderstub.CoordinatorClient {
+	nodes := v.Coordinators()
+	if len(nodes) == 1 {
+		return leaderstub.DialCoordinatorWith(nodes[0].Addr, dial, log)
+	}
+	clients := map[int32]leaderstub.CoordinatorClient{}
+	for _, n := range nodes {
+		clients[n.NodeID] = leaderstub.DialCoordinatorWith(n.Addr, dial, log)
+	}
+	return leaderstub.RoutedCoordinator(leaderstub.RoutedConfig{Coordinators: clients, Partitions: v.TransactionStatePartitions(), Log: log})
+}
+
+// txnCoordinatorsClient is how node 0's group coordinator reaches the
+// transaction coordinator of an id (TxnOffsetCommit's AddPartitionsToTxn):
+// its own server in-process once it listens, the others as the config
+// gives them (`txncoord up`: in-process) or over TCP, each id routed to its
+// owner.
+func txnCoordinatorsClient(cfg CoordinatorConfig, self cluster.Node, ownServer *atomic.Pointer[wire.Server], dial wire.DialConfig, log zerolog.Logger) leaderstub.CoordinatorClient {
+	own := leaderstub.CoordinatorFunc(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+		srv := ownServer.Load()
+		if srv == nil {
+			return nil, errCoordinatorNotStarted
+		}
+		return srv.Local(clusterPrincipal(cfg.View)).WithClientID(groupsClientID).Inline().Do(ctx, req)
+	})
+	nodes := cfg.View.Coordinators()
+	if len(nodes) == 1 {
+		return own
+	}
+	clients := map[int32]leaderstub.CoordinatorClient{}
+	for _, n := range nodes {
+		switch cl, ok := cfg.TxnCoordinators[n.NodeID]; {
+		case n.NodeID == self.NodeID:
+			clients[n.NodeID] = own
+		case ok:
+			clients[n.NodeID] = cl
+		default:
+			clients[n.NodeID] = leaderstub.DialCoordinatorWith(n.Addr, dial, log)
+		}
+	}
+	return leaderstub.RoutedCoordinator(leaderstub.RoutedConfig{Coordinators: clients, Partitions: cfg.View.TransactionStatePartitions(), Log: log})
+}
