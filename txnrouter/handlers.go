@@ -55,11 +55,7 @@ func (r *Router) handleByID(key int16) wire.Handler {
 }
 
 // sub is a request for part of a batched request's body, as the
-// coordinator's handler sees it. It carries the connection's fields but not
-// its security context (unexported in wire), so authorization that depends
-// on it is done on the original request, before the split.
-func sub(req *wire.Request, body kmsg.Request) *wire.Request {
-	return &wire.Request{Body: body, Key: req.Key, Version: req.Version, CorrelationID: req.CorrelationID,
-		ClientID: req.ClientID, Remote: req.Remote, ConnID: req.ConnID, Principal: req.Principal,
-		Stopping: req.Stopping, Log: req.Log}
-}
+// coordinator's handler sees it: the connection's fields, security context
+// included (wire.Request.WithBody), so each part is authorized as the
+// whole would be.
+func sub(req *wire.Request, body kmsg.Request) *wire.Request { return req.WithBody(body) }

@@ -47,6 +47,16 @@ type Request struct {
 // as the log is ordered.
 func (r *Request) InProcess() bool { return r.inProcess }
 
+// WithBody is a copy of r carrying body instead of r.Body: a part of a
+// batched request that a router hands to the handler of that part, with
+// the connection's principal, security context and in-process flag, so
+// the part is authorized and answered exactly as the whole would be.
+func (r *Request) WithBody(body kmsg.Request) *Request {
+	return &Request{Body: body, Key: r.Key, Version: r.Version, CorrelationID: r.CorrelationID, ClientID: r.ClientID,
+		Remote: r.Remote, ConnID: r.ConnID, Principal: r.Principal, Stopping: r.Stopping, Log: r.Log,
+		sec: r.sec, inProcess: r.inProcess}
+}
+
 // Logger is Log with the connection's and the request's fields (remote,
 // connection id, correlation id, api key and version; for an in-process
 // call the remote "in-process" and the call id), built
