@@ -337,17 +337,39 @@ func (c *Coordinator) Stats() Stats {
 	return s
 }
 
+// Add adds o's counters, transactions by state and stuck count to s (the
+// coordinators of several partitions as one); CoordinatorEpoch becomes -1.
+func (s *Stats) Add(o Stats) {
+	s.CoordinatorEpoch = -1
+	if s.ByState == nil {
+		s.ByState = map[string]int{}
+	}
+	for k, v := range o.ByState {
+		s.ByState[k] += v
+	}
+	s.Stuck += o.Stuck
+	s.InitProducerID += o.InitProducerID
+	s.AddPartitions += o.AddPartitions
+	s.AddOffsets += o.AddOffsets
+	s.EndTxn += o.EndTxn
+	s.TimeoutAborts += o.TimeoutAborts
+	s.FenceAborts += o.FenceAborts
+	s.OperatorAborts += o.OperatorAborts
+	s.Completions += o.Completions
+	s.Expirations += o.Expirations
+}
+
 // registerMetrics exposes Stats to Prometheus, computed at scrape time.
 func (c *Coordinator) registerMetrics() {
 	if c.cfg.Metrics == nil {
 		return
 	}
-	c.cfg.Metrics.MustRegister(statsCollector{c}, c.endTxnLatency)
+	c.cfg.Metrics.MustRegister(StatsCollector(c.Stats), c.endTxnLatency)
 }
 
-// newEndTxnLatency is the EndTxn latency histogram: from the request's
+// NewEndTxnLatency is the EndTxn latency histogram: from the request's
 // handling to its answer, which waits for the durable Prepare.
-func newEndTxnLatency() *prometheus.HistogramVec {
+func NewEndTxnLatency() *prometheus.HistogramVec {
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "txncoord_coordinator_end_txn_seconds",
 		Help:    "EndTxn latency until the answer (after the Prepare record is durable), by result.",
@@ -363,7 +385,12 @@ var (
 	descEvents = prometheus.NewDesc("txncoord_coordinator_events_total", "Coordinator-initiated events.", []string{"event"}, nil)
 )
 
-type statsCollector struct{ c *Coordinator }
+// StatsCollector exposes stats() to Prometheus, computed at scrape time:
+// one coordinator's Stats, or the sum of several (txnrouter; Add), whose
+// CoordinatorEpoch is then left out (each partition has its own).
+func StatsCollector(stats func() Stats) prometheus.Collector { return statsCollector{stats} }
+
+type statsCollector struct{ stats func() Stats }
 
 func (sc statsCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTxns, descEpoch, descStuck, descReqs, descEvents} {
@@ -372,11 +399,13 @@ func (sc statsCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (sc statsCollector) Collect(ch chan<- prometheus.Metric) {
-	s := sc.c.Stats()
+	s := sc.stats()
 	for i := txnlog.Empty; i <= txnlog.CompleteAbort; i++ {
 		ch <- prometheus.MustNewConstMetric(descTxns, prometheus.GaugeValue, float64(s.ByState[i.String()]), i.String())
 	}
-	ch <- prometheus.MustNewConstMetric(descEpoch, prometheus.GaugeValue, float64(s.CoordinatorEpoch))
+	if s.CoordinatorEpoch >= 0 {
+		ch <- prometheus.MustNewConstMetric(descEpoch, prometheus.GaugeValue, float64(s.CoordinatorEpoch))
+	}
 	ch <- prometheus.MustNewConstMetric(descStuck, prometheus.GaugeValue, float64(s.Stuck))
 	for api, v := range map[string]uint64{"InitProducerId": s.InitProducerID, "AddPartitionsToTxn": s.AddPartitions, "AddOffsetsToTxn": s.AddOffsets, "EndTxn": s.EndTxn} {
 		ch <- prometheus.MustNewConstMetric(descReqs, prometheus.CounterValue, float64(v), api)

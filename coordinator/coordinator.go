@@ -60,6 +60,10 @@ type Config struct {
 	ProducerIDs ProducerIDSource
 	Log         zerolog.Logger
 	Metrics     prometheus.Registerer // may be nil
+	// EndTxnLatency, optional, is the EndTxn latency histogram to observe
+	// (NewEndTxnLatency): one shared by the coordinators of several
+	// partitions in a process (txnrouter), who register it themselves.
+	EndTxnLatency *prometheus.HistogramVec
 }
 
 // Coordinator owns every transaction's state. Requests for one
@@ -154,7 +158,10 @@ func Open(cfg Config) (*Coordinator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	c := &Coordinator{cfg: cfg, log: cfg.Log, txns: make(map[string]*entry, len(loaded.Txns)), stop: make(chan struct{}), endTxnLatency: newEndTxnLatency()}
+	c := &Coordinator{cfg: cfg, log: cfg.Log, txns: make(map[string]*entry, len(loaded.Txns)), stop: make(chan struct{}), endTxnLatency: cfg.EndTxnLatency}
+	if c.endTxnLatency == nil {
+		c.endTxnLatency = NewEndTxnLatency()
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	var native bool
 	c.submit, native = storeSubmit(c.ctx, cfg.Store)

@@ -113,7 +113,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		// EarlyMarkers stays off: a leader must never hold a marker of a
 		// Prepare that etcd has not committed.
 		Coordinator: coordinator.Config{NodeID: self.NodeID, KafkaVersion: self.KafkaVersion, View: cfg.View},
-		Nodes:       nodes, Log: log,
+		Nodes:       nodes, Log: log, Metrics: cfg.Metrics,
 	}); err != nil {
 		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
 	}

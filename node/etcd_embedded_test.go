@@ -88,6 +88,29 @@ func TestEmbeddedSeveralCoordinators(t *testing.T) {
 			t.Errorf("coordinator %d holds none of the transactions (%v): ids were not spread", co.Node.NodeID, served)
 		}
 	}
+	// Each node's metrics sum its partitions' coordinators.
+	endTxns := map[string]float64{}
+	mfs, err := e.Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "txncoord_coordinator_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["api"] == "EndTxn" {
+				endTxns[labels["node"]] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if total := endTxns["0"] + endTxns["1"] + endTxns["2"]; total < float64(len(ids)*3) || endTxns["0"] == 0 || endTxns["1"] == 0 || endTxns["2"] == 0 {
+		t.Fatalf("EndTxn requests by node %v, want at least %d in all (retries count too), spread over the three", endTxns, len(ids)*3)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := e.Coordinators[1].Stop(ctx); err != nil {

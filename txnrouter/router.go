@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -34,9 +35,13 @@ type Config struct {
 	Markers     MarkerSender
 	// Coordinator is the template of every partition's coordinator
 	// config; its Store, Markers, ProducerIDs and Log are the Router's.
-	// Metrics must be nil: several coordinators would register the same
-	// collectors.
+	// Its Metrics are ignored: several coordinators would register the
+	// same collectors. The Router registers their sum in Metrics instead.
 	Coordinator coordinator.Config
+	// Metrics, optional, gets the coordinators' stats summed over the
+	// partitions (counters include those of partitions since closed), the
+	// EndTxn latency of all of them, and the partitions served.
+	Metrics prometheus.Registerer
 	// Nodes maps the coordinator node ids to their host:port, for
 	// FindCoordinator.
 	Nodes map[int32]string
@@ -78,7 +83,11 @@ type Router struct {
 	// beforeOpen, when set (tests), runs before a partition's coordinator
 	// is opened: holding it keeps the partition loading.
 	beforeOpen func(p int32)
-	wg         sync.WaitGroup
+	latency    *prometheus.HistogramVec
+	// retired sums the counters of closed coordinators (guarded by mu),
+	// so the summed counters never go back when a partition moves.
+	retired coordinator.Stats
+	wg      sync.WaitGroup
 	done       chan struct{}
 }
 
@@ -97,6 +106,13 @@ func New(cfg Config) (*Router, error) {
 		slots:   map[int32]*slot{},
 		started: make(chan struct{}),
 		done:    make(chan struct{}),
+		latency: coordinator.NewEndTxnLatency(),
+	}
+	if cfg.Metrics != nil {
+		cfg.Metrics.MustRegister(coordinator.StatsCollector(r.stats), r.latency, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "txncoord_coordinator_partitions_served",
+			Help: "__transaction_state partitions whose coordinator this node runs.",
+		}, func() float64 { return float64(len(r.Serving())) }))
 	}
 	cfg.Markers.Start(r)
 	r.wg.Add(1)
@@ -178,6 +194,7 @@ func (r *Router) open(s *slot, fence txnetcd.Fence) {
 	}
 	cfg := r.cfg.Coordinator
 	cfg.Store, cfg.Markers, cfg.ProducerIDs, cfg.Log, cfg.Metrics = ps, r.cfg.Markers, r.cfg.ProducerIDs, log, nil
+	cfg.EndTxnLatency = r.latency
 	c, err := coordinator.Open(cfg)
 	if err != nil {
 		// Most likely fenced out already (the partition moved on);
@@ -244,7 +261,36 @@ func (r *Router) closeSlot(s *slot, reason string) {
 	if s.c != nil {
 		s.c.Close()
 		s.store.Close()
+		r.retire(s.c.Stats())
 	}
+}
+
+// retire keeps a closed coordinator's counters (not its transactions: the
+// partition's next owner counts those).
+func (r *Router) retire(st coordinator.Stats) {
+	st.ByState, st.Stuck = nil, 0
+	r.mu.Lock()
+	r.retired.Add(st)
+	r.mu.Unlock()
+}
+
+// stats is every open coordinator's Stats plus the retired counters.
+func (r *Router) stats() coordinator.Stats {
+	r.mu.Lock()
+	sum := r.retired
+	sum.ByState = map[string]int{}
+	open := make([]*coordinator.Coordinator, 0, len(r.slots))
+	for _, s := range r.slots {
+		if s.loaded() && s.c != nil {
+			open = append(open, s.c)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range open {
+		sum.Add(c.Stats())
+	}
+	sum.CoordinatorEpoch = -1
+	return sum
 }
 
 func (r *Router) dropAll(reason string) {
