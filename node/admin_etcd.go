@@ -2,16 +2,21 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"sort"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/ownership"
 	"github.com/txncoord/txncoord/txnetcd"
+	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/txnrouter"
 )
 
@@ -23,7 +28,8 @@ const adminReadTimeout = 10 * time.Second
 // this node runs or from etcd), and is ready while its member holds a
 // valid lease (etcd reachable) and node 0's local store works.
 func (c *Coordinator) etcdAdminBackend() *adminBackend {
-	txns := &clusterTxns{router: c.Router, member: c.Member, store: c.Etcd, parts: c.view.TransactionStatePartitions(), log: c.lg}
+	txns := &clusterTxns{router: c.Router, member: c.Member, store: c.Etcd, parts: c.view.TransactionStatePartitions(), log: c.lg,
+		peer: c.peer, adminURL: c.peerAdminURL, token: c.adminToken}
 	local := c.ownStore
 	return &adminBackend{
 		owner:  txns.owner,
@@ -55,6 +61,12 @@ type clusterTxns struct {
 	store  *txnetcd.Store
 	parts  int32
 	log    zerolog.Logger
+	// peer is another coordinator of this process (`txncoord up`), nil
+	// for one of another process, reached through its admin API at
+	// adminURL with token.
+	peer     func(node int32) *Coordinator
+	adminURL func(ctx context.Context, node int32) (string, error)
+	token    string
 }
 
 var _ txnSource = (*clusterTxns)(nil)
@@ -111,17 +123,81 @@ func (t *clusterTxns) Describe(id string) (coordinator.TxnDetail, bool) {
 	return coordinator.DetailOf(&m, epoch), true
 }
 
-// AbortWith aborts through the partition's coordinator when this node
-// owns it; the owner's admin API must be asked otherwise.
+// AbortWith aborts through the partition's coordinator: this node's, or
+// the owner's, in this process or through its admin API (published in
+// etcd at its start, PublishAdminURL).
 func (t *clusterTxns) AbortWith(ctx context.Context, id string, opts coordinator.AbortOptions) (coordinator.AbortResult, error) {
 	p := t.store.PartitionFor(id)
 	if c, ok := t.router.Coordinator(p); ok {
 		return c.AbortWith(ctx, id, opts)
 	}
-	if owner := t.owner(id); owner >= 0 {
-		return coordinator.AbortResult{}, fmt.Errorf("%w: transaction %q belongs to __transaction_state partition %d, coordinated by node %d: use that coordinator's admin API", admin.ErrConflict, id, p, owner)
+	owner := t.owner(id)
+	if owner < 0 {
+		return coordinator.AbortResult{}, fmt.Errorf("%w: transaction %q belongs to __transaction_state partition %d, which has no coordinator right now (a takeover in progress): retry", admin.ErrConflict, id, p)
 	}
-	return coordinator.AbortResult{}, fmt.Errorf("%w: transaction %q belongs to __transaction_state partition %d, which has no coordinator right now (a takeover in progress): retry", admin.ErrConflict, id, p)
+	if peer := t.peer(owner); peer != nil {
+		if c, ok := peer.Router.Coordinator(p); ok {
+			return c.AbortWith(ctx, id, opts)
+		}
+	}
+	url, err := t.adminURL(ctx, owner)
+	if err != nil {
+		return coordinator.AbortResult{}, fmt.Errorf("%w: transaction %q is coordinated by node %d, whose admin API is unknown (%v): ask it directly", admin.ErrConflict, id, owner, err)
+	}
+	txn, err := admin.NewClientWithToken(url, t.token).AbortForce(ctx, id, opts.Force)
+	if err != nil {
+		var apiErr *admin.APIError
+		if errors.As(err, &apiErr) {
+			switch apiErr.Status {
+			case http.StatusNotFound:
+				return coordinator.AbortResult{}, fmt.Errorf("%w: %s (node %d)", kerr.TransactionalIDNotFound, apiErr.Message, owner)
+			case http.StatusConflict:
+				return coordinator.AbortResult{}, fmt.Errorf("%w: %s (node %d)", admin.ErrConflict, apiErr.Message, owner)
+			}
+		}
+		return coordinator.AbortResult{}, fmt.Errorf("abort through node %d's admin API %s: %w", owner, url, err)
+	}
+	res := coordinator.AbortResult{}
+	for _, tp := range txn.GaveUp {
+		res.GaveUp = append(res.GaveUp, txnlog.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+	}
+	return res, nil
+}
+
+// adminKey is where coordinator node publishes its admin API's URL.
+func adminKey(prefix string, node int32) string {
+	return fmt.Sprintf("%s/admin/%d", strings.TrimRight(prefix, "/"), node)
+}
+
+// PublishAdminURL records this coordinator's admin API URL in etcd, so
+// the other coordinators' admin APIs can forward what only this node can
+// do (abort a transaction of a partition it owns). A no-op without etcd.
+func (c *Coordinator) PublishAdminURL(ctx context.Context, url string) error {
+	if c.etcdClient == nil {
+		return nil
+	}
+	_, err := c.etcdClient.Put(ctx, adminKey(c.view.Etcd().Prefix, c.Node.NodeID), url)
+	return err
+}
+
+// peerAdminURL reads node's published admin URL.
+func (c *Coordinator) peerAdminURL(ctx context.Context, node int32) (string, error) {
+	resp, err := c.etcdClient.Get(ctx, adminKey(c.view.Etcd().Prefix, node))
+	if err != nil {
+		return "", err
+	}
+	if len(resp.Kvs) == 0 {
+		return "", errors.New("not published (its admin API is off)")
+	}
+	return string(resp.Kvs[0].Value), nil
+}
+
+// peer is another coordinator of this process (`txncoord up`), or nil.
+func (c *Coordinator) peer(node int32) *Coordinator {
+	if c.peers == nil {
+		return nil
+	}
+	return c.peers(node)
 }
 
 var _ admin.CoordinatorsBackend = (*adminBackend)(nil)

@@ -201,6 +201,9 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	// Markers for __consumer_offsets go to the coordinator node's own
 	// server (the group coordinator), in-process like a leader's.
 	e.serve(e.View.GroupCoordinator(), e.Coordinator.Server)
+	for _, co := range e.Coordinators {
+		co.peers = e.coordinatorByID
+	}
 	if cfg.AdminListen != "" {
 		token, open, err := AdminToken(cfg.File)
 		if err != nil {
@@ -209,6 +212,12 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		e.Admin, err = admin.Start(cfg.AdminListen, e.Coordinator.AdminBackend(), e.Metrics, admin.Auth{Token: token, Open: open}, cfg.Log)
 		if err != nil {
 			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), etcdDialTimeout)
+		err = e.Coordinator.PublishAdminURL(ctx, e.Admin.URL())
+		cancel()
+		if err != nil {
+			cfg.Log.Warn().Err(err).Msg("admin API URL not published in etcd: other coordinators cannot forward aborts to this one")
 		}
 	}
 	return e, nil

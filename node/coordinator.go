@@ -106,6 +106,10 @@ type Coordinator struct {
 	ownController bool
 	ownStore      *storage.Store // the process's store (no Shared): closed last
 	etcdClient    *clientv3.Client
+	// peers finds the other coordinators of this process (`txncoord
+	// up`); adminToken is the cluster's admin API token.
+	peers      func(node int32) *Coordinator
+	adminToken string
 	closeEtcd     bool
 	follower      *topics.Follower
 	txnClients    leaderstub.CoordinatorClient

@@ -56,3 +56,13 @@ func (e *Embedded) leaderCoordinatorClient() leaderstub.CoordinatorClient {
 	return leaderstub.RoutedCoordinator(leaderstub.RoutedConfig{Coordinators: e.txnClients(),
 		Partitions: e.View.TransactionStatePartitions(), Log: e.cfg.Log})
 }
+
+// coordinatorByID is the coordinator node id of this process, or nil.
+func (e *Embedded) coordinatorByID(id int32) *Coordinator {
+	for _, co := range e.Coordinators {
+		if co.Node.NodeID == id {
+			return co
+		}
+	}
+	return nil
+}

@@ -74,6 +74,9 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		c.closeEtcd = true
 		cleanup = append(cleanup, func() { c.etcdClient.Close() })
 	}
+	if c.adminToken, _, err = AdminToken(cfg.View.File()); err != nil {
+		return nil, err
+	}
 	layout := txnetcd.Layout{Prefix: cfg.View.Etcd().Prefix}
 	parts := cfg.View.TransactionStatePartitions()
 	c.Etcd = txnetcd.NewStore(c.etcdClient, txnetcd.Options{Layout: layout, Partitions: parts})

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -9,8 +10,10 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/internal/etcdtest"
@@ -215,3 +218,88 @@ func readCommitted(t *testing.T, bootstrap string, want int) {
 }
 
 var coordinatorListAll = coordinator.ListFilter{}
+
+// TestSeveralCoordinatorsAdmin: node 0's admin API answers for the whole
+// cluster: GET /v1/transactions lists the open transactions of ids owned
+// by every node, /v1/coordinators shows the three with all partitions,
+// and an abort of an id another node owns is forwarded to it, in-process
+// and through that node's admin API (published in etcd).
+func TestSeveralCoordinatorsAdmin(t *testing.T) {
+	e := startSeveralCoordinators(t)
+	waitOwned(t, e, 12)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// Open transactions, one per id, left Ongoing.
+	owners := map[int32][]string{}
+	for i := 0; len(owners[1]) < 2 || len(owners[2]) < 1 || len(owners[0]) < 1; i++ {
+		id := fmt.Sprintf("admin-%d", i)
+		node, _, ok := e.Coordinator.Member.Owner(cluster.TransactionPartitionFor(id, 12))
+		if !ok {
+			t.Fatalf("no owner of %s", id)
+		}
+		owners[node] = append(owners[node], id)
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.Bootstrap()), kgo.TransactionalID(id), kgo.TransactionTimeout(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Value: []byte(id)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backend := e.Coordinator.AdminBackend()
+	ongoing := map[string]int32{}
+	for _, txn := range backend.Transactions(admin.ListFilter{State: "Ongoing"}) {
+		ongoing[txn.TransactionalID] = txn.CoordinatorID
+	}
+	for node, ids := range owners {
+		for _, id := range ids {
+			if got, ok := ongoing[id]; !ok || got != node {
+				t.Fatalf("%s (owned by node %d) listed as %v, %v; list %v", id, node, got, ok, ongoing)
+			}
+		}
+	}
+	cs, err := backend.(admin.CoordinatorsBackend).Coordinators(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := 0
+	for _, c := range cs {
+		if !c.Live {
+			t.Fatalf("coordinator %d not live: %+v", c.NodeID, cs)
+		}
+		parts += len(c.Partitions)
+	}
+	if len(cs) != 3 || parts != 12 || !cs[0].Self || cs[0].Serving != len(cs[0].Partitions) {
+		t.Fatalf("coordinators %+v", cs)
+	}
+
+	abort := func(id string) {
+		t.Helper()
+		txn, err := backend.Abort(ctx, id, false)
+		if err != nil {
+			t.Fatalf("abort %s: %v", id, err)
+		}
+		if txn.State != "PrepareAbort" && txn.State != "CompleteAbort" {
+			t.Fatalf("abort %s: state %s", id, txn.State)
+		}
+	}
+	abort(owners[2][0]) // in-process peer
+	// Through node 1's admin API: node 0 does not see it in-process.
+	adm, err := admin.Start("127.0.0.1:0", e.Coordinators[1].AdminBackend(), nil, admin.Auth{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Shutdown(context.Background())
+	if err := e.Coordinators[1].PublishAdminURL(ctx, adm.URL()); err != nil {
+		t.Fatal(err)
+	}
+	e.Coordinator.peers = nil
+	abort(owners[1][0])
+	if _, err := backend.Abort(ctx, "admin-never-used", false); !errors.Is(err, kerr.TransactionalIDNotFound) && !errors.Is(err, admin.ErrNotFound) {
+		t.Fatalf("abort of an unknown id: %v", err)
+	}
+}

@@ -329,6 +329,11 @@ func coordinatorCommand() *cli.Command {
 					return err
 				}
 				adminURL = adm.URL()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if err := co.PublishAdminURL(ctx, adminURL); err != nil {
+					logger.Warn().Err(err).Msg("admin API URL not published in etcd: other coordinators cannot forward aborts to this one")
+				}
+				cancel()
 			}
 			fmt.Fprintf(c.App.Writer, "txncoord ready bootstrap=%s admin=%s\n", co.Server.Addr(), adminURL)
 			return waitAndStop(sigs, func(ctx context.Context) error {
