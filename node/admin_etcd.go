@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"

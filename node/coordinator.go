@@ -110,9 +110,9 @@ type Coordinator struct {
 	// up`); adminToken is the cluster's admin API token.
 	peers      func(node int32) *Coordinator
 	adminToken string
-	closeEtcd     bool
-	follower      *topics.Follower
-	txnClients    leaderstub.CoordinatorClient
+	closeEtcd  bool
+	follower   *topics.Follower
+	txnClients leaderstub.CoordinatorClient
 }
 
 // markerClientID is the client id of the marker sender's requests.
