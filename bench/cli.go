@@ -35,7 +35,9 @@ func Main(ctx context.Context, args []string, self Command, stdout, stderr io.Wr
 	duration := fs.Duration("duration", def.Duration, "measured window per cell")
 	count := fs.Int64("count", 0, "transactions per cell instead of a duration (0 = use --duration)")
 	rounds := fs.Int("rounds", minGoalRounds, "rounds; targets alternate within a round and rotate between rounds (the goals are medians of at least 3)")
-	targets := fs.String("targets", "txncoord,kfake,kfake-sync", "targets: txncoord, txncoord-nosync, kfake, kfake-sync")
+	targets := fs.String("targets", "txncoord,kfake,kfake-sync", "targets: txncoord, txncoord-nosync, "+
+		"txncoord-etcd3 (up --coordinators 3: three coordinators sharing the transactional ids through the embedded "+
+		"one-member etcd, fsync on; its /metrics is scraped too), kfake, kfake-sync")
 	out := fs.String("out", "results", "results folder; each run writes <out>/<timestamp>/")
 	records := fs.Int("records", def.RecordsPerTxn, "K: records to each partition per transaction")
 	partitions := fs.Int("partitions", def.Partitions, "P: partitions per transaction, on different leaders")
@@ -45,6 +47,9 @@ func Main(ctx context.Context, args []string, self Command, stdout, stderr io.Wr
 	workDir := fs.String("work-dir", "", "data dirs and child logs (default: <run folder>/work); the fsync probe runs here")
 	fsyncProbe := fs.Duration("fsync-probe", 2*time.Second, "how long to measure this disk's fdatasync rate first (0 skips)")
 	keepData := fs.Bool("keep-data", false, "keep each cell's data dir")
+	cpuProfile := fs.Bool("cpu-profile", false, "take a CPU profile of every txncoord window (admin /debug/pprof; "+
+		"kept in <run folder>/profiles) and split the server's CPU by component (etcd server and client, coordinators, "+
+		"leaders, ...; needs a --duration window and the go tool on PATH)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: txncoord-bench [flags]\n       txncoord-bench serve-kfake [--brokers 3] [--data-dir D --sync]\n\n")
 		fs.PrintDefaults()
@@ -90,12 +95,15 @@ func Main(ctx context.Context, args []string, self Command, stdout, stderr io.Wr
 		switch name = strings.TrimSpace(name); name {
 		case TargetKfake, TargetKfakeSync:
 			plan = append(plan, KfakeTarget(self, name == TargetKfakeSync, 3, w.Topic, topicPartitions))
-		case TargetTxncoord, TargetTxncoordNoSync:
+		case TargetTxncoord, TargetTxncoordNoSync, TargetTxncoordEtcd3:
 			if built == nil {
 				path, err := txncoordBinary(ctx, *bin, *workDir)
 				built, buildErr = &path, err
 			}
 			t := TxncoordTarget(*built, name == TargetTxncoordNoSync, w.Topic, topicPartitions)
+			if name == TargetTxncoordEtcd3 {
+				t = TxncoordEtcdTarget(*built, 3, w.Topic, topicPartitions)
+			}
 			t.BuildErr = buildErr
 			if err := buildErr; err != nil {
 				fmt.Fprintf(stderr, "%s: %v (its cells will report the error)\n", name, err)
@@ -111,8 +119,21 @@ func Main(ctx context.Context, args []string, self Command, stdout, stderr io.Wr
 	if f, ok := stderr.(*os.File); ok {
 		tty = isatty.IsTerminal(f.Fd())
 	}
+	profileDir := ""
+	if *cpuProfile {
+		if w.Count > 0 {
+			fmt.Fprintln(stderr, "--cpu-profile needs a --duration window, not --count")
+			return 2
+		}
+		profileDir = filepath.Join(runDir, "profiles")
+		if err := os.MkdirAll(profileDir, 0o755); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	}
 	rep, err := RunPlan(ctx, Plan{Targets: plan, Producers: counts, Rounds: *rounds, Workload: w,
-		WorkDir: *workDir, FsyncProbe: *fsyncProbe, KeepData: *keepData, Progress: NewProgress(stderr, tty)})
+		WorkDir: *workDir, FsyncProbe: *fsyncProbe, KeepData: *keepData, ProfileDir: profileDir,
+		Progress: NewProgress(stderr, tty)})
 	if rep == nil {
 		fmt.Fprintln(stderr, err)
 		return 1

@@ -1,16 +1,20 @@
 // Package bench measures what a transaction costs: it drives real kgo TV2
 // transactional producers (Begin → ProduceSync → EndTransaction) against
 // several targets started as child processes — txncoord (durable, and the
-// opt-in --unsafe-no-fsync mode), franz-go kfake in memory and kfake with
-// DataDir + SyncWrites — alternating between them round by round to cancel
-// machine drift, and reports medians over rounds, with the storage
-// redesign's goals (Report.goals; issue 9's before them).
+// opt-in --unsafe-no-fsync mode), txncoord-etcd3 (three coordinators sharing
+// the transactional ids through the embedded etcd, issue 19), franz-go kfake
+// in memory and kfake with DataDir + SyncWrites — alternating between them
+// round by round to cancel machine drift, and reports medians over rounds,
+// with the storage redesign's goals (Report.goals; issue 9's before them)
+// and issue 19's (Report.scaleOutGoals).
 //
 // It owns: the workload (workload.go), the partition layout (layout.go), the
 // targets and their child processes (target.go, kfake_child.go), the
 // server-side measurements (/proc CPU and peak RSS in procstat.go, the disk's
-// fsync rate in fsync.go, txncoord's /metrics in metrics.go), the round
-// runner (runner.go) and the output (report.go, plot.go).
+// fsync rate in fsync.go, txncoord's /metrics in metrics.go, the embedded
+// etcd's in etcd.go, a CPU profile of the window split by component in
+// profile.go), the round runner (runner.go) and the output (report.go,
+// report_scaleout.go, plot.go).
 //
 // It must not: import any txncoord package. txncoord is measured from the
 // outside, through its binary, its Kafka listeners and its admin /metrics,

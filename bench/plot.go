@@ -20,6 +20,7 @@ var targetColors = map[string]color.Color{
 	TargetTxncoordNoSync: color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 	TargetKfake:          color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 	TargetKfakeSync:      color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff},
+	TargetTxncoordEtcd3:  color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 }
 
 // minPlotMs keeps a log axis defined when a latency rounds to zero.

@@ -41,8 +41,12 @@ type Row struct {
 	CPUPer1000    time.Duration
 	PeakRSS       int64
 	Coord         *CoordFigures
-	Failed        int64    // failed transactions over all rounds
-	Errors        []string // distinct cell errors
+	Etcd          *EtcdFigures
+	// CPUPer1000By is server CPU per 1,000 committed transactions by
+	// component (median over the rounds that were profiled).
+	CPUPer1000By map[string]time.Duration
+	Failed       int64    // failed transactions over all rounds
+	Errors       []string // distinct cell errors
 }
 
 func latencies(r *Result, endTxn bool) Latencies {
@@ -74,6 +78,8 @@ func (r *Report) summarize() {
 			row := Row{Target: target, Producers: n}
 			var txn, recs, cpu, rss []float64
 			var figs []CoordFigures
+			var etcdFigs []EtcdFigures
+			byComponent := map[string][]float64{}
 			var lat [6][]float64
 			for _, c := range r.Cells {
 				if c.Target != target || c.Producers != n {
@@ -98,6 +104,15 @@ func (r *Report) summarize() {
 				if c.Coord != nil {
 					figs = append(figs, *c.Coord)
 				}
+				if c.Etcd != nil {
+					etcdFigs = append(etcdFigs, *c.Etcd)
+				}
+				if c.CPUByComponent != nil {
+					for _, comp := range cpuComponents {
+						byComponent[comp] = append(byComponent[comp],
+							float64(c.CPUByComponent[comp])*1000/float64(c.Result.Committed))
+					}
+				}
 			}
 			if row.Rounds > 0 {
 				row.TxnPerSec, row.RecordsPerSec = median(txn), median(recs)
@@ -106,6 +121,13 @@ func (r *Report) summarize() {
 				row.EndTxn = Latencies{d(0), d(1), d(2)}
 				row.Commit = Latencies{d(3), d(4), d(5)}
 				row.Coord = medianFigures(figs)
+				row.Etcd = medianEtcd(etcdFigs)
+				if len(byComponent) > 0 {
+					row.CPUPer1000By = map[string]time.Duration{}
+					for comp, xs := range byComponent {
+						row.CPUPer1000By[comp] = time.Duration(median(xs))
+					}
+				}
 			}
 			r.Rows = append(r.Rows, row)
 		}
@@ -160,7 +182,7 @@ func (r *Report) tables() []table {
 		"commit p99 ratio", "CPU/1k ratio"}}
 	for _, n := range r.Producers {
 		for _, pair := range [][2]string{{TargetTxncoord, TargetKfake}, {TargetTxncoord, TargetKfakeSync},
-			{TargetTxncoordNoSync, TargetKfake}} {
+			{TargetTxncoordNoSync, TargetKfake}, {TargetTxncoordEtcd3, TargetTxncoord}, {TargetTxncoordEtcd3, TargetKfake}} {
 			a, okA := r.Row(pair[0], n)
 			b, okB := r.Row(pair[1], n)
 			if !okA || !okB {
@@ -197,7 +219,16 @@ func (r *Report) tables() []table {
 			"committed in the window; the applier's bbolt commits make two fdatasyncs each, not in the log's count."
 		tables = append(tables, coord)
 	}
+	if t := r.etcdTable(); len(t.rows) > 0 {
+		tables = append(tables, t)
+	}
+	if t := r.cpuTable(); len(t.rows) > 0 {
+		tables = append(tables, t)
+	}
 	if goals := r.goals(); len(goals.rows) > 0 {
+		tables = append(tables, goals)
+	}
+	if goals := r.scaleOutGoals(); len(goals.rows) > 0 {
 		tables = append(tables, goals)
 	}
 	return tables
@@ -433,6 +464,9 @@ func (r *Report) problems() string {
 		if c.Err != "" {
 			fmt.Fprintf(&b, "- round %d %s producers=%d: %s\n", c.Round+1, c.Target, c.Producers, c.Err)
 		}
+		if c.ProfileErr != "" {
+			fmt.Fprintf(&b, "- round %d %s producers=%d: %s\n", c.Round+1, c.Target, c.Producers, c.ProfileErr)
+		}
 		if c.Result != nil {
 			for _, e := range c.Result.Errors {
 				fmt.Fprintf(&b, "- round %d %s producers=%d: transaction error: %s\n", c.Round+1, c.Target, c.Producers, e)
@@ -460,7 +494,9 @@ type cellJSON struct {
 	ServerCPUSec  float64            `json:"server_cpu_s"`
 	PeakRSSBytes  int64              `json:"peak_rss_bytes"`
 	MetricsDeltas map[string]float64 `json:"metrics_deltas,omitempty"`
-	Err           string             `json:"error,omitempty"`
+	// CPUByComponentSec is server_cpu_s split by the window's CPU profile.
+	CPUByComponentSec map[string]float64 `json:"cpu_by_component_s,omitempty"`
+	Err               string             `json:"error,omitempty"`
 }
 
 // Write puts report.md, latency.png and cells.json into dir (created).
@@ -478,6 +514,12 @@ func (r *Report) Write(dir string) error {
 	for _, c := range r.Cells {
 		j := cellJSON{Target: c.Target, Producers: c.Producers, Round: c.Round + 1, ServerCPUSec: c.ServerCPU.Seconds(),
 			PeakRSSBytes: c.PeakRSS, MetricsDeltas: c.Metrics, Err: c.Err}
+		if c.CPUByComponent != nil {
+			j.CPUByComponentSec = map[string]float64{}
+			for comp, d := range c.CPUByComponent {
+				j.CPUByComponentSec[comp] = d.Seconds()
+			}
+		}
 		if res := c.Result; res != nil {
 			j.Committed, j.Aborted, j.Failed, j.Records, j.ElapsedSec = res.Committed, res.Aborted, res.Failed, res.Records, res.Elapsed.Seconds()
 			j.CommitP50Us, j.CommitP99Us = res.Commit.ValueAtQuantile(50), res.Commit.ValueAtQuantile(99)

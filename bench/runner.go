@@ -23,6 +23,10 @@ type Plan struct {
 	// 0 skips it.
 	FsyncProbe time.Duration
 	KeepData   bool // keep each cell's data dir (default: removed after the cell)
+	// ProfileDir, when set, gets a CPU profile of each window of a target
+	// with an admin API (<cell>.pprof), and the cell's CPU is split by
+	// component from it (profile.go). Needs a --duration window.
+	ProfileDir string
 	Progress   Progress
 }
 
@@ -42,8 +46,13 @@ type Cell struct {
 	ServerCPU time.Duration // child CPU (user+system) during the window only
 	PeakRSS   int64         // child VmHWM at the end of the window, bytes
 	Coord     *CoordFigures // txncoord only, from /metrics over the window
-	Metrics   Metrics       // raw txncoord_ metric deltas over the window
-	Err       string
+	Etcd      *EtcdFigures  // a target embedding etcd only, from its /metrics
+	Metrics   Metrics       // raw txncoord_ (and etcd_) metric deltas over the window
+	// CPUByComponent is ServerCPU split by the window's CPU profile
+	// (Plan.ProfileDir); ProfileErr says why a cell has none.
+	CPUByComponent map[string]time.Duration
+	ProfileErr     string
+	Err            string
 }
 
 // CPUPer1000 is server CPU per 1,000 committed transactions.
@@ -139,12 +148,28 @@ func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, to
 			// A failed scrape leaves the figures n/a; the run goes on.
 			*m, _ = scrapeMetrics(ctx, inst.AdminURL+"/metrics")
 		}
+		if inst.EtcdMetricsURL != "" {
+			if etcd, err := scrapeMetrics(ctx, inst.EtcdMetricsURL); err == nil {
+				if *m == nil {
+					*m = Metrics{}
+				}
+				keepEtcd(*m, etcd)
+			}
+		}
+	}
+	var prof *windowProfile
+	if p.ProfileDir != "" && inst.AdminURL != "" {
+		prof = &windowProfile{adminURL: inst.AdminURL, path: filepath.Join(p.ProfileDir, name+".pprof"), workload: w}
 	}
 	res, err := Run(ctx, inst.Bootstrap, w, Hooks{
-		WindowStart: func() { sample(&cpuStart, &before) },
-		WindowEnd:   func() { sample(&cpuEnd, &after) },
-		Progress:    &txns,
+		WindowStart: func() {
+			sample(&cpuStart, &before)
+			prof.start(ctx)
+		},
+		WindowEnd: func() { sample(&cpuEnd, &after) },
+		Progress:  &txns,
 	})
+	cell.CPUByComponent, cell.ProfileErr = prof.split(ctx, res, cpuEnd-cpuStart)
 	cell.Result = res
 	if err != nil {
 		cell.Err = err.Error()
@@ -159,6 +184,7 @@ func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, to
 		d := after.delta(before)
 		figures := coordFigures(d, res.Elapsed, res.Committed)
 		cell.Coord = &figures
+		cell.Etcd = etcdFigures(d, res.Elapsed, res.Committed)
 		cell.Metrics = d
 	}
 	return cell

@@ -20,6 +20,9 @@ type Command struct {
 	Path string
 	Args []string
 	Env  []string // added to the bench's own environment
+	// EtcdMetrics is the /metrics URL of the etcd member the child embeds
+	// ("" for none): scraped over the window next to its admin /metrics.
+	EtcdMetrics string
 }
 
 // Target is one system under test, run as a child process per measured cell
@@ -38,8 +41,12 @@ type Target struct {
 const (
 	TargetTxncoord       = "txncoord"
 	TargetTxncoordNoSync = "txncoord-nosync"
-	TargetKfake          = "kfake"
-	TargetKfakeSync      = "kfake-sync"
+	// TargetTxncoordEtcd3 is `txncoord up --coordinators 3`: three
+	// coordinators sharing the transactional ids through the embedded
+	// one-member etcd (issue 19), in the same process as the leaders.
+	TargetTxncoordEtcd3 = "txncoord-etcd3"
+	TargetKfake         = "kfake"
+	TargetKfakeSync     = "kfake-sync"
 )
 
 // TxncoordTarget runs `txncoord up` with three 4.2 leaders (durable unless
@@ -47,29 +54,65 @@ const (
 // partitions partitions before the ready line.
 func TxncoordTarget(bin string, noSync bool, topic string, partitions int) Target {
 	name := TargetTxncoord
+	var extra []string
 	if noSync {
 		name = TargetTxncoordNoSync
+		extra = []string{"--unsafe-no-fsync"}
 	}
 	return Target{Name: name, argv: func(dataDir string) (Command, error) {
-		// The coordinator listens on a port and leader i on port+i, so four
-		// consecutive free ports are needed, plus one for the admin API.
-		base, err := freeport.Run(4)
-		if err != nil {
-			return Command{}, err
-		}
-		admin, err := freeport.Run(1)
-		if err != nil {
-			return Command{}, err
-		}
-		args := []string{"up", "--data-dir", dataDir,
-			"--listen", "127.0.0.1:" + strconv.Itoa(base), "--leaders", "4.2,4.2,4.2",
-			"--admin-listen", "127.0.0.1:" + strconv.Itoa(admin),
-			"--topics", fmt.Sprintf("%s:%d", topic, partitions)}
-		if noSync {
-			args = append(args, "--unsafe-no-fsync")
-		}
-		return Command{Path: bin, Args: args, Env: []string{"TXNCOORD_LOG_FORMAT=json", "TXNCOORD_LOG_LEVEL=warn"}}, nil
+		c, _, err := upCommand(bin, dataDir, 1, topic, partitions, extra...)
+		return c, err
 	}}
+}
+
+// TxncoordEtcdTarget runs `txncoord up --coordinators coordinators` with
+// three 4.2 leaders: the coordinators share the transactional ids through
+// the etcd `up` embeds (one member, fsync on, under DATA_DIR/etcd), whose
+// own /metrics is scraped too. Named TargetTxncoordEtcd3 for three.
+func TxncoordEtcdTarget(bin string, coordinators int, topic string, partitions int) Target {
+	name := fmt.Sprintf("txncoord-etcd%d", coordinators)
+	return Target{Name: name, argv: func(dataDir string) (Command, error) {
+		c, base, err := upCommand(bin, dataDir, coordinators, topic, partitions, "--coordinators", strconv.Itoa(coordinators))
+		if err != nil {
+			return Command{}, err
+		}
+		// Node i listens on base+i (coordinators, then the leaders);
+		// etcd's client port follows the last leader, its peer port
+		// after it. etcd serves /metrics on its client port.
+		c.EtcdMetrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", base+coordinators+upLeaders)
+		return c, nil
+	}}
+}
+
+// upLeaders is how many leaders the txncoord targets start.
+const upLeaders = 3
+
+// upCommand is `txncoord up` of coordinators coordinators and upLeaders 4.2
+// leaders on fresh ports, plus extra arguments; base is the first node's
+// port.
+func upCommand(bin, dataDir string, coordinators int, topic string, partitions int, extra ...string) (c Command, base int, err error) {
+	// Node i listens on port+i: coordinators, then leaders, then (several
+	// coordinators) the embedded etcd's client and peer ports, all
+	// consecutive; one more port for the admin API.
+	ports := coordinators + upLeaders
+	if coordinators > 1 {
+		ports += 2
+	}
+	base, err = freeport.Run(ports)
+	if err != nil {
+		return Command{}, 0, err
+	}
+	admin, err := freeport.Run(1)
+	if err != nil {
+		return Command{}, 0, err
+	}
+	leaders := strings.TrimSuffix(strings.Repeat("4.2,", upLeaders), ",")
+	args := []string{"up", "--data-dir", dataDir,
+		"--listen", "127.0.0.1:" + strconv.Itoa(base), "--leaders", leaders,
+		"--admin-listen", "127.0.0.1:" + strconv.Itoa(admin),
+		"--topics", fmt.Sprintf("%s:%d", topic, partitions)}
+	args = append(args, extra...)
+	return Command{Path: bin, Args: args, Env: []string{"TXNCOORD_LOG_FORMAT=json", "TXNCOORD_LOG_LEVEL=warn"}}, base, nil
 }
 
 // KfakeTarget runs kfake with brokers brokers in a child: self is the bench
@@ -97,6 +140,8 @@ type Instance struct {
 	Pid       int
 	Bootstrap []string
 	AdminURL  string // "" when the target has no admin API
+	// EtcdMetricsURL is the embedded etcd's /metrics ("" for none).
+	EtcdMetricsURL string
 
 	cmd      *exec.Cmd
 	log      *os.File
@@ -154,7 +199,8 @@ func startOnce(ctx context.Context, t Target, dataDir, logPath string) (*Instanc
 		logFile.Close()
 		return nil, err
 	}
-	inst := &Instance{Target: t.Name, Pid: cmd.Process.Pid, cmd: cmd, log: logFile, exited: make(chan struct{})}
+	inst := &Instance{Target: t.Name, Pid: cmd.Process.Pid, EtcdMetricsURL: c.EtcdMetrics, cmd: cmd, log: logFile,
+		exited: make(chan struct{})}
 
 	// The reader owns stdout until EOF (the child exited); only then may
 	// cmd.Wait run, which closes the pipe.
