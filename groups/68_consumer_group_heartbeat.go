@@ -138,9 +138,9 @@ func (c *Coordinator) registerConsumerProtocol(reg *wire.Registry) {
 	if !ok || !ServesConsumerProtocol(self.KafkaVersion) {
 		return
 	}
-	handlers := map[int16]wire.Handler{68: c.handleConsumerGroupHeartbeat, 69: c.handleConsumerGroupDescribe}
+	hs := c.handlers()
 	for key, r := range ConsumerProtocolAPIs {
-		reg.Register(key, r[0], r[1], handlers[key])
+		reg.Register(key, r[0], r[1], hs[key])
 	}
 }
 

@@ -117,7 +117,7 @@ func (s *consumerScenario) store() {
 
 func (s *consumerScenario) restart() {
 	s.core = s.newCore()
-	if err := s.db.View(func(tx *bbolt.Tx) error { return s.core.load(tx, s.now) }); err != nil {
+	if err := s.db.View(func(tx *bbolt.Tx) error { return s.core.load(bboltEach(tx), s.now) }); err != nil {
 		s.t.Fatal(err)
 	}
 }
@@ -302,5 +302,16 @@ func TestConsumerProtocolByProfile(t *testing.T) {
 		if got := ServesConsumerProtocol(version); got != want {
 			t.Errorf("ServesConsumerProtocol(%q) = %v, want %v", version, got, want)
 		}
+	}
+}
+
+// bboltEach reads a bbolt transaction's buckets as Core.load does a log's.
+func bboltEach(tx *bbolt.Tx) func([]byte, func(k, v []byte) error) error {
+	return func(bucket []byte, fn func(k, v []byte) error) error {
+		bk := tx.Bucket(bucket)
+		if bk == nil {
+			return nil
+		}
+		return bk.ForEach(fn)
 	}
 }

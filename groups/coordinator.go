@@ -28,8 +28,12 @@ type Config struct {
 	NodeID int32
 	View   *cluster.View
 	// Store is the process store; the coordinator opens its space
-	// SpaceName (records of storage.KindGroup) in it.
+	// SpaceName (records of storage.KindGroup) in it, unless Records is
+	// set.
 	Store *storage.Store
+	// Records, optional, is a log of the coordinator's own (etcd) used
+	// instead of Store's space; the Coordinator closes it.
+	Records RecordLog
 	// TxnCoordinator sends a request to the transaction coordinator of
 	// this process (its wire server's LocalClient.Do): TxnOffsetCommit
 	// verifies or adds its __consumer_offsets partition with
@@ -52,8 +56,10 @@ type Config struct {
 // answers of waiting requests.
 type Coordinator struct {
 	cfg   Config
-	space *storage.Space
+	space RecordLog
 	log   zerolog.Logger
+	// hs are the handlers by key (handlers), for RegisterSwitch.
+	hs map[int16]wire.Handler
 	m     *metrics
 
 	mu        sync.Mutex
@@ -98,15 +104,20 @@ func Open(cfg Config) (*Coordinator, error) {
 	if cfg.TickInterval == 0 {
 		cfg.TickInterval = 100 * time.Millisecond
 	}
-	space, err := cfg.Store.Space(SpaceName, storage.KindGroup, storage.SpaceOptions{Closed: ErrClosed})
-	if err != nil {
-		return nil, fmt.Errorf("groups: %w", err)
+	space := cfg.Records
+	if space == nil {
+		sp, err := cfg.Store.Space(SpaceName, storage.KindGroup, storage.SpaceOptions{Closed: ErrClosed})
+		if err != nil {
+			return nil, fmt.Errorf("groups: %w", err)
+		}
+		space = spaceLog{sp}
 	}
 	c := &Coordinator{cfg: cfg, space: space, log: cfg.Log.With().Str("component", "groups").Logger(),
 		waiters: map[uint64]*waiter{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	c.core = NewCore(cfg.Timeouts, cfg.View.OffsetsPartitions(), newMemberSuffix)
+	c.hs = c.handlers()
 	now := cfg.Now()
-	if err := space.View(func(root storage.Root) error { return c.core.load(root, now) }); err != nil {
+	if err := space.Load(func(each func([]byte, func(k, v []byte) error) error) error { return c.core.load(each, now) }); err != nil {
 		space.Close()
 		return nil, fmt.Errorf("groups: load: %w", err)
 	}
@@ -294,13 +305,13 @@ func storeErrCode(err error) int16 {
 }
 
 // durable waits until pos is durable, unless the caller is in-process
-// (it shares the log, so whatever it appends next is durable only with
+// and shares the log (whatever it appends next is durable only with
 // this) or pos is 0.
 func (c *Coordinator) durable(ctx context.Context, r *wire.Request, pos wal.Pos) error {
-	if pos == 0 || r.InProcess() {
+	if pos == 0 || (r.InProcess() && c.space.SharedWithProcess()) {
 		return nil
 	}
-	return c.space.Store().WaitDurable(ctx, pos)
+	return c.space.WaitDurable(ctx, pos)
 }
 
 // committed answers a commit the core took (OffsetCommit, TxnOffsetCommit)
@@ -323,10 +334,10 @@ func (c *Coordinator) readable(ctx context.Context) error {
 	c.mu.Lock()
 	pos := c.lastPos
 	c.mu.Unlock()
-	if pos == 0 || c.space.Store().Durable() >= pos {
+	if pos == 0 || c.space.Durable() >= pos {
 		return nil
 	}
-	return c.space.Store().WaitDurable(ctx, pos)
+	return c.space.WaitDurable(ctx, pos)
 }
 
 // wait blocks a Reply until w is answered and durable. An error means no
@@ -399,8 +410,9 @@ func waitingReply[T any](c *Coordinator, ctx context.Context, r *wire.Request, r
 // protocol, offsets (plain and transactional), and WriteTxnMarkers and
 // DescribeProducers for __consumer_offsets.
 func (c *Coordinator) Register(reg *wire.Registry) {
+	hs := c.handlers()
 	for key, r := range APIs {
-		h := c.handlers()[key]
+		h := hs[key]
 		if key == 27 {
 			h = wire.RequireClusterAction(h)
 		}
@@ -411,6 +423,8 @@ func (c *Coordinator) Register(reg *wire.Registry) {
 
 func (c *Coordinator) handlers() map[int16]wire.Handler {
 	return map[int16]wire.Handler{
+		68: c.handleConsumerGroupHeartbeat,
+		69: c.handleConsumerGroupDescribe,
 		8:  c.handleOffsetCommit,
 		9:  c.handleOffsetFetch,
 		11: c.handleJoinGroup,

@@ -274,17 +274,11 @@ func ApplyRecord(root storage.Root, rec []byte) error {
 	return nil
 }
 
-// load fills an empty core from the space's buckets: groups with members
+// load fills an empty core from the log's buckets: groups with members
 // come back Stable, their sessions starting at now; groups without
 // members Empty.
-func (c *Core) load(root storage.Root, now time.Time) error {
-	each := func(b bucketID, fn func(k, v []byte) error) error {
-		bk := root.Bucket(bucketNames[b])
-		if bk == nil {
-			return nil
-		}
-		return bk.ForEach(fn)
-	}
+func (c *Core) load(eachIn func(bucket []byte, fn func(k, v []byte) error) error, now time.Time) error {
+	each := func(b bucketID, fn func(k, v []byte) error) error { return eachIn(bucketNames[b], fn) }
 	if err := each(bucketGroups, func(k, v []byte) error {
 		var r groupRecord
 		if err := json.Unmarshal(v, &r); err != nil {

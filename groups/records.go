@@ -1,0 +1,78 @@
+package groups
+
+import (
+	"context"
+
+	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/wal"
+)
+
+// RecordLog is where the coordinator's records go, in the order of its
+// steps, and where its state is read from at Open: the process log
+// (spaceLog, the default) or, with several coordinators, etcd (package
+// groupsetcd), where a partition's owner writes fenced by its lease.
+type RecordLog interface {
+	// Append queues one record (EncodeRecord's form) and returns its
+	// position; positions rise with every Append.
+	Append(rec []byte) (wal.Pos, error)
+	// WaitDurable returns once every record up to pos is durable, or
+	// the error that means it never will be.
+	WaitDurable(ctx context.Context, pos wal.Pos) error
+	// Durable is the highest position known durable.
+	Durable() wal.Pos
+	// SharedWithProcess: in-process callers append to this same log,
+	// so they may be answered once a record is appended: whatever they
+	// write next is durable only with it (the process log). A log of
+	// its own (etcd) answers every caller once durable.
+	SharedWithProcess() bool
+	// Load calls fn once, with each: each(bucket, f) calls f for every
+	// stored key of the bucket (keys as the records' ops name them).
+	Load(fn func(each func(bucket []byte, f func(k, v []byte) error) error) error) error
+	Close() error
+}
+
+// RecordOp is one change a record makes: a put of Value at Key in
+// Bucket, or a delete when Value is nil.
+type RecordOp struct {
+	Bucket []byte
+	Key    []byte
+	Value  []byte
+}
+
+// DecodeRecord returns the changes of one record, as a RecordLog of its
+// own applies them.
+func DecodeRecord(rec []byte) ([]RecordOp, error) {
+	ops, err := decodeOps(rec)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RecordOp, 0, len(ops))
+	for _, o := range ops {
+		out = append(out, RecordOp{Bucket: bucketNames[o.bucket], Key: o.key, Value: o.value})
+	}
+	return out, nil
+}
+
+// spaceLog is the process log: the group coordinator's space of the
+// process store, whose records the store applies to bbolt (KindGroup).
+type spaceLog struct{ space *storage.Space }
+
+func (s spaceLog) Append(rec []byte) (wal.Pos, error) { return s.space.Append(rec) }
+func (s spaceLog) WaitDurable(ctx context.Context, pos wal.Pos) error {
+	return s.space.Store().WaitDurable(ctx, pos)
+}
+func (s spaceLog) Durable() wal.Pos        { return s.space.Store().Durable() }
+func (s spaceLog) SharedWithProcess() bool { return true }
+func (s spaceLog) Close() error            { return s.space.Close() }
+
+func (s spaceLog) Load(fn func(each func(bucket []byte, f func(k, v []byte) error) error) error) error {
+	return s.space.View(func(root storage.Root) error {
+		return fn(func(bucket []byte, f func(k, v []byte) error) error {
+			bk := root.Bucket(bucket)
+			if bk == nil {
+				return nil
+			}
+			return bk.ForEach(f)
+		})
+	})
+}
