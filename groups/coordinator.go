@@ -60,7 +60,7 @@ type Coordinator struct {
 	log   zerolog.Logger
 	// hs are the handlers by key (handlers), for RegisterSwitch.
 	hs map[int16]wire.Handler
-	m     *metrics
+	m  *metrics
 
 	mu        sync.Mutex
 	core      *Core
