@@ -184,7 +184,7 @@ func (ps *PartitionStore) write() {
 			if ps.beforeCommit != nil {
 				ps.beforeCommit()
 			}
-			err := ps.s.commit(ps.ctx, ps.fence, ops)
+			err := ps.s.Commit(ps.ctx, ps.fence, ops)
 			ps.mu.Lock()
 			if err == nil {
 				ps.stats.Commits++

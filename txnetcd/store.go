@@ -151,7 +151,7 @@ func (s *Store) Apply(ctx context.Context, f Fence, b txnlog.Batch) error {
 	if err != nil {
 		return err
 	}
-	return s.commit(ctx, f, ops)
+	return s.Commit(ctx, f, ops)
 }
 
 // ops turns b into etcd operations, one per key: a later put or delete of
@@ -198,10 +198,12 @@ func (s *Store) ops(p int32, b txnlog.Batch) ([]clientv3.Op, error) {
 	return ops, nil
 }
 
-// commit runs ops in one Txn fenced by f. With no ops it still checks the
-// fence, at a linearizable point: the caller learns it owned the partition
-// after every write before it.
-func (s *Store) commit(ctx context.Context, f Fence, ops []clientv3.Op) error {
+// Commit runs ops in one Txn fenced by f (ErrNotOwner when the owner key
+// no longer holds f's value: nothing is written). With no ops it still
+// checks the fence, at a linearizable point: the caller learns it owned
+// the partition after every write before it. Other state of the
+// partition's owner (groupsetcd) writes through it too.
+func (s *Store) Commit(ctx context.Context, f Fence, ops []clientv3.Op) error {
 	resp, err := s.cli.Txn(ctx).
 		If(clientv3.Compare(clientv3.Value(s.opts.Layout.OwnerKey(f.Partition)), "=", f.OwnerValue)).
 		Then(ops...).
