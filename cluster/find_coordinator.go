@@ -15,8 +15,10 @@ import (
 // Behavior:
 //   - transaction keys (key type 1) → the coordinator node; a key longer
 //     than MaxTransactionalIDBytes → INVALID_REQUEST;
-//   - group keys (key type 0) → the coordinator node, which leads every
-//     __consumer_offsets partition and runs the group coordinator;
+//   - group keys (key type 0) → the group coordinator node
+//     (View.GroupCoordinator), which leads every __consumer_offsets
+//     partition; COORDINATOR_NOT_AVAILABLE while it moves between
+//     coordinators (several coordinators on etcd);
 //   - other key types → INVALID_REQUEST.
 //
 // Version notes: v4+ batches keys (Coordinators); v0–v3 carry one key;
@@ -45,35 +47,41 @@ func (v *View) RegisterFindCoordinator(reg *wire.Registry) {
 func (v *View) FindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	coord := v.Coordinator()
-	host, port := hostPort(coord.Addr)
-	answer := func(keyType int8, key string) (nodeID int32, errCode int16, msg *string) {
+	group, groupOK := v.groupCoordinator()
+	answer := func(keyType int8, key string) (node Node, errCode int16, msg *string) {
 		switch keyType {
 		case 1:
 			if len(key) > MaxTransactionalIDBytes {
-				return -1, kerr.InvalidRequest.Code, kmsg.StringPtr("transactional id longer than 32767 bytes")
+				return Node{NodeID: -1}, kerr.InvalidRequest.Code, kmsg.StringPtr("transactional id longer than 32767 bytes")
 			}
-			return coord.NodeID, 0, nil
+			return coord, 0, nil
 		case 0:
-			return coord.NodeID, 0, nil
+			if !groupOK {
+				return Node{NodeID: -1}, kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr("the group coordinator is moving to another node")
+			}
+			return group, 0, nil
 		default:
-			return -1, kerr.InvalidRequest.Code, kmsg.StringPtr("unknown coordinator key type")
+			return Node{NodeID: -1}, kerr.InvalidRequest.Code, kmsg.StringPtr("unknown coordinator key type")
 		}
 	}
 	if req.Version >= 4 {
 		for _, key := range req.CoordinatorKeys {
 			c := kmsg.NewFindCoordinatorResponseCoordinator()
 			c.Key = key
-			c.NodeID, c.ErrorCode, c.ErrorMessage = answer(req.CoordinatorType, key)
+			var n Node
+			n, c.ErrorCode, c.ErrorMessage = answer(req.CoordinatorType, key)
+			c.NodeID = n.NodeID
 			if c.ErrorCode == 0 {
-				c.Host, c.Port = host, port
+				c.Host, c.Port = hostPort(n.Addr)
 			}
 			resp.Coordinators = append(resp.Coordinators, c)
 		}
 		return resp
 	}
-	resp.NodeID, resp.ErrorCode, resp.ErrorMessage = answer(req.CoordinatorType, req.CoordinatorKey)
+	n, code, msg := answer(req.CoordinatorType, req.CoordinatorKey)
+	resp.NodeID, resp.ErrorCode, resp.ErrorMessage = n.NodeID, code, msg
 	if resp.ErrorCode == 0 {
-		resp.Host, resp.Port = host, port
+		resp.Host, resp.Port = hostPort(n.Addr)
 	}
 	return resp
 }

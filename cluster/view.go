@@ -74,6 +74,7 @@ type View struct {
 	configs map[string]map[string]string // a topic's explicit configs (none: absent)
 
 	creator   atomic.Pointer[func(string) (Topic, error)]
+	groupHook atomic.Pointer[func() (Node, bool)]
 	onMiss    atomic.Pointer[func(string)]
 	hooksMu   sync.Mutex
 	onRemoved []func(Topic)
@@ -99,10 +100,32 @@ func (v *View) OffsetsPartitions() int32 {
 	return DefaultOffsetsPartitions
 }
 
-// GroupCoordinator is the node that coordinates every consumer group: the
-// coordinator node, which leads __consumer_offsets (Kafka co-locates the
-// group coordinator with that partition's leader).
-func (v *View) GroupCoordinator() Node { return v.Coordinator() }
+// GroupCoordinator is the node that coordinates every consumer group and
+// leads __consumer_offsets (Kafka co-locates the group coordinator with
+// that partition's leader): the coordinator node, or, with several
+// coordinators on etcd, the one the hook SetGroupCoordinator installed
+// names (node 0 while it names none).
+func (v *View) GroupCoordinator() Node {
+	n, _ := v.groupCoordinator()
+	return n
+}
+
+// groupCoordinator is GroupCoordinator and whether a node holds it.
+func (v *View) groupCoordinator() (Node, bool) {
+	if fn := v.groupHook.Load(); fn != nil {
+		if n, ok := (*fn)(); ok {
+			return n, true
+		}
+		return v.Coordinator(), false
+	}
+	return v.Coordinator(), true
+}
+
+// SetGroupCoordinator makes fn name the group coordinator node: the
+// coordinator holding the group coordinator's etcd lease (issue 19). fn
+// returns false while none does: FindCoordinator for groups then answers
+// COORDINATOR_NOT_AVAILABLE and __consumer_offsets has no leader.
+func (v *View) SetGroupCoordinator(fn func() (Node, bool)) { v.groupHook.Store(&fn) }
 
 // File returns the cluster file the view was built from.
 func (v *View) File() *File { return v.file }
@@ -394,7 +417,7 @@ func (v *View) LeaderOf(topic string, partition int32) (Node, bool) {
 		return Node{}, false
 	}
 	if t.Internal {
-		return v.GroupCoordinator(), true
+		return v.groupCoordinator()
 	}
 	return v.file.Leaders[LeaderIndex(topic, partition, len(v.file.Leaders))], true
 }

@@ -9,10 +9,13 @@ package leaderstub
 //     ask any broker for its transaction coordinator, and a leader
 //     answering from the cluster file ("node 0") would send it to a
 //     coordinator that answers NOT_COORDINATOR, and round again;
+//   - group keys (key type 0) are forwarded too: the group coordinator
+//     moves between the coordinators with its etcd lease, which only
+//     they see;
 //   - the forward failing (no coordinator reachable) is
 //     COORDINATOR_NOT_AVAILABLE for each key (retriable);
 //   - other key types are answered by the cluster view, as every node
-//     does (cluster.View.FindCoordinator).
+//     does (cluster.View.FindCoordinator: INVALID_REQUEST).
 //
 // Version notes: v0–v3 carry one key, v4+ batch keys; the forward always
 // uses the batched form and the answer is given at the request's version.
@@ -32,11 +35,12 @@ import (
 const findForwardTimeout = 10 * time.Second
 
 // RegisterFindCoordinator registers key 10 on a leader's registry in place
-// of v.RegisterFindCoordinator: transaction keys through r, the others by v.
+// of v.RegisterFindCoordinator: transaction and group keys through r, the
+// others by v.
 func (r *Routed) RegisterFindCoordinator(reg *wire.Registry, v *cluster.View) {
 	reg.Register(10, cluster.FindCoordinatorMinVersion, cluster.FindCoordinatorMaxVersion, func(ctx context.Context, req *wire.Request) wire.Reply {
 		body := req.Body.(*kmsg.FindCoordinatorRequest)
-		if body.CoordinatorType != 1 {
+		if body.CoordinatorType != 0 && body.CoordinatorType != 1 {
 			return wire.Now(v.FindCoordinator(body))
 		}
 		keys := body.CoordinatorKeys
@@ -47,7 +51,7 @@ func (r *Routed) RegisterFindCoordinator(reg *wire.Registry, v *cluster.View) {
 		// partition state, so waiting keeps request order safely.
 		return func() (kmsg.Response, error) {
 			fwd := kmsg.NewPtrFindCoordinatorRequest()
-			fwd.CoordinatorType, fwd.CoordinatorKeys = 1, keys
+			fwd.CoordinatorType, fwd.CoordinatorKeys = body.CoordinatorType, keys
 			fctx, cancel := context.WithTimeout(ctx, findForwardTimeout)
 			found, err := r.Find(fctx, fwd)
 			cancel()
