@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/wal"
@@ -51,6 +52,30 @@ func DecodeRecord(rec []byte) ([]RecordOp, error) {
 		out = append(out, RecordOp{Bucket: bucketNames[o.bucket], Key: o.key, Value: o.value})
 	}
 	return out, nil
+}
+
+// EncodeRecord is DecodeRecord's inverse: the record of ops, in order
+// (a nil Value deletes). A bucket other than the coordinator's is an
+// error.
+func EncodeRecord(ops []RecordOp) ([]byte, error) {
+	out := make([]op, 0, len(ops))
+	for _, o := range ops {
+		id, ok := bucketByName(o.Bucket)
+		if !ok {
+			return nil, fmt.Errorf("groups: unknown bucket %q", o.Bucket)
+		}
+		out = append(out, op{bucket: id, key: o.Key, value: o.Value})
+	}
+	return encodeOps(out), nil
+}
+
+func bucketByName(name []byte) (bucketID, bool) {
+	for id, n := range bucketNames {
+		if string(n) == string(name) {
+			return id, true
+		}
+	}
+	return 0, false
 }
 
 // spaceLog is the process log: the group coordinator's space of the

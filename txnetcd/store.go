@@ -65,6 +65,10 @@ func NewStore(cli *clientv3.Client, opts Options) *Store {
 // Layout is the store's key layout.
 func (s *Store) Layout() Layout { return s.opts.Layout }
 
+// Client is the store's etcd client, for the reads of other state of a
+// partition's owner (groupsetcd's Load); writes go through Commit.
+func (s *Store) Client() *clientv3.Client { return s.cli }
+
 // PartitionFor is the partition of a transactional id in this cluster.
 func (s *Store) PartitionFor(transactionalID string) int32 {
 	return PartitionFor(transactionalID, s.opts.Partitions)
