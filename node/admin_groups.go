@@ -40,7 +40,11 @@ type groupsAdminBackend struct {
 
 // withGroupsAdmin is b with the node's group coordinator, when it has one.
 func (c *Coordinator) withGroupsAdmin(b *adminBackend) admin.Backend {
-	if c.Groups == nil {
+	var src groupsSource = c.Groups
+	switch {
+	case c.groups != nil:
+		src = heldGroups{c}
+	case c.Groups == nil:
 		return b
 	}
 	view := c.view
@@ -48,7 +52,56 @@ func (c *Coordinator) withGroupsAdmin(b *adminBackend) admin.Backend {
 	if err != nil { // checked at start already; without it the lag is unknown
 		dial = wire.DialConfig{}
 	}
-	return withGroups(b, c.Groups, view, dial)
+	return withGroups(b, src, view, dial)
+}
+
+// heldGroups is the group coordinator as the admin API of a coordinator
+// on etcd sees it: the instance this node, or another coordinator of this
+// process, runs while it holds the lease; none otherwise (its holder's
+// admin API answers).
+type heldGroups struct{ c *Coordinator }
+
+func (h heldGroups) current() (*groups.Coordinator, int32) {
+	node, _, ok := h.c.groups.Holder()
+	if !ok {
+		return nil, -1
+	}
+	if g := h.c.groups.Current(); g != nil {
+		return g, node
+	}
+	if p := h.c.peer(node); p != nil && p.groups != nil {
+		return p.groups.Current(), node
+	}
+	return nil, node
+}
+
+func (h heldGroups) ListGroups() []groups.GroupSummary {
+	if g, _ := h.current(); g != nil {
+		return g.ListGroups()
+	}
+	return nil
+}
+
+func (h heldGroups) DescribeGroup(id string) (groups.GroupDescription, bool) {
+	if g, _ := h.current(); g != nil {
+		return g.DescribeGroup(id)
+	}
+	return groups.GroupDescription{}, false
+}
+
+func (h heldGroups) DeleteGroup(ctx context.Context, id string) error {
+	g, node := h.current()
+	if g == nil {
+		return fmt.Errorf("%w: the group coordinator runs on coordinator %d: use its admin API", admin.ErrConflict, node)
+	}
+	return g.DeleteGroup(ctx, id)
+}
+
+func (h heldGroups) PendingOffsets(producerID int64) []groups.PendingOffsetInfo {
+	if g, _ := h.current(); g != nil {
+		return g.PendingOffsets(producerID)
+	}
+	return nil
 }
 
 // withGroups adds the group coordinator g to the admin backend b; the lag

@@ -198,9 +198,13 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 			e.Coordinator = co
 		}
 	}
-	// Markers for __consumer_offsets go to the coordinator node's own
-	// server (the group coordinator), in-process like a leader's.
-	e.serve(e.View.GroupCoordinator(), e.Coordinator.Server)
+	// Markers for __consumer_offsets go to the group coordinator's node,
+	// in-process like a leader's: with several coordinators, whichever
+	// holds it.
+	for _, co := range e.Coordinators {
+		e.serve(co.Node, co.Server)
+	}
+	e.followGroupHolder()
 	for _, co := range e.Coordinators {
 		co.peers = e.coordinatorByID
 	}

@@ -106,6 +106,9 @@ type Coordinator struct {
 	ownController bool
 	ownStore      *storage.Store // the process's store (no Shared): closed last
 	etcdClient    *clientv3.Client
+	// groups holds the group coordinator when this node has its lease
+	// (etcd mode; Groups is nil then).
+	groups *groupHolder
 	// peers finds the other coordinators of this process (`txncoord
 	// up`); adminToken is the cluster's admin API token.
 	peers      func(node int32) *Coordinator
@@ -350,6 +353,9 @@ func (c *Coordinator) Stop(ctx context.Context) error {
 	}
 	if c.Groups != nil {
 		err = errors.Join(err, c.Groups.Close())
+	}
+	if c.groups != nil {
+		err = errors.Join(err, c.groups.Close())
 	}
 	if c.Coordinator != nil {
 		err = errors.Join(err, c.Coordinator.Close())

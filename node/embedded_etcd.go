@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/txncoord/txncoord/cluster"
+
 	"github.com/txncoord/txncoord/leaderstub"
 )
 
@@ -65,4 +67,29 @@ func (e *Embedded) coordinatorByID(id int32) *Coordinator {
 		}
 	}
 	return nil
+}
+
+// followGroupHolder makes the shared view name the group coordinator's
+// holder as the coordinators' lease members see it (several coordinators
+// on etcd): the first running coordinator's view of it.
+func (e *Embedded) followGroupHolder() {
+	var hooks []func() (cluster.Node, bool)
+	var members []*groupHolder
+	for _, co := range e.Coordinators {
+		if co.groups != nil {
+			hooks = append(hooks, co.groups.holderNode(e.View))
+			members = append(members, co.groups)
+		}
+	}
+	if len(hooks) == 0 {
+		return
+	}
+	e.View.SetGroupCoordinator(func() (cluster.Node, bool) {
+		for i, h := range members {
+			if h.member.Err() == nil {
+				return hooks[i]()
+			}
+		}
+		return hooks[0]()
+	})
 }

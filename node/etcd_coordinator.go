@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/ownership"
 	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/topics"
@@ -84,10 +84,10 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	controller := self.NodeID == cfg.View.Coordinator().NodeID
 	var ownServer atomic.Pointer[wire.Server]
 	if controller {
-		if err := c.openControllerAndGroups(cfg, self, &ownServer, dial, log); err != nil {
+		if err := c.openController(cfg, log); err != nil {
 			return nil, err
 		}
-		cleanup = append(cleanup, c.closeControllerAndGroups)
+		cleanup = append(cleanup, c.closeController)
 	} else if cfg.Shared == nil {
 		// A process of its own learns topics from the controller (the
 		// marker sender needs every partition's leader), as a leader
@@ -122,6 +122,18 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	}
 	cleanup = append(cleanup, func() { c.Router.Close() })
 
+	// The group coordinator runs on the holder of its lease, reaching
+	// each transactional id's coordinator through the routed clients.
+	c.txnClients = txnCoordinatorsClient(cfg, self, &ownServer, dial, log)
+	if c.groups, err = startGroupHolder(c.etcdClient, cfg.View, self, cfg.LeaseTTL, groups.Config{NodeID: self.NodeID, View: cfg.View,
+		TxnCoordinator: groupsTxnFunc(c.txnClients), Timeouts: cfg.GroupTimeouts, Log: log}, log); err != nil {
+		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
+	}
+	cleanup = append(cleanup, func() { c.groups.Close() })
+	if cfg.Shared == nil { // a process of its own: its view follows its own member
+		cfg.View.SetGroupCoordinator(c.groups.holderNode(cfg.View))
+	}
+
 	forward, synced := cfg.Forward, func(context.Context) {}
 	if forward == nil {
 		forward = topics.DialForward(cfg.View.Coordinator().Addr, dial)
@@ -131,8 +143,8 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	}
 	c.Server, err = listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
 		c.Router.Register(reg)
+		groups.RegisterSwitch(reg, self.KafkaVersion, c.groups.Current)
 		if controller {
-			c.Groups.Register(reg)
 			c.Controller.Register(reg)
 		} else {
 			topics.RegisterForward(reg, forward, synced)
@@ -147,18 +159,19 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	return c, nil
 }
 
-// openControllerAndGroups opens node 0's topic controller and group
-// coordinator over its local store. The group coordinator reaches each
-// transactional id's coordinator through c.txnClients (leaderstub's
-// routing over every coordinator).
-func (c *Coordinator) openControllerAndGroups(cfg CoordinatorConfig, self cluster.Node, ownServer *atomic.Pointer[wire.Server], dial wire.DialConfig, log zerolog.Logger) error {
+// openController opens node 0's topic controller over its local store
+// (DATA_DIR/coordinator, the same file as a single coordinator's, so its
+// topics stay when the cluster moves to etcd) or the shared one of `up`.
+func (c *Coordinator) openController(cfg CoordinatorConfig, log zerolog.Logger) error {
+	c.Controller = cfg.Controller
+	if c.Controller != nil {
+		return nil
+	}
 	st := cfg.Shared
 	if st == nil {
 		if err := os.MkdirAll(filepath.Join(cfg.DataDir, "coordinator"), 0o755); err != nil {
 			return err
 		}
-		// The same file as a single coordinator's: its groups and
-		// topics stay when the cluster moves to etcd.
 		path := filepath.Join(cfg.DataDir, "coordinator", "txnlog.db")
 		var err error
 		if st, err = storage.Open(path, storage.Options{NoSync: cfg.UnsafeNoSync, Log: cfg.Log, Kinds: RecordCodecs}); err != nil {
@@ -166,38 +179,18 @@ func (c *Coordinator) openControllerAndGroups(cfg CoordinatorConfig, self cluste
 		}
 		c.ownStore = st
 	}
-	c.Controller = cfg.Controller
-	if c.Controller == nil {
-		ctl, err := topics.Open(topics.Config{View: cfg.View, Store: st, Log: log})
-		if err != nil {
-			c.closeControllerAndGroups()
-			return fmt.Errorf("coordinator: %w", err)
-		}
-		c.Controller, c.ownController = ctl, true
-		cfg.View.SetCreator(ctl.AutoCreate)
-	}
-	c.txnClients = txnCoordinatorsClient(cfg, self, ownServer, dial, log)
-	grp, err := openGroups(cfg, self, st, func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-		areq, ok := req.(*kmsg.AddPartitionsToTxnRequest)
-		if !ok {
-			return nil, fmt.Errorf("node: the group coordinator sent %s to the transaction coordinators", kmsg.NameForKey(req.Key()))
-		}
-		return c.txnClients.AddPartitionsToTxn(ctx, areq)
-	}, log)
+	ctl, err := topics.Open(topics.Config{View: cfg.View, Store: st, Log: log})
 	if err != nil {
-		c.closeControllerAndGroups()
+		c.closeController()
 		return fmt.Errorf("coordinator: %w", err)
 	}
-	c.Groups = grp
+	c.Controller, c.ownController = ctl, true
+	cfg.View.SetCreator(ctl.AutoCreate)
 	return nil
 }
 
-// closeControllerAndGroups undoes openControllerAndGroups.
-func (c *Coordinator) closeControllerAndGroups() {
-	if c.Groups != nil {
-		c.Groups.Close()
-		c.Groups = nil
-	}
+// closeController undoes openController.
+func (c *Coordinator) closeController() {
 	if c.ownController {
 		c.Controller.Close()
 		c.ownController = false
