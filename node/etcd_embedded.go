@@ -47,6 +47,10 @@ func StartEmbeddedEtcd(dir, clientAddr, peerAddr string) (*EmbeddedEtcd, error) 
 	// One member elects itself: a short election timeout makes a restart
 	// serve sooner.
 	cfg.TickMs, cfg.ElectionMs = 10, 50
+	// Every transaction and offset write replaces a key: compact the
+	// history an hour back, or etcd's database grows without end (an
+	// external etcd needs --auto-compaction-retention too; README).
+	cfg.AutoCompactionMode, cfg.AutoCompactionRetention = "periodic", "1h"
 	cfg.EnableGRPCGateway = false
 	cfg.ListenMetricsUrls = nil
 	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
