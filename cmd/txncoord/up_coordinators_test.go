@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txncoord/txncoord/admin"
+)
+
+// TestUpSeveralCoordinators: `txncoord up --coordinators 3` runs three
+// coordinators on an embedded etcd under DATA_DIR/etcd, writes the
+// coordinators: form of cluster.yaml, and `txncoord coordinators` shows
+// each with its share of the partitions. Transactions committed through
+// it are still there after a SIGKILL and a restart on the same data dir
+// (etcd's own log), with higher coordinator epochs, and new ones commit.
+func TestUpSeveralCoordinators(t *testing.T) {
+	base := freePortRun(t, 8) // 3 coordinators, 3 leaders, etcd client and peer
+	adminPort := freePortRun(t, 1)
+	dataDir := t.TempDir()
+	args := []string{"--data-dir", dataDir, "--listen", "127.0.0.1:" + strconv.Itoa(base), "--coordinators", "3",
+		"--admin-listen", "127.0.0.1:" + strconv.Itoa(adminPort), "--topics", "orders:3", "--transaction-state-partitions", "9"}
+	up := startUp(t, args...)
+	file, err := os.ReadFile(filepath.Join(dataDir, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"coordinators:", "node_id: 2", "node_id: 3", "http://127.0.0.1:" + strconv.Itoa(base+6), "transaction_state_partitions: 9"} {
+		if !strings.Contains(string(file), want) {
+			t.Fatalf("cluster.yaml lacks %q:\n%s", want, file)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "etcd", "member")); err != nil {
+		t.Fatalf("no embedded etcd data: %v", err)
+	}
+	var cs []admin.CoordinatorStatus
+	waitFor(t, "every partition owned", func() bool {
+		cliJSON(t, &cs, "coordinators", "--admin", up.adminURL, "-o", "json")
+		n := 0
+		for _, c := range cs {
+			n += len(c.Partitions)
+		}
+		return len(cs) == 3 && n == 9
+	})
+	epochs := map[int32]int32{}
+	for _, c := range cs {
+		if !c.Live {
+			t.Fatalf("coordinator %d not live: %+v", c.NodeID, cs)
+		}
+		for _, p := range c.Partitions {
+			epochs[p.Partition] = p.Epoch
+		}
+	}
+	commit := func(ids ...string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, id := range ids {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(up.bootstrap), kgo.TransactionalID(id), kgo.DefaultProduceTopic("orders"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(id)}).FirstErr(); err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+			if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+			cl.Close()
+		}
+	}
+	var ids []string
+	for i := range 6 {
+		ids = append(ids, fmt.Sprintf("up3-%d", i))
+	}
+	commit(ids...)
+
+	up.cmd.Process.Kill()
+	<-up.done
+	up = startUp(t, args...)
+	var txns []admin.Txn
+	waitFor(t, "the committed transactions listed after the restart", func() bool {
+		cliJSON(t, &txns, "txn", "list", "--admin", up.adminURL, "-o", "json")
+		complete := 0
+		for _, txn := range txns {
+			if strings.HasPrefix(txn.TransactionalID, "up3-") && txn.State == "CompleteCommit" {
+				complete++
+			}
+		}
+		return complete == len(ids)
+	})
+	waitFor(t, "higher coordinator epochs after the restart", func() bool {
+		cliJSON(t, &cs, "coordinators", "--admin", up.adminURL, "-o", "json")
+		n := 0
+		for _, c := range cs {
+			for _, p := range c.Partitions {
+				if p.Epoch <= epochs[p.Partition] {
+					return false
+				}
+				n++
+			}
+		}
+		return n == 9
+	})
+	commit("up3-after-restart", ids[0])
+	up.stop(t)
+}
+
+// waitFor polls cond for up to 30 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
