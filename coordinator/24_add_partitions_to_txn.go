@@ -286,7 +286,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 	// registrations once appended, and its data, appended after them, is
 	// durable only with them, so the registration and the data share one
 	// group commit instead of two.
-	inProcess := r.InProcess()
+	inProcess := r.InProcess() && !c.cfg.OwnLog
 	results := make([]*partitionResult, len(req.Transactions))
 	retries := make([]func() *partitionResult, len(req.Transactions))
 	ids := make([]string, len(req.Transactions))

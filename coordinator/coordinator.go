@@ -60,6 +60,12 @@ type Config struct {
 	ProducerIDs ProducerIDSource
 	Log         zerolog.Logger
 	Metrics     prometheus.Registerer // may be nil
+	// OwnLog: Store is not the process log (etcd, txnetcd): an in-process
+	// caller (a leader of `txncoord up`) is answered once durable, as any
+	// other, because its own writes go to the process log and are not
+	// ordered after this store's. False (the process log): it is
+	// answered once appended.
+	OwnLog bool
 	// EndTxnLatency, optional, is the EndTxn latency histogram to observe
 	// (NewEndTxnLatency): one shared by the coordinators of several
 	// partitions in a process (txnrouter), who register it themselves.

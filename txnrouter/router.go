@@ -195,6 +195,7 @@ func (r *Router) open(s *slot, fence txnetcd.Fence) {
 	cfg := r.cfg.Coordinator
 	cfg.Store, cfg.Markers, cfg.ProducerIDs, cfg.Log, cfg.Metrics = ps, r.cfg.Markers, r.cfg.ProducerIDs, log, nil
 	cfg.EndTxnLatency = r.latency
+	cfg.OwnLog = true // etcd: an in-process leader's data is not ordered after it
 	c, err := coordinator.Open(cfg)
 	if err != nil {
 		// Most likely fenced out already (the partition moved on);
