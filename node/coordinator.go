@@ -297,6 +297,17 @@ func openGroups(cfg CoordinatorConfig, self cluster.Node, store *storage.Store, 
 // an in-process leader does.
 func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialConfig, ownServer *atomic.Pointer[wire.Server], log zerolog.Logger) *markersender.Sender {
 	isOwn := func(addr string) bool { return addr == self.Addr }
+	// With etcd the Complete record goes to etcd, not after the markers
+	// in this process's log: an in-process leader must answer a marker
+	// once it is durable, or a crash could lose markers of a transaction
+	// etcd records complete.
+	local := func(srv *wire.Server) negotiation.Transport {
+		cl := srv.Local(clusterPrincipal(cfg.View)).WithClientID(markerClientID).AtCallerVersion().Inline()
+		if etcdMode(cfg) {
+			cl = cl.OwnLog()
+		}
+		return cl
+	}
 	return markersender.New(markersender.Config{
 		CoordinatorVersion: self.KafkaVersion,
 		Router:             cfg.View,
@@ -305,9 +316,10 @@ func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialCon
 		Log:                log,
 		Metrics:            cfg.Metrics,
 		// The leaders of `txncoord up` append to the coordinator's log:
-		// they may get markers before the Prepare is durable.
+		// they may get markers before the Prepare is durable (not with
+		// etcd, whose coordinators never send them early).
 		InProcess: func(addr string) bool {
-			return isOwn(addr) || (cfg.Shared != nil && cfg.InProcessLeader != nil && cfg.InProcessLeader(addr) != nil)
+			return !etcdMode(cfg) && (isOwn(addr) || (cfg.Shared != nil && cfg.InProcessLeader != nil && cfg.InProcessLeader(addr) != nil))
 		},
 		Dial: func(ctx context.Context, addr string) (negotiation.Transport, error) {
 			if isOwn(addr) {
@@ -317,11 +329,11 @@ func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialCon
 					// the listener starts): the sender retries.
 					return nil, errCoordinatorNotStarted
 				}
-				return srv.Local(clusterPrincipal(cfg.View)).WithClientID(markerClientID).AtCallerVersion().Inline(), nil
+				return local(srv), nil
 			}
 			if cfg.InProcessLeader != nil {
 				if srv := cfg.InProcessLeader(addr); srv != nil {
-					return srv.Local(clusterPrincipal(cfg.View)).WithClientID(markerClientID).AtCallerVersion().Inline(), nil
+					return local(srv), nil
 				}
 			}
 			cl, err := wire.DialWith(ctx, addr, markerClientID, dial)

@@ -62,6 +62,8 @@ type LocalClient struct {
 	callerVersion bool
 	// inline: Do waits for the Reply on the caller's goroutine (Inline).
 	inline bool
+	// ownLog: requests are not marked in-process (OwnLog).
+	ownLog bool
 }
 
 // callerValues is the context an in-process handler runs with: the
@@ -138,6 +140,17 @@ func (c *LocalClient) AtCallerVersion() *LocalClient {
 func (c *LocalClient) Inline() *LocalClient {
 	cp := *c
 	cp.inline = true
+	return &cp
+}
+
+// OwnLog returns a client for a caller whose own writes do not go to this
+// process's log (a coordinator whose state is in etcd): its requests are
+// not marked in-process (Request.InProcess is false), so a handler answers
+// them once durable, as it answers a connection's, instead of once
+// appended; what the caller writes next is not ordered after them.
+func (c *LocalClient) OwnLog() *LocalClient {
+	cp := *c
+	cp.ownLog = true
 	return &cp
 }
 
@@ -225,7 +238,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	req.SetVersion(version)
 	r := &Request{
 		Body: req, Key: key, Version: version, Remote: localAddr{}, ConnID: s.nextConn.Add(1), Principal: c.principal,
-		ClientID: c.clientID, Stopping: s.draining, Log: s.cfg.Log, sec: s.sec, inProcess: true,
+		ClientID: c.clientID, Stopping: s.draining, Log: s.cfg.Log, sec: s.sec, inProcess: !c.ownLog,
 	}
 	var reply Reply
 	if key == 18 {
