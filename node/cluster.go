@@ -295,7 +295,10 @@ func (e *Embedded) Stop(ctx context.Context) error {
 		errs = append(errs, e.Shared.Close())
 	}
 	if e.etcdClient != nil {
-		errs = append(errs, e.etcdClient.Close())
+		// The in-process client's Close reports its own cancellation.
+		if err := e.etcdClient.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
 	}
 	if e.etcd != nil {
 		e.etcd.Close()
