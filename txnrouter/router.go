@@ -88,7 +88,7 @@ type Router struct {
 	// so the summed counters never go back when a partition moves.
 	retired coordinator.Stats
 	wg      sync.WaitGroup
-	done       chan struct{}
+	done    chan struct{}
 }
 
 // New starts a router: it starts the marker sender and follows the member's
