@@ -1,6 +1,7 @@
 package txnetcd
 
 import (
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -80,4 +81,69 @@ func BenchmarkApply(b *testing.B) {
 			b.ReportMetric(float64(b.N*bc.perTxn)/b.Elapsed().Seconds(), "transitions/s")
 		})
 	}
+}
+
+// BenchmarkPartitions measures what a coordinator owning many partitions
+// asks of etcd: 16 partitions of one Store, 4 writers on each (64 in all,
+// each one id's transitions one after another), one transition per Apply.
+// It reports applies/s and the etcd Txns/s they took: the member's
+// revision delta over the run, since every committed write Txn is one
+// revision (and one Raft proposal, which is what etcd's CPU scales with:
+// docs/bench/20261201-etcd3.md).
+//
+//	go test -run '^$' -bench BenchmarkPartitions -benchtime 5s ./txnetcd/
+func BenchmarkPartitions(b *testing.B) {
+	const partitions, writersPerPartition = 16, 4
+	cli := newClient(b)
+	l := newLayout(b)
+	s := NewStore(cli, Options{Layout: l})
+	ctx := ctxT(b)
+	stores := make([]*PartitionStore, partitions)
+	ids := make([][]string, partitions)
+	for i := range stores {
+		p := int32(i)
+		ps, err := s.Partition(acquire(b, cli, l, p, 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer ps.Close()
+		stores[i], ids[i] = ps, idsIn(p, writersPerPartition, "bench-parts")
+	}
+	revision := func() int64 {
+		resp, err := cli.Get(ctx, l.PIDNextKey())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return resp.Header.Revision
+	}
+	start := revision()
+	b.ResetTimer()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range partitions * writersPerPartition {
+		ps, id := stores[w%partitions], ids[w%partitions][w/partitions]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(b.N) {
+					return
+				}
+				m := txnlog.TxnMetadata{TransactionalID: id, ProducerID: i, NextProducerID: -1, PrevProducerID: -1,
+					LastProducerEpoch: -1, TimeoutMs: 60000, State: txncore.Ongoing, ClientTransactionVersion: 2,
+					Partitions: []txnlog.TopicPartition{{Topic: "orders", Partition: int32(i % 12)}, {Topic: "__consumer_offsets", Partition: 7}}}
+				if err := ps.Apply(ctx, txnlog.Batch{Puts: []txnlog.TxnMetadata{m}}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	txns := revision() - start
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "applies/s")
+	b.ReportMetric(float64(txns)/b.Elapsed().Seconds(), "txns/s")
+	b.ReportMetric(float64(b.N)/float64(txns), "applies/txn")
 }

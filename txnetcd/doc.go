@@ -25,14 +25,19 @@
 // conditions on the owner key (Apply).
 //
 // PartitionStore adapts one owned partition to txnlog.Store (and
-// txnlog.Submitter, with a group commit: the writes queued while one etcd
-// Txn is in flight go in the next, so concurrent ids share round trips),
-// so a coordinator can be opened over it. Where it differs from the bbolt
+// txnlog.Submitter), so a coordinator can be opened over it. The
+// PartitionStores of one Store (the partitions a coordinator owns) share
+// one writer with a group commit: the writes queued while one etcd Txn is
+// in flight, of whichever partitions, go in the next, fenced on each of
+// their owner keys, so concurrent ids share round trips and Raft
+// proposals (etcd's CPU, which bounds the etcd mode, scales with
+// proposals). A partition fenced out fails alone; the others' writes go
+// in the next Txn (writer.go). Where it differs from the bbolt
 // store: the coordinator epoch is the owner's (from etcd, not bumped by a
 // write), and producer ids are not a high-water mark in the store but
 // come from ProducerIDs (a Batch that raises ProducerIDHighWater is
 // refused with ErrProducerIDs).
 //
 // Main types: Layout, Fence, Owner, Store, PartitionState, PartitionStore,
-// ProducerIDs.
+// StoreStats, ProducerIDs.
 package txnetcd

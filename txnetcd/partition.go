@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,34 +25,27 @@ const LoadTimeout = 30 * time.Second
 // coordinator needs to open over it. Every write is fenced by the owner
 // value the partition was acquired with.
 //
-// Writes go through one writer goroutine that commits every write queued
-// while the previous etcd Txn was in flight as one Txn (a group commit, as
-// txnlog's bbolt store does with fsync): ids' writes are independent, and a
-// round trip to etcd costs far more than a few more keys in it. The queue
-// keeps submission order, so one id's writes are committed in the order
-// they were submitted (txnlog.Submitter's promise).
+// Writes go through the Store's one writer, shared by all its
+// PartitionStores (the partitions a coordinator owns): it commits every
+// write queued while the previous etcd Txn was in flight, of whichever
+// partitions, as one Txn fenced on each of their owner keys (a group
+// commit, as txnlog's bbolt store does with fsync; see writer.go). Ids'
+// writes are independent, and an etcd write costs one Raft proposal
+// whatever its size: etcd's CPU, which bounds the etcd mode, scales with
+// proposals, not keys. The queue keeps submission order, so one id's
+// writes are committed in the order they were submitted
+// (txnlog.Submitter's promise).
 type PartitionStore struct {
 	s      *Store
 	fence  Fence
 	epoch  int32
-	closed atomic.Bool
+	closed atomic.Bool // set under s.w.mu, so no batch is queued after Close
 
-	ctx    context.Context // ends at Close: cuts an etcd call in flight
-	cancel context.CancelFunc
-	wake   chan struct{} // buffered 1: the queue is not empty
-	done   chan struct{} // closed when the writer has stopped
+	stats txnlog.Stats // under s.w.mu
 
-	mu    sync.Mutex
-	queue []queued
-	stats txnlog.Stats
-
-	// beforeCommit, when set (tests), runs before each group is sent.
+	// beforeCommit, when set (tests), runs before each Txn that carries
+	// this store's batches is sent.
 	beforeCommit func()
-}
-
-type queued struct {
-	ops    []clientv3.Op
-	result chan error
 }
 
 // Partition returns partition f.Partition as a txnlog.Store whose writes are
@@ -66,10 +58,7 @@ func (s *Store) Partition(f Fence) (*PartitionStore, error) {
 	if o.Epoch <= 0 {
 		return nil, fmt.Errorf("txnetcd: fence of partition %d has coordinator epoch %d", f.Partition, o.Epoch)
 	}
-	ps := &PartitionStore{s: s, fence: f, epoch: o.Epoch, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	ps.ctx, ps.cancel = context.WithCancel(context.Background())
-	go ps.write()
-	return ps, nil
+	return &PartitionStore{s: s, fence: f, epoch: o.Epoch}, nil
 }
 
 var (
@@ -109,10 +98,14 @@ func (ps *PartitionStore) Load() (txnlog.LoadedState, error) {
 }
 
 // Apply writes b in one fenced etcd Txn, possibly shared with other
-// batches queued at the same time (all of them succeed or fail together),
-// and returns once etcd has committed it. A batch whose only change is the
-// coordinator epoch (the owner's own, as Load arranges) is a fence check:
-// it succeeds only while the partition is still owned.
+// batches, of this partition and others of the Store, queued at the same
+// time, and returns once etcd has committed it. It fails with ErrNotOwner
+// only when this partition is fenced out (nothing of it was written);
+// another partition's fencing only delays it to the next Txn. An etcd
+// error or the Store's CommitTimeout fails every batch of the Txn. A batch
+// whose only change is the coordinator epoch (the owner's own, as Load
+// arranges) is a fence check: it succeeds only while the partition is
+// still owned.
 //
 // When ctx ends first Apply returns ctx's error, and the batch may still
 // be written (as a Txn whose answer was lost may have been).
@@ -125,10 +118,10 @@ func (ps *PartitionStore) Apply(ctx context.Context, b txnlog.Batch) error {
 	}
 }
 
-// Submit queues b behind every write submitted before it; the channel
-// gets its outcome. A batch that cannot be written (another partition's
-// id, a producer-id high-water mark, an epoch other than the owner's, more
-// keys than one Txn holds) fails alone at once.
+// Submit queues b behind every write submitted to the Store before it; the
+// channel gets its outcome. A batch that cannot be written (another
+// partition's id, a producer-id high-water mark, an epoch other than the
+// owner's, more keys than one Txn holds) fails alone at once.
 func (ps *PartitionStore) Submit(b txnlog.Batch) <-chan error {
 	result := make(chan error, 1)
 	ops, err := ps.validate(b)
@@ -136,17 +129,8 @@ func (ps *PartitionStore) Submit(b txnlog.Batch) <-chan error {
 		result <- err
 		return result
 	}
-	ps.mu.Lock()
-	if ps.closed.Load() {
-		ps.mu.Unlock()
+	if !ps.s.enqueue(&queued{ps: ps, ops: ops, result: result}) {
 		result <- txnlog.ErrClosed
-		return result
-	}
-	ps.queue = append(ps.queue, queued{ops: ops, result: result})
-	ps.mu.Unlock()
-	select {
-	case ps.wake <- struct{}{}:
-	default:
 	}
 	return result
 }
@@ -165,101 +149,25 @@ func (ps *PartitionStore) validate(b txnlog.Batch) ([]clientv3.Op, error) {
 	return ps.s.ops(ps.fence.Partition, b)
 }
 
-// write is the writer goroutine: it takes every queued batch that fits in
-// one Txn, commits them together and answers each, until Close.
-func (ps *PartitionStore) write() {
-	defer close(ps.done)
-	for {
-		select {
-		case <-ps.ctx.Done():
-			ps.failQueued()
-			return
-		case <-ps.wake:
-		}
-		for {
-			group, ops := ps.takeGroup()
-			if len(group) == 0 {
-				break
-			}
-			if ps.beforeCommit != nil {
-				ps.beforeCommit()
-			}
-			err := ps.s.Commit(ps.ctx, ps.fence, ops)
-			ps.mu.Lock()
-			if err == nil {
-				ps.stats.Commits++
-				ps.stats.Batches += uint64(len(group))
-				ps.stats.Transitions += uint64(len(ops))
-			}
-			ps.mu.Unlock()
-			for _, q := range group {
-				q.result <- err
-			}
-		}
-	}
-}
-
-// takeGroup dequeues the longest prefix of the queue whose keys fit in one
-// Txn (at least one batch: each fits alone) and merges it into one list of
-// operations, one per key, the last write of a key winning: the batches
-// are committed together, so only the final value of a key is ever seen.
-func (ps *PartitionStore) takeGroup() ([]queued, []clientv3.Op) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	index := map[string]int{}
-	var ops []clientv3.Op
-	n := 0
-	for ; n < len(ps.queue); n++ {
-		fresh := 0
-		for _, op := range ps.queue[n].ops {
-			if _, ok := index[string(op.KeyBytes())]; !ok {
-				fresh++
-			}
-		}
-		if n > 0 && len(ops)+fresh > ps.s.opts.MaxTxnOps {
-			break
-		}
-		for _, op := range ps.queue[n].ops {
-			if i, ok := index[string(op.KeyBytes())]; ok {
-				ops[i] = op
-				continue
-			}
-			index[string(op.KeyBytes())] = len(ops)
-			ops = append(ops, op)
-		}
-	}
-	group := ps.queue[:n:n]
-	ps.queue = ps.queue[n:]
-	return group, ops
-}
-
-func (ps *PartitionStore) failQueued() {
-	ps.mu.Lock()
-	queue := ps.queue
-	ps.queue = nil
-	ps.mu.Unlock()
-	for _, q := range queue {
-		q.result <- txnlog.ErrClosed
-	}
-}
-
-// Stats counts the store's committed work: Commits is etcd Txns, Batches
-// the writes they carried.
+// Stats counts the store's committed work: Commits is the etcd Txns that
+// carried its batches (shared with other partitions: the Store's Stats
+// counts each Txn once), Batches its writes they carried, Transitions its
+// keys they wrote (a key written by several batches of one Txn once).
 func (ps *PartitionStore) Stats() txnlog.Stats {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
+	ps.s.w.mu.Lock()
+	defer ps.s.w.mu.Unlock()
 	return ps.stats
 }
 
 // Close makes later calls fail with txnlog.ErrClosed. The etcd client is
-// the caller's.
-// Writes still queued fail with it; one in flight is cut short (it may
-// still have been committed).
+// the caller's. Writes still queued fail with it at once. A Txn in flight
+// that carries some of its writes is not cut short (other partitions'
+// writes share it): those get the Txn's outcome when it ends (success,
+// ErrNotOwner, an etcd error or the commit timeout), so they may be
+// committed after Close returns.
 func (ps *PartitionStore) Close() error {
-	ps.mu.Lock()
-	ps.closed.Store(true)
-	ps.mu.Unlock()
-	ps.cancel()
-	<-ps.done
+	for _, q := range ps.s.dropQueued(ps) {
+		q.result <- txnlog.ErrClosed
+	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -30,6 +31,9 @@ var (
 // DefaultMaxTxnOps is etcd's default --max-txn-ops.
 const DefaultMaxTxnOps = 128
 
+// DefaultCommitTimeout bounds one etcd Txn of a Store's shared writer.
+const DefaultCommitTimeout = 10 * time.Second
+
 // loadPageSize bounds one range response of Load (etcd refuses responses
 // above its gRPC limits; a partition may hold tens of thousands of ids).
 var loadPageSize = int64(1000)
@@ -42,13 +46,21 @@ type Options struct {
 	// MaxTxnOps is the etcd server's --max-txn-ops (default 128): a batch
 	// with more puts and deletes than that is refused before it is sent.
 	MaxTxnOps int
+	// CommitTimeout bounds one Txn of the writer the Store's
+	// PartitionStores share (default DefaultCommitTimeout): it carries
+	// many callers' batches, so no caller's context bounds it. When it
+	// ends, every batch of the Txn fails (they may have been written).
+	CommitTimeout time.Duration
 }
 
 // Store reads and writes transaction state of a cluster in etcd. It is
-// safe for concurrent use; it does not own the client.
+// safe for concurrent use; it does not own the client. Its
+// PartitionStores share one writer (writer.go), whose goroutine runs only
+// while they have writes queued: a Store needs no Close.
 type Store struct {
 	cli  *clientv3.Client
 	opts Options
+	w    writer
 }
 
 // NewStore returns a store over cli.
@@ -58,6 +70,9 @@ func NewStore(cli *clientv3.Client, opts Options) *Store {
 	}
 	if opts.MaxTxnOps <= 0 {
 		opts.MaxTxnOps = DefaultMaxTxnOps
+	}
+	if opts.CommitTimeout <= 0 {
+		opts.CommitTimeout = DefaultCommitTimeout
 	}
 	return &Store{cli: cli, opts: opts}
 }

@@ -1,0 +1,319 @@
+package txnetcd
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/txncoord/txncoord/txnlog"
+)
+
+// The Store's one writer of its PartitionStores' batches. A coordinator
+// owns many partitions (~17 of 50 with three members); when each partition
+// committed its own Txn, concurrent transactions of different partitions
+// each cost a Raft proposal, and etcd's CPU, which bounds the etcd mode,
+// scales with proposals. One writer per Store puts everything queued,
+// across partitions, into one Txn:
+//
+//	If(owner key of p = p's fence, for each fence in the group)
+//	Then(the batches' puts and deletes, one per key, the last write winning)
+//	Else(get owner key of p, for each partition in the group)
+//
+// When a compare fails, the Else reads say which partitions were fenced
+// out: their batches fail with ErrNotOwner, the others' go back to the
+// front of the queue, in order, for the next Txn (nothing of them was
+// written). One FIFO queue and one Txn in flight keep each id's writes in
+// submission order.
+//
+// The writer's goroutine runs while the queue holds work: Submit starts it
+// when none runs, and it ends when it finds the queue empty, so the Store
+// needs no Close and an idle Store holds no goroutine.
+
+// queued is one batch waiting for the writer.
+type queued struct {
+	ps     *PartitionStore
+	ops    []clientv3.Op
+	result chan error
+}
+
+// writer is a Store's queue and the state of its writer goroutine.
+type writer struct {
+	mu      sync.Mutex
+	queue   []*queued
+	running bool // a writer goroutine is running; it clears this when it ends
+	stats   StoreStats
+
+	// beforeTxn, when set (tests), runs before each Txn is sent, with
+	// what it holds.
+	beforeTxn func(*txnPlan)
+}
+
+// StoreStats counts the work of a Store's shared writer, over all its
+// PartitionStores.
+type StoreStats struct {
+	// Txns is the etcd write Txns committed (each one Raft proposal).
+	Txns uint64
+	// Batches is the PartitionStore writes they carried.
+	Batches uint64
+	// Transitions is the keys they wrote.
+	Transitions uint64
+	// Refused is the Txns refused because a partition in them was fenced
+	// out (the other partitions' batches went in a later Txn).
+	Refused uint64
+}
+
+// Stats counts the shared writer's work (Store.Apply and Commit, which
+// write directly, are not counted).
+func (s *Store) Stats() StoreStats {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return s.w.stats
+}
+
+// enqueue appends q to the queue and starts the writer if none runs. It
+// returns false, queueing nothing, when q's store is closed.
+func (s *Store) enqueue(q *queued) bool {
+	w := &s.w
+	w.mu.Lock()
+	if q.ps.closed.Load() {
+		w.mu.Unlock()
+		return false
+	}
+	w.queue = append(w.queue, q)
+	start := !w.running
+	w.running = true
+	w.mu.Unlock()
+	if start {
+		go s.write()
+	}
+	return true
+}
+
+// dropQueued closes ps and removes its queued batches, which the caller
+// answers. Batches of ps in a Txn in flight stay there.
+func (s *Store) dropQueued(ps *PartitionStore) []*queued {
+	w := &s.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ps.closed.Swap(true) {
+		return nil
+	}
+	var dropped []*queued
+	kept := w.queue[:0:0]
+	for _, q := range w.queue {
+		if q.ps == ps {
+			dropped = append(dropped, q)
+		} else {
+			kept = append(kept, q)
+		}
+	}
+	w.queue = kept
+	return dropped
+}
+
+// write is the writer goroutine: it takes the longest prefix of the queue
+// that fits in one Txn, commits it and answers each batch, until it finds
+// the queue empty.
+func (s *Store) write() {
+	w := &s.w
+	for {
+		w.mu.Lock()
+		if len(w.queue) == 0 {
+			w.running = false
+			w.mu.Unlock()
+			return
+		}
+		plan := w.take(s.opts.MaxTxnOps)
+		hooks := plan.hooks(w.beforeTxn)
+		w.mu.Unlock()
+		for _, hook := range hooks {
+			hook()
+		}
+		resp, err := s.commitPlan(plan)
+		w.mu.Lock()
+		answers := w.settle(plan, resp, err)
+		w.mu.Unlock()
+		for _, a := range answers {
+			a.q.result <- a.err
+		}
+	}
+}
+
+// txnPlan is one Txn of the writer: the batches it carries and what they
+// make of it.
+type txnPlan struct {
+	batches []*queued
+	// fences are the compares, one per distinct fence, in queue order.
+	fences []Fence
+	// ops are the batches' operations merged, one per key: they are
+	// committed together, so only the final value of a key is ever seen
+	// (etcd refuses a Txn naming a key twice).
+	ops []clientv3.Op
+	// keys is the keys each fence's batches wrote (its Transitions).
+	keys map[Fence]int
+	// partitions are the fences' partitions, once each (two fences of one
+	// partition: an old and a new owner's): the failure branch reads
+	// their owner keys in this order.
+	partitions []int32
+}
+
+// size is what a Txn counts against MaxTxnOps. etcd's --max-txn-ops
+// bounds each of a Txn's compares, success and failure branches; the sum
+// of compares and operations is a conservative bound on all three (the
+// failure branch has one read per partition, at most one per compare).
+func (p *txnPlan) size() int { return len(p.fences) + len(p.ops) }
+
+// take dequeues the longest prefix of the queue whose Txn stays within
+// maxOps (compares + operations), and at least one batch: a batch alone
+// may have maxOps keys (validation allows that many) and one compare,
+// which etcd takes, since its limit is per branch.
+func (w *writer) take(maxOps int) *txnPlan {
+	plan := &txnPlan{keys: map[Fence]int{}}
+	index := map[string]int{}
+	fenced := map[Fence]bool{}
+	n := 0
+	for ; n < len(w.queue); n++ {
+		q := w.queue[n]
+		more := 0
+		if !fenced[q.ps.fence] {
+			more++
+		}
+		for _, op := range q.ops {
+			if _, ok := index[string(op.KeyBytes())]; !ok {
+				more++
+			}
+		}
+		if n > 0 && plan.size()+more > maxOps {
+			break
+		}
+		if !fenced[q.ps.fence] {
+			fenced[q.ps.fence] = true
+			plan.fences = append(plan.fences, q.ps.fence)
+			if !slices.Contains(plan.partitions, q.ps.fence.Partition) {
+				plan.partitions = append(plan.partitions, q.ps.fence.Partition)
+			}
+		}
+		for _, op := range q.ops {
+			if i, ok := index[string(op.KeyBytes())]; ok {
+				plan.ops[i] = op
+				continue
+			}
+			index[string(op.KeyBytes())] = len(plan.ops)
+			plan.ops = append(plan.ops, op)
+			plan.keys[q.ps.fence]++
+		}
+	}
+	plan.batches = append([]*queued(nil), w.queue[:n]...)
+	w.queue = w.queue[n:]
+	return plan
+}
+
+// hooks are the test hooks to run before the plan's Txn is sent.
+func (p *txnPlan) hooks(beforeTxn func(*txnPlan)) []func() {
+	var hooks []func()
+	if beforeTxn != nil {
+		hooks = append(hooks, func() { beforeTxn(p) })
+	}
+	seen := map[*PartitionStore]bool{}
+	for _, q := range p.batches {
+		if !seen[q.ps] && q.ps.beforeCommit != nil {
+			hooks = append(hooks, q.ps.beforeCommit)
+		}
+		seen[q.ps] = true
+	}
+	return hooks
+}
+
+// commitPlan sends the plan's Txn. There is no caller's context (it
+// carries many callers' batches): CommitTimeout bounds it.
+func (s *Store) commitPlan(p *txnPlan) (*clientv3.TxnResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.CommitTimeout)
+	defer cancel()
+	l := s.opts.Layout
+	cmps := make([]clientv3.Cmp, 0, len(p.fences))
+	for _, f := range p.fences {
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(l.OwnerKey(f.Partition)), "=", f.OwnerValue))
+	}
+	reads := make([]clientv3.Op, 0, len(p.partitions))
+	for _, partition := range p.partitions {
+		reads = append(reads, clientv3.OpGet(l.OwnerKey(partition)))
+	}
+	return s.cli.Txn(ctx).If(cmps...).Then(p.ops...).Else(reads...).Commit()
+}
+
+type answer struct {
+	q   *queued
+	err error
+}
+
+// settle turns the Txn's outcome into the batches' answers, puts back at
+// the front of the queue the batches of a refused Txn whose partitions
+// still hold their fences, and counts.
+func (w *writer) settle(p *txnPlan, resp *clientv3.TxnResponse, err error) []answer {
+	answers := make([]answer, 0, len(p.batches))
+	switch {
+	case err != nil: // it may have been committed: every batch learns so
+		for _, q := range p.batches {
+			answers = append(answers, answer{q, fmt.Errorf("txnetcd: partition %d: %w", q.ps.fence.Partition, err)})
+		}
+	case resp.Succeeded:
+		w.stats.Txns++
+		w.stats.Batches += uint64(len(p.batches))
+		w.stats.Transitions += uint64(len(p.ops))
+		counted := map[*PartitionStore]bool{}
+		for _, q := range p.batches {
+			if !counted[q.ps] {
+				counted[q.ps] = true
+				q.ps.stats.Commits++
+				q.ps.stats.Transitions += uint64(p.keys[q.ps.fence])
+			}
+			q.ps.stats.Batches++
+			answers = append(answers, answer{q, nil})
+		}
+	default:
+		w.stats.Refused++
+		owners := map[int32]string{} // none when the owner key is gone
+		for i, r := range resp.Responses {
+			if kvs := r.GetResponseRange().Kvs; len(kvs) > 0 && i < len(p.partitions) {
+				owners[p.partitions[i]] = string(kvs[0].Value)
+			}
+		}
+		answers = w.refused(p, owners)
+	}
+	return answers
+}
+
+// refused answers the batches of a refused Txn: those whose fence no
+// longer matches its partition's owner fail with ErrNotOwner, those of a
+// store closed meanwhile with ErrClosed (nothing of theirs was written),
+// and the rest go back to the front of the queue in their order.
+func (w *writer) refused(p *txnPlan, owners map[int32]string) []answer {
+	var answers []answer
+	var retry []*queued
+	fencedOut := false
+	for _, q := range p.batches {
+		f := q.ps.fence
+		switch {
+		case owners[f.Partition] != f.OwnerValue:
+			fencedOut = true
+			answers = append(answers, answer{q, fmt.Errorf("%w %d (fence %s)", ErrNotOwner, f.Partition, f.OwnerValue)})
+		case q.ps.closed.Load():
+			answers = append(answers, answer{q, txnlog.ErrClosed})
+		default:
+			retry = append(retry, q)
+		}
+	}
+	if !fencedOut {
+		// Cannot happen (the reads are at the compares' revision): fail
+		// them rather than retry the same Txn forever.
+		for _, q := range retry {
+			answers = append(answers, answer{q, fmt.Errorf("txnetcd: partition %d: fenced Txn refused while every owner key matched its fence", q.ps.fence.Partition)})
+		}
+		return answers
+	}
+	w.queue = append(retry, w.queue...)
+	return answers
+}
