@@ -74,6 +74,17 @@ const (
 	// suspectFor is how long a node that failed at the transport level
 	// is tried after the others.
 	suspectFor = 5 * time.Second
+	// routedAttemptTimeout bounds one send of a part to one coordinator.
+	// A coordinator that stopped answering (a paused process keeps its
+	// connections open) would otherwise hold the registration until the
+	// registrar's own timeout, long after its partitions moved; past this
+	// the node is treated as unreachable, its partitions forgotten, and
+	// the owners asked again. A live coordinator answers well within it:
+	// it waits at most 2 s on a concurrent transaction, plus its write.
+	routedAttemptTimeout = 4 * time.Second
+	// routedFindTimeout bounds FindCoordinator to one coordinator before
+	// the next is asked.
+	routedFindTimeout = 2 * time.Second
 )
 
 // RoutedCoordinator returns a Routed over cfg.Coordinators.
@@ -197,7 +208,9 @@ func (r *Routed) Find(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*k
 			errs = append(errs, fmt.Errorf("coordinator %d: its client cannot send FindCoordinator", node))
 			continue
 		}
-		resp, err := finder.findCoordinator(ctx, req)
+		fctx, cancel := context.WithTimeout(ctx, routedFindTimeout)
+		resp, err := finder.findCoordinator(fctx, req)
+		cancel()
 		if err != nil {
 			r.failed(node, err)
 			errs = append(errs, fmt.Errorf("coordinator %d: %w", node, err))
@@ -394,7 +407,9 @@ func (a *routedAdd) attempt(ctx context.Context, pending []int) (retry []int) {
 		part.req.Transactions = append(part.req.Transactions, txns[i])
 	}
 	send := func(part *routedPart) {
-		part.resp, part.err = a.r.clients[part.node].AddPartitionsToTxn(ctx, part.req)
+		actx, cancel := context.WithTimeout(ctx, routedAttemptTimeout)
+		defer cancel()
+		part.resp, part.err = a.r.clients[part.node].AddPartitionsToTxn(actx, part.req)
 	}
 	if len(parts) == 1 {
 		send(parts[0])
@@ -504,7 +519,9 @@ func (r *Routed) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDReq
 	var last *kmsg.InitProducerIDResponse
 	var errs []error
 	for _, node := range r.order() {
-		resp, err := r.clients[node].InitProducerID(ctx, req)
+		actx, cancel := context.WithTimeout(ctx, routedAttemptTimeout)
+		resp, err := r.clients[node].InitProducerID(actx, req)
+		cancel()
 		if err != nil {
 			r.failed(node, err)
 			errs = append(errs, fmt.Errorf("coordinator %d: %w", node, err))
