@@ -91,7 +91,7 @@ func (v *View) describeCluster(r *wire.Request, req *kmsg.DescribeClusterRequest
 	resp.EndpointType = endpointTypeBroker
 	resp.ClusterID = v.file.ClusterID
 	resp.ControllerID = v.Coordinator().NodeID
-	for _, n := range v.Brokers() {
+	for _, n := range v.LiveBrokers() {
 		b := kmsg.NewDescribeClusterResponseBroker()
 		b.NodeID = n.NodeID
 		b.Host, b.Port = hostPort(n.Addr)

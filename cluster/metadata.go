@@ -48,7 +48,7 @@ func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.ClusterID = kmsg.StringPtr(v.file.ClusterID)
 	resp.ControllerID = v.Coordinator().NodeID
-	for _, n := range v.Brokers() {
+	for _, n := range v.LiveBrokers() {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID = n.NodeID
 		b.Host, b.Port = hostPort(n.Addr)

@@ -75,6 +75,7 @@ type View struct {
 
 	creator   atomic.Pointer[func(string) (Topic, error)]
 	groupHook atomic.Pointer[func() (Node, bool)]
+	liveHook  atomic.Pointer[func() (map[int32]bool, bool)]
 	onMiss    atomic.Pointer[func(string)]
 	hooksMu   sync.Mutex
 	onRemoved []func(Topic)
@@ -172,6 +173,35 @@ func (v *View) Etcd() Etcd {
 
 // Leaders are the leader nodes in file order.
 func (v *View) Leaders() []Node { return v.file.Leaders }
+
+// LiveBrokers are the brokers Metadata and DescribeCluster list: every
+// node, or with several coordinators on etcd, every leader and the
+// coordinators the hook SetLiveCoordinators names (those holding a
+// lease), as Kafka leaves a fenced broker out: a client that picks a
+// broker at random for its next request must not pick a coordinator that
+// stopped answering.
+func (v *View) LiveBrokers() []Node {
+	fn := v.liveHook.Load()
+	if fn == nil {
+		return v.Brokers()
+	}
+	live, ok := (*fn)()
+	if !ok {
+		return v.Brokers()
+	}
+	var out []Node
+	for _, n := range v.file.CoordinatorNodes() {
+		if live[n.NodeID] {
+			out = append(out, n)
+		}
+	}
+	return append(out, v.file.Leaders...)
+}
+
+// SetLiveCoordinators installs LiveBrokers' hook: fn returns the
+// coordinators holding a lease, or false when it cannot tell (then every
+// node is listed).
+func (v *View) SetLiveCoordinators(fn func() (map[int32]bool, bool)) { v.liveHook.Store(&fn) }
 
 // Brokers are all nodes: the coordinators, then the leaders.
 func (v *View) Brokers() []Node {

@@ -292,3 +292,45 @@ etcd: {endpoints: ["http://127.0.0.1:2379"]}
 		t.Fatalf("Etcd() = %+v", got)
 	}
 }
+
+// TestLiveBrokers: Metadata lists the coordinators the hook names live
+// (several coordinators on etcd: those holding a lease) and every leader;
+// every node when the hook cannot tell or is not set; Node still finds a
+// coordinator left out.
+func TestLiveBrokers(t *testing.T) {
+	f := &File{ClusterID: "live", DefaultPartitions: 1, Etcd: &Etcd{Endpoints: []string{"http://127.0.0.1:2379"}}}
+	for id := range int32(5) {
+		n := Node{NodeID: id, Addr: fmt.Sprintf("127.0.0.1:%d", 9092+id), KafkaVersion: "4.2"}
+		if id < 3 {
+			f.Coordinators = append(f.Coordinators, n)
+		} else {
+			f.Leaders = append(f.Leaders, n)
+		}
+	}
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	v := NewView(f)
+	ids := func() []int32 {
+		var out []int32
+		for _, b := range v.Metadata(kmsg.NewPtrMetadataRequest()).Brokers {
+			out = append(out, b.NodeID)
+		}
+		return out
+	}
+	if got := ids(); !reflect.DeepEqual(got, []int32{0, 1, 2, 3, 4}) {
+		t.Fatalf("no hook: brokers %v", got)
+	}
+	known := true
+	v.SetLiveCoordinators(func() (map[int32]bool, bool) { return map[int32]bool{0: true, 2: true}, known })
+	if got := ids(); !reflect.DeepEqual(got, []int32{0, 2, 3, 4}) {
+		t.Fatalf("node 1 without a lease: brokers %v", got)
+	}
+	if _, ok := v.Node(1); !ok {
+		t.Fatal("Node(1) lost with the filter")
+	}
+	known = false
+	if got := ids(); !reflect.DeepEqual(got, []int32{0, 1, 2, 3, 4}) {
+		t.Fatalf("hook cannot tell: brokers %v", got)
+	}
+}

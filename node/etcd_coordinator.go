@@ -132,6 +132,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	cleanup = append(cleanup, func() { c.groups.Close() })
 	if cfg.Shared == nil { // a process of its own: its view follows its own member
 		cfg.View.SetGroupCoordinator(c.groups.holderNode(cfg.View))
+		cfg.View.SetLiveCoordinators(c.liveCoordinators)
 	}
 
 	forward, synced := cfg.Forward, func(context.Context) {}
@@ -199,4 +200,18 @@ func (c *Coordinator) closeController() {
 		c.ownStore.Close()
 		c.ownStore = nil
 	}
+}
+
+// liveCoordinators is the View's SetLiveCoordinators hook: the members
+// holding a lease as this node sees them, while its own view is valid
+// (this node then counts itself), otherwise unknown.
+func (c *Coordinator) liveCoordinators() (map[int32]bool, bool) {
+	if c.Member.Err() != nil {
+		return nil, false
+	}
+	live := map[int32]bool{c.Node.NodeID: true}
+	for _, id := range c.Member.Members() {
+		live[id] = true
+	}
+	return live, true
 }
