@@ -46,6 +46,31 @@ type PartitionStore struct {
 	// beforeCommit, when set (tests), runs before each Txn that carries
 	// this store's batches is sent.
 	beforeCommit func()
+
+	// unknown is the first write error whose outcome is unknown (sticky);
+	// onUnknown is told of it once (OnUnknownOutcome).
+	unknown   atomic.Pointer[error]
+	onUnknown func(error)
+}
+
+// OnUnknownOutcome sets fn, called once (on its own goroutine) when a
+// write of this store fails in a way that does not say whether etcd
+// applied it: a timeout, a connection cut, a lost answer. Fenced-out
+// (ErrNotOwner) and closed-store errors are definite and do not count. The
+// writer's memory may then differ from etcd: every later Submit fails at
+// once, and fn's caller reopens the partition from etcd (txnrouter). Set
+// it before the first Submit.
+func (ps *PartitionStore) OnUnknownOutcome(fn func(error)) { ps.onUnknown = fn }
+
+// outcome records a batch's answer: the first error of unknown outcome
+// makes the store fail every later write and calls onUnknown.
+func (ps *PartitionStore) outcome(err error) {
+	if err == nil || errors.Is(err, ErrNotOwner) || errors.Is(err, txnlog.ErrClosed) {
+		return
+	}
+	if ps.unknown.CompareAndSwap(nil, &err) && ps.onUnknown != nil {
+		go ps.onUnknown(err)
+	}
 }
 
 // Partition returns partition f.Partition as a txnlog.Store whose writes are
@@ -124,6 +149,10 @@ func (ps *PartitionStore) Apply(ctx context.Context, b txnlog.Batch) error {
 // owner's, more keys than one Txn holds) fails alone at once.
 func (ps *PartitionStore) Submit(b txnlog.Batch) <-chan error {
 	result := make(chan error, 1)
+	if unknown := ps.unknown.Load(); unknown != nil {
+		result <- fmt.Errorf("txnetcd: partition %d: an earlier write's outcome is unknown (%w): its state is being reloaded from etcd", ps.fence.Partition, *unknown)
+		return result
+	}
 	ops, err := ps.validate(b)
 	if err != nil {
 		result <- err

@@ -137,6 +137,7 @@ func (s *Store) write() {
 		answers := w.settle(plan, resp, err)
 		w.mu.Unlock()
 		for _, a := range answers {
+			a.q.ps.outcome(a.err)
 			a.q.result <- a.err
 		}
 	}

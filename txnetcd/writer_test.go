@@ -533,3 +533,50 @@ func TestWriterEtcdUnreachable(t *testing.T) {
 	}
 	noWriterLeft(t)
 }
+
+// TestUnknownOutcomeIsSticky: a write that fails without saying whether
+// etcd applied it (here: no etcd answers) tells OnUnknownOutcome once, and
+// every later Submit of that store fails at once, unsent, so the caller
+// reloads from etcd instead of writing on over a memory that may differ;
+// a fenced-out write does not count.
+func TestUnknownOutcomeIsSticky(t *testing.T) {
+	port, err := freeport.Run(1) // nothing listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://127.0.0.1:" + strconv.Itoa(port)}, DialTimeout: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	s := NewStore(cli, Options{Layout: newLayout(t), CommitTimeout: 300 * time.Millisecond})
+	ps, err := s.Partition(NewFence(1, Owner{NodeID: 0, Epoch: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	told := make(chan error, 4)
+	ps.OnUnknownOutcome(func(err error) { told <- err })
+	if err := <-ps.Submit(put(1, idsIn(1, 1, "unknown")...)); err == nil || errors.Is(err, ErrNotOwner) {
+		t.Fatalf("first write: %v", err)
+	}
+	select {
+	case <-told:
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnUnknownOutcome not called")
+	}
+	before := s.Stats().Batches
+	err = <-ps.Submit(put(2, idsIn(1, 1, "unknown")...))
+	if err == nil || !strings.Contains(err.Error(), "outcome is unknown") {
+		t.Fatalf("later write: %v, want a refusal naming the unknown outcome", err)
+	}
+	if after := s.Stats().Batches; after != before {
+		t.Fatalf("the refused write was queued: batches %d -> %d", before, after)
+	}
+	select {
+	case err := <-told:
+		t.Fatalf("OnUnknownOutcome called twice: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	noWriterLeft(t)
+}

@@ -192,6 +192,10 @@ func (r *Router) open(s *slot, fence txnetcd.Fence) {
 		r.forget(s)
 		return
 	}
+	// A write whose outcome is unknown (etcd's answer lost) leaves the
+	// coordinator's memory possibly behind etcd, which it would never
+	// notice: reopen the partition from etcd, as a new owner would.
+	ps.OnUnknownOutcome(func(err error) { r.reload(s, err) })
 	cfg := r.cfg.Coordinator
 	cfg.Store, cfg.Markers, cfg.ProducerIDs, cfg.Log, cfg.Metrics = ps, r.cfg.Markers, r.cfg.ProducerIDs, log, nil
 	cfg.EndTxnLatency = r.latency
@@ -218,6 +222,22 @@ func (r *Router) open(s *slot, fence txnetcd.Fence) {
 		return
 	}
 	log.Info().Msg("serving partition")
+}
+
+// reload replaces s, if it is still its partition's slot, with a
+// coordinator opened again from etcd (its store's write outcome is
+// unknown): the load resends the markers of its Prepare* transactions and
+// its timeouts abort what was left open.
+func (r *Router) reload(s *slot, err error) {
+	r.mu.Lock()
+	current := r.slots[s.p] == s && !r.closed
+	r.mu.Unlock()
+	if !current {
+		return
+	}
+	r.log.Warn().Err(err).Int32("partition", s.p).Int32("coordinator_epoch", s.epoch).
+		Msg("an etcd write's outcome is unknown: reloading the partition from etcd")
+	r.acquired(s.p, s.epoch)
 }
 
 // forget removes s, whose open failed, if it is still the partition's
