@@ -280,9 +280,18 @@ func (r *Router) closeSlot(s *slot, reason string) {
 		return // open closes it when done
 	}
 	if s.c != nil {
+		// Its queued and stuck markers are the next owner's to send now,
+		// with its epoch (Kafka's removeMarkersForTxnTopicPartition):
+		// kept here they would be reported stuck for good.
+		ids := s.c.List(coordinator.ListFilter{})
 		s.c.Close()
 		s.store.Close()
 		r.retire(s.c.Stats())
+		if f, ok := r.cfg.Markers.(interface{ Forget(string) }); ok {
+			for _, t := range ids {
+				f.Forget(t.TransactionalID)
+			}
+		}
 	}
 }
 
