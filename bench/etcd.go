@@ -56,25 +56,13 @@ func etcdFigures(d Metrics, elapsed time.Duration, committed int64) *EtcdFigures
 		return nil
 	}
 	nan := math.NaN()
-	secs := elapsed.Seconds()
 	get := func(name string) float64 {
 		if v, ok := d[name]; ok {
 			return v
 		}
 		return nan
 	}
-	perSec := func(v float64) float64 {
-		if secs <= 0 {
-			return nan
-		}
-		return v / secs
-	}
-	perTxn := func(v float64) float64 {
-		if committed <= 0 {
-			return nan
-		}
-		return v / float64(committed)
-	}
+	perSec, perTxn := rates(elapsed, committed)
 	proposals := get(metricEtcdProposals)
 	fsyncs, fsyncSecs := get(metricEtcdWALFsync+"_count"), get(metricEtcdWALFsync+"_sum")
 	f := &EtcdFigures{
@@ -90,8 +78,8 @@ func etcdFigures(d Metrics, elapsed time.Duration, committed int64) *EtcdFigures
 		f.ProposalsPerFsync = proposals / fsyncs
 		f.WALFsyncMean = time.Duration(fsyncSecs / fsyncs * float64(time.Second))
 	}
-	if secs > 0 {
-		f.DiskBusy = fsyncSecs / secs
+	if elapsed > 0 {
+		f.DiskBusy = fsyncSecs / elapsed.Seconds()
 	}
 	return f
 }

@@ -173,19 +173,7 @@ func coordFigures(d Metrics, elapsed time.Duration, committed int64) CoordFigure
 	f := CoordFigures{GroupCommitsPerSec: nan, FdatasyncsPerSec: nan, FdatasyncsPerCommit: nan, ExtraFdatasyncs: nan,
 		ApplyCommitsPerSec: nan, RecordsPerCommit: nan, TransitionsPerFsync: nan,
 		LogBytesPerTxn: nan, ApplyBytesPerTxn: nan, BytesPerTxn: nan, MarkersPerWTMRequest: nan}
-	secs := elapsed.Seconds()
-	perSec := func(v float64) float64 {
-		if secs <= 0 {
-			return nan
-		}
-		return v / secs
-	}
-	perTxn := func(v float64) float64 {
-		if committed <= 0 {
-			return nan
-		}
-		return v / float64(committed)
-	}
+	perSec, perTxn := rates(elapsed, committed)
 	src := func(figure, from string, v float64) {
 		if !math.IsNaN(v) {
 			f.Sources = append(f.Sources, figure+": "+from)
@@ -260,4 +248,23 @@ func histogramMean(d Metrics, name string) (float64, bool) {
 		return 0, false
 	}
 	return d[name+"_sum"] / count, true
+}
+
+// rates returns the per-second and per-committed-transaction figures of a
+// window (NaN when the window or the count is empty).
+func rates(elapsed time.Duration, committed int64) (perSec, perTxn func(float64) float64) {
+	secs := elapsed.Seconds()
+	perSec = func(v float64) float64 {
+		if secs <= 0 {
+			return math.NaN()
+		}
+		return v / secs
+	}
+	perTxn = func(v float64) float64 {
+		if committed <= 0 {
+			return math.NaN()
+		}
+		return v / float64(committed)
+	}
+	return perSec, perTxn
 }

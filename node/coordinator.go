@@ -134,16 +134,9 @@ func openTxnLog(cfg CoordinatorConfig) (*txnlog.BoltStore, *storage.Store, error
 		store, err := txnlog.OpenBoltIn(cfg.Shared, "coordinator")
 		return store, nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "coordinator"), 0o755); err != nil {
-		return nil, nil, err
-	}
-	path := filepath.Join(cfg.DataDir, "coordinator", "txnlog.db")
-	st, err := storage.Open(path, storage.Options{NoSync: cfg.UnsafeNoSync, Log: cfg.Log, Kinds: RecordCodecs})
+	st, err := openCoordinatorStore(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("txnlog: %w", err)
-	}
-	if cfg.UnsafeNoSync {
-		cfg.Log.Warn().Str("path", path).Msg("txnlog: fsync disabled (UnsafeNoSync): acknowledged transactions can be lost on a crash")
 	}
 	store, err := txnlog.OpenBoltIn(st, "")
 	if err != nil {
@@ -168,6 +161,25 @@ func coordinatorNode(cfg CoordinatorConfig) (cluster.Node, error) {
 // coordinators), or the caller passed a client.
 func etcdMode(cfg CoordinatorConfig) bool {
 	return cfg.Etcd != nil || len(cfg.View.Etcd().Endpoints) > 0
+}
+
+// openCoordinatorStore opens a coordinator process's own store,
+// DATA_DIR/coordinator/txnlog.db (with several coordinators, node 0's
+// topics live there: the same file, so they stay when a cluster moves to
+// etcd).
+func openCoordinatorStore(cfg CoordinatorConfig) (*storage.Store, error) {
+	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "coordinator"), 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(cfg.DataDir, "coordinator", "txnlog.db")
+	st, err := storage.Open(path, storage.Options{NoSync: cfg.UnsafeNoSync, Log: cfg.Log, Kinds: RecordCodecs})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.UnsafeNoSync {
+		cfg.Log.Warn().Str("path", path).Msg("txnlog: fsync disabled (UnsafeNoSync): acknowledged transactions can be lost on a crash")
+	}
+	return st, nil
 }
 
 // StartCoordinator opens the transaction log, recovers, and starts the

@@ -3,8 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +15,6 @@ import (
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/ownership"
-	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/txnetcd"
 	"github.com/txncoord/txncoord/txnrouter"
@@ -170,12 +167,8 @@ func (c *Coordinator) openController(cfg CoordinatorConfig, log zerolog.Logger) 
 	}
 	st := cfg.Shared
 	if st == nil {
-		if err := os.MkdirAll(filepath.Join(cfg.DataDir, "coordinator"), 0o755); err != nil {
-			return err
-		}
-		path := filepath.Join(cfg.DataDir, "coordinator", "txnlog.db")
 		var err error
-		if st, err = storage.Open(path, storage.Options{NoSync: cfg.UnsafeNoSync, Log: cfg.Log, Kinds: RecordCodecs}); err != nil {
+		if st, err = openCoordinatorStore(cfg); err != nil {
 			return fmt.Errorf("coordinator: %w", err)
 		}
 		c.ownStore = st

@@ -502,16 +502,7 @@ func TestWriterMaxTxnOps(t *testing.T) {
 // client's error (here the commit timeout), naming its partition, not
 // ErrNotOwner, and the writer does not wait on.
 func TestWriterEtcdUnreachable(t *testing.T) {
-	port, err := freeport.Run(1) // nothing listens there
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://127.0.0.1:" + strconv.Itoa(port)}, DialTimeout: time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	s := NewStore(cli, Options{Layout: newLayout(t), CommitTimeout: 300 * time.Millisecond})
+	s := unreachableStore(t)
 	var results []<-chan error
 	for i := range 6 {
 		p := int32(1 + i%2)
@@ -540,16 +531,7 @@ func TestWriterEtcdUnreachable(t *testing.T) {
 // reloads from etcd instead of writing on over a memory that may differ;
 // a fenced-out write does not count.
 func TestUnknownOutcomeIsSticky(t *testing.T) {
-	port, err := freeport.Run(1) // nothing listens there
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://127.0.0.1:" + strconv.Itoa(port)}, DialTimeout: time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
-	s := NewStore(cli, Options{Layout: newLayout(t), CommitTimeout: 300 * time.Millisecond})
+	s := unreachableStore(t)
 	ps, err := s.Partition(NewFence(1, Owner{NodeID: 0, Epoch: 1}))
 	if err != nil {
 		t.Fatal(err)
@@ -579,4 +561,20 @@ func TestUnknownOutcomeIsSticky(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 	noWriterLeft(t)
+}
+
+// unreachableStore is a store over an etcd endpoint nothing listens on,
+// whose commits give up after 300 ms.
+func unreachableStore(t *testing.T) *Store {
+	t.Helper()
+	port, err := freeport.Run(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://127.0.0.1:" + strconv.Itoa(port)}, DialTimeout: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return NewStore(cli, Options{Layout: newLayout(t), CommitTimeout: 300 * time.Millisecond})
 }
