@@ -1,10 +1,15 @@
 package storage
 
 import (
+	"bytes"
+	"errors"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wal/waltest"
 )
@@ -41,4 +46,56 @@ func TestFailedClosesOnLogFailure(t *testing.T) {
 		t.Fatal("Failed closed by a plain Close")
 	case <-time.After(100 * time.Millisecond):
 	}
+}
+
+// TestOneErrorLinePerFailure: the log and the applier can hit the same
+// full disk in the same millisecond; the store writes one error line for
+// the failure however the two race, the later report a Warn line. The
+// log's own failure goes through the store (wal.Options.OnFail), not
+// straight to the logger.
+func TestOneErrorLinePerFailure(t *testing.T) {
+	for round := 0; round < 20; round++ {
+		var buf syncBuffer
+		fs := waltest.NewFaultFS(wal.OSFS{})
+		st := openStore(t, filepath.Join(t.TempDir(), "s.db"), Options{FS: fs, Log: zerolog.New(&buf)})
+		sp := space(t, st, "a", kindA)
+		fs.FailSync(fs.Syncs() + 1)
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-mustDone(sp.Submit([]byte("k=v"), nil))
+		}()
+		go func() {
+			defer wg.Done()
+			st.reportFailure(errors.New("no space left on device"), st.path, "storage: applying the log failed: every write of the process stops")
+		}()
+		wg.Wait()
+		st.Close()
+		errs, warns := strings.Count(buf.String(), `"level":"error"`), strings.Count(buf.String(), `"level":"warn"`)
+		if errs != 1 || warns != 1 {
+			t.Fatalf("round %d: %d error and %d warn lines, want 1 and 1:\n%s", round, errs, warns, buf.String())
+		}
+	}
+}
+
+// mustDone returns a Submit's completion channel.
+func mustDone(_ wal.Pos, done <-chan error) <-chan error { return done }
+
+// syncBuffer is a bytes.Buffer safe for the store's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -95,11 +96,12 @@ var ErrClosed = errors.New("storage: closed")
 
 // Store is one process's log and bbolt file.
 type Store struct {
-	opts Options
-	db   *bbolt.DB
-	wal  *wal.Log
-	path string
-	lock *os.File // the data dir's LOCK, held until Close
+	opts   Options
+	db     *bbolt.DB
+	wal    *wal.Log
+	path   string
+	walDir string
+	lock   *os.File // the data dir's LOCK, held until Close
 
 	mu       sync.Mutex
 	spaces   map[string]*Space
@@ -111,11 +113,29 @@ type Store struct {
 	stats    Stats
 
 	failed   chan struct{} // closed at the first failure (Failed)
+	reported atomic.Bool   // the first failure's error line is written
 	applyNow chan chan struct{}
 	kick     chan struct{}
 	stop     chan struct{}
 	stopped  chan struct{}
 	once     sync.Once
+}
+
+// reportFailure writes the store's one error line for its first
+// failure; a later one (the log and the applier run into a full disk
+// in the same millisecond) is a Warn line, so a fail-stop is one error
+// line whichever writer saw it first.
+func (st *Store) reportFailure(err error, file, msg string) {
+	if st.reported.CompareAndSwap(false, true) {
+		st.opts.Log.Error().Err(err).Str("file", file).Msg(msg)
+		return
+	}
+	st.opts.Log.Warn().Err(err).Str("file", file).Msg(msg + " (after an earlier failure)")
+}
+
+// onLogFail reports the log's failure (wal.Options.OnFail).
+func (st *Store) onLogFail(err error) {
+	st.reportFailure(err, st.walDir, "wal: write failed; the log refuses every write from now on")
 }
 
 // record is one appended record the applier has not written yet.
@@ -187,7 +207,7 @@ func Open(dbPath string, opts Options) (st *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dbPath, err)
 	}
-	st = &Store{opts: opts, db: db, path: dbPath, lock: lock, spaces: map[string]*Space{},
+	st = &Store{opts: opts, db: db, path: dbPath, walDir: walDir, lock: lock, spaces: map[string]*Space{},
 		applyNow: make(chan chan struct{}), kick: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if st.applied, err = st.readApplied(); err != nil {
 		db.Close()
@@ -197,7 +217,7 @@ func Open(dbPath string, opts Options) (st *Store, err error) {
 		db.Close()
 		return nil, fmt.Errorf("%s: the log folder %s is missing, but the store was applied from a log up to record %d: records after it would be lost", dbPath, walDir, st.applied)
 	}
-	st.wal, err = wal.Open(walDir, wal.Options{FS: opts.FS, NoSync: opts.NoSync, SegmentSize: opts.SegmentSize, Log: opts.Log, OnSync: st.onSync})
+	st.wal, err = wal.Open(walDir, wal.Options{FS: opts.FS, NoSync: opts.NoSync, SegmentSize: opts.SegmentSize, Log: opts.Log, OnSync: st.onSync, OnFail: st.onLogFail})
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -586,13 +606,7 @@ func (st *Store) applyDurable() {
 		st.mu.Lock()
 		st.err = fmt.Errorf("storage: applying the log to %s: %w", st.path, err)
 		st.mu.Unlock()
-		if st.wal.Err() != nil {
-			// The log failed meanwhile and logged it: one error
-			// line per failure.
-			st.opts.Log.Warn().Err(err).Str("file", st.path).Msg("storage: applying the log failed after the log had")
-		} else {
-			st.opts.Log.Error().Err(err).Str("file", st.path).Msg("storage: applying the log failed: every write of the process stops")
-		}
+		st.reportFailure(err, st.path, "storage: applying the log failed: every write of the process stops")
 		return
 	}
 	pages = st.pagesWritten() - pages

@@ -31,6 +31,12 @@ type Options struct {
 	// OnSync, if set, is called on the writer goroutine after each
 	// successful group commit.
 	OnSync func(SyncStats)
+	// OnFail, if set, is called once, on the writer goroutine, when a
+	// write fails and the log starts refusing writes, in place of the
+	// log's own error line: an owner that writes elsewhere too (the
+	// storage layer's applier) reports one failure once, whichever of
+	// its writers hits it first.
+	OnFail func(error)
 }
 
 // SyncStats describes one group commit.
@@ -400,9 +406,13 @@ func (l *Log) flush() {
 		if err != nil {
 			if l.err == nil {
 				l.err = err
-				var f *failure
-				errors.As(err, &f)
-				l.log.Error().Str("file", f.file).Err(err).Msg("wal: write failed; the log refuses every write from now on")
+				if l.opts.OnFail != nil {
+					l.opts.OnFail(err)
+				} else {
+					var f *failure
+					errors.As(err, &f)
+					l.log.Error().Str("file", f.file).Err(err).Msg("wal: write failed; the log refuses every write from now on")
+				}
 			}
 			// Records queued behind the failed batch are never
 			// written: a hole before them would be unreadable.
