@@ -83,8 +83,14 @@ const (
 	// it waits at most 2 s on a concurrent transaction, plus its write.
 	routedAttemptTimeout = 4 * time.Second
 	// routedFindTimeout bounds FindCoordinator to one coordinator before
-	// the next is asked.
-	routedFindTimeout = 2 * time.Second
+	// the next is asked. A coordinator holds the answer for a partition
+	// that is moving (its owner's process gone, its lease not yet
+	// expired) up to 6 s (txnrouter's maxFindHold) and then names the new
+	// owner, so the bound is above that: a registration waits for the
+	// new owner instead of failing to the producer, whose retry backoff
+	// grows. A paused coordinator costs one Find this long, and is then a
+	// suspect, asked last, for suspectFor.
+	routedFindTimeout = 7 * time.Second
 )
 
 // RoutedCoordinator returns a Routed over cfg.Coordinators.

@@ -89,6 +89,7 @@ type Router struct {
 	retired coordinator.Stats
 	wg      sync.WaitGroup
 	done    chan struct{}
+	peers   *peers // which other coordinators' processes are gone (FindCoordinator)
 }
 
 // New starts a router: it starts the marker sender and follows the member's
@@ -107,6 +108,7 @@ func New(cfg Config) (*Router, error) {
 		started: make(chan struct{}),
 		done:    make(chan struct{}),
 		latency: coordinator.NewEndTxnLatency(),
+		peers:   newPeers(cfg.Nodes),
 	}
 	if cfg.Metrics != nil {
 		cfg.Metrics.MustRegister(coordinator.StatsCollector(r.stats), r.latency, prometheus.NewGaugeFunc(prometheus.GaugeOpts{

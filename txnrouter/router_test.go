@@ -201,15 +201,12 @@ func idOf(t *testing.T, r *Router, avoid ...string) string {
 	return ""
 }
 
-// TestRouterTwoNodesTakeover: two routers share 10 partitions; each serves
-// transactions of its own partitions, refuses the other's with
-// NOT_COORDINATOR, FindCoordinator names the owner; batched requests are
-// split; when node 0's member goes, node 1 takes its partitions (loading
-// first: COORDINATOR_LOAD_IN_PROGRESS) and serves their transactions.
-func TestRouterTwoNodesTakeover(t *testing.T) {
+// startTwoNodes starts one etcd member and two routers sharing 10
+// partitions under prefix (lease TTL 1 s); hook is node 1's beforeOpen.
+func startTwoNodes(t *testing.T, prefix string, hook func(int32)) (*env, *node, *node) {
 	etcd := etcdtest.Start(t, 1)
 	cli := etcd.Client(t)
-	layout := txnetcd.Layout{Prefix: "/txncoord/router-test"}
+	layout := txnetcd.Layout{Prefix: prefix}
 	e := &env{t: t, store: txnetcd.NewStore(cli, txnetcd.Options{Layout: layout, Partitions: parts}),
 		nodes: map[int32]string{}, lns: map[int32]net.Listener{}}
 	e.cfg = func(id int32) ownership.Config {
@@ -228,9 +225,17 @@ func TestRouterTwoNodesTakeover(t *testing.T) {
 		Coordinator: &cluster.Node{NodeID: 0, Addr: e.nodes[0], KafkaVersion: "4.2"},
 		Leaders:     []cluster.Node{{NodeID: 2, Addr: "127.0.0.1:1", KafkaVersion: "4.2"}},
 		Topics:      map[string]int32{"orders": 4}, DefaultPartitions: 3})
+	return e, e.startNode(0, nil), e.startNode(1, hook)
+}
+
+// TestRouterTwoNodesTakeover: two routers share 10 partitions; each serves
+// transactions of its own partitions, refuses the other's with
+// NOT_COORDINATOR, FindCoordinator names the owner; batched requests are
+// split; when node 0's member goes, node 1 takes its partitions (loading
+// first: COORDINATOR_LOAD_IN_PROGRESS) and serves their transactions.
+func TestRouterTwoNodesTakeover(t *testing.T) {
 	var held sync.Map // partitions whose opening at node 1 the test holds
-	n0 := e.startNode(0, nil)
-	n1 := e.startNode(1, func(p int32) {
+	e, n0, n1 := startTwoNodes(t, "/txncoord/router-test", func(p int32) {
 		if ch, ok := held.Load(p); ok {
 			<-ch.(chan struct{})
 		}
@@ -392,4 +397,76 @@ func TestRouterTwoNodesTakeover(t *testing.T) {
 		t.Fatalf("EndTxn %s: %v", c, kerr.ErrorForCode(code))
 	}
 	waitDescribed(t, n1.client, c, "CompleteCommit")
+}
+
+// TestFindCoordinatorWaitsForAGoneOwner: while the owner of an id's
+// partition refuses connections (its process gone, its lease not yet
+// expired), FindCoordinator at another node waits: for the partition to
+// move, then names the new owner; or, if it does not move, for the lease
+// TTL plus a second, then names the owner it knows.
+func TestFindCoordinatorWaitsForAGoneOwner(t *testing.T) {
+	_, n0, n1 := startTwoNodes(t, "/txncoord/router-find-test", nil)
+	waitFor(t, "both routers serving 5 partitions", func() bool {
+		return len(n0.router.Serving()) == 5 && len(n1.router.Serving()) == 5
+	})
+	a := idOf(t, n0.router)
+	start := time.Now()
+	if cs := findCoordinator(t, n1.client, a); cs[0].ErrorCode != 0 || cs[0].NodeID != 0 {
+		t.Fatalf("FindCoordinator %s, its owner listening: %+v", a, cs)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("FindCoordinator for a listening owner took %v", took)
+	}
+
+	// Node 0's listener closes; its member keeps the lease.
+	if err := n0.server.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(acceptedFor + 50*time.Millisecond) // the probe's "listening" is forgotten
+	start = time.Now()
+	cs := findCoordinator(t, n1.client, a)
+	took := time.Since(start)
+	if cs[0].ErrorCode != 0 || cs[0].NodeID != 0 {
+		t.Fatalf("FindCoordinator %s, its owner gone but holding the lease: %+v", a, cs)
+	}
+	if took < 1500*time.Millisecond || took > 4*time.Second {
+		t.Fatalf("FindCoordinator %s with its owner gone answered after %v, want the lease TTL + 1 s (2 s)", a, took)
+	}
+
+	// Asked again, it waits until the partition moves to node 1.
+	type answer struct {
+		cs  []kmsg.FindCoordinatorResponseCoordinator
+		err error
+		at  time.Time
+	}
+	got := make(chan answer, 1)
+	go func() {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.SetVersion(4)
+		req.CoordinatorType, req.CoordinatorKeys = 1, []string{a}
+		resp, err := n1.client.Do(t.Context(), req)
+		if err != nil {
+			got <- answer{err: err}
+			return
+		}
+		got <- answer{cs: resp.(*kmsg.FindCoordinatorResponse).Coordinators, at: time.Now()}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case ans := <-got:
+		t.Fatalf("FindCoordinator answered before the partition moved: %+v, %v", ans.cs, ans.err)
+	default:
+	}
+	closed := time.Now()
+	n0.member.Close()
+	ans := <-got
+	if ans.err != nil {
+		t.Fatal(ans.err)
+	}
+	if ans.cs[0].ErrorCode != 0 || ans.cs[0].NodeID != 1 {
+		t.Fatalf("FindCoordinator %s after the move: %+v, want node 1", a, ans.cs)
+	}
+	if ans.at.Before(closed) {
+		t.Fatal("FindCoordinator answered node 1 before node 0 gave the partition up")
+	}
 }

@@ -140,6 +140,12 @@ func (c *conn) serve() {
 		}
 	}
 	rw, principal, err := c.s.sec.handshake(c.nc)
+	if errors.Is(err, io.EOF) {
+		// Closed before a byte was sent: a reachability check (a load
+		// balancer's, or another coordinator's probe), not a failure.
+		c.log().Debug().Err(err).Msg("connection ended before the TLS handshake")
+		return
+	}
 	if err != nil {
 		c.log().Warn().Err(err).Str("reason", "tls handshake failed").Msg("connection closed: handshake failed")
 		return

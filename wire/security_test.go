@@ -337,3 +337,17 @@ func TestShutdownWithTLSConnections(t *testing.T) {
 	}
 	stuck.expectClosed()
 }
+
+// A connection closed before its first byte (a load balancer's health
+// check, a coordinator probing whether another's process is gone) is a
+// Debug line on a TLS listener, not a failed handshake.
+func TestTLSReachabilityCheckIsNotAFailure(t *testing.T) {
+	n := startSecure(t, func(s *security.Settings) { s.SASL = nil })
+	probe := dialRaw(t, n.addr())
+	local := probe.local()
+	probe.nc.Close()
+	n.logs.waitLog(t, map[string]any{"message": "connection ended before the TLS handshake", "remote": local, "level": "debug"})
+	if warned := n.logs.lines(map[string]any{"message": "connection closed: handshake failed", "remote": local}); len(warned) > 0 {
+		t.Fatalf("a connection closed before its first byte logged %v", warned)
+	}
+}
