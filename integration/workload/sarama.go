@@ -3,6 +3,8 @@ package workload
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -12,7 +14,10 @@ import (
 // Sarama runs the workload with IBM/sarama's transactional producer (TV0:
 // AddPartitionsToTxn v3, EndTxn v3, no epoch bump per transaction). Sarama
 // takes no contexts: its operations are bounded by its own Net and Producer
-// timeouts, set from OpTimeout.
+// timeouts, set from OpTimeout, and the driver stops waiting for one when
+// its ctx ends (bounded): sarama's own retries (50 AddPartitionsToTxn tries
+// within a SendMessages, each up to a read timeout) can outlast a test's
+// stop by minutes.
 func Sarama(ctx context.Context, cfg Config) (checker.History, error) {
 	return run(ctx, cfg, "sarama", newSarama)
 }
@@ -46,9 +51,35 @@ func newSarama(_ context.Context, cfg Config) (txnClient, error) {
 	return &saramaClient{p: p}, nil
 }
 
-func (s *saramaClient) begin(context.Context) error { return s.p.BeginTxn() }
+func (s *saramaClient) begin(ctx context.Context) error {
+	return bounded(ctx, "BeginTxn", s.p.BeginTxn)
+}
 
-func (s *saramaClient) produce(_ context.Context, writes []checker.Write) error {
+// bounded runs f, a sarama call that takes no context, and returns when f
+// does or when ctx ends; then f goes on in the background and the
+// workload drops the client (close), so nothing waits for it. A commit
+// given up on is recorded with an unknown outcome, a produce given up on
+// is followed by an abort, as after any failure.
+func bounded(ctx context.Context, what string, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("sarama %s given up on: %w", what, context.Cause(ctx))
+	}
+}
+
+// closeTimeout bounds how long close waits for sarama's Close, which
+// waits for a call still running.
+const closeTimeout = 5 * time.Second
+
+func (s *saramaClient) produce(ctx context.Context, writes []checker.Write) error {
+	return bounded(ctx, "SendMessages", func() error { return s.send(writes) })
+}
+
+func (s *saramaClient) send(writes []checker.Write) error {
 	msgs := make([]*sarama.ProducerMessage, len(writes))
 	for i, w := range writes {
 		msgs[i] = &sarama.ProducerMessage{Topic: w.Partition.Topic, Partition: w.Partition.Partition, Value: sarama.StringEncoder(w.Value)}
@@ -61,6 +92,19 @@ func (s *saramaClient) produce(_ context.Context, writes []checker.Write) error 
 	return err
 }
 
-func (s *saramaClient) commit(context.Context) error { return s.p.CommitTxn() }
-func (s *saramaClient) abort(context.Context) error  { return s.p.AbortTxn() }
-func (s *saramaClient) close()                       { s.p.Close() }
+func (s *saramaClient) commit(ctx context.Context) error {
+	return bounded(ctx, "CommitTxn", s.p.CommitTxn)
+}
+
+func (s *saramaClient) abort(ctx context.Context) error {
+	return bounded(ctx, "AbortTxn", s.p.AbortTxn)
+}
+
+func (s *saramaClient) close() {
+	closed := make(chan struct{})
+	go func() { s.p.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(closeTimeout):
+	}
+}
