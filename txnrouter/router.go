@@ -2,8 +2,10 @@ package txnrouter
 
 import (
 	"errors"
+	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -83,7 +85,10 @@ type Router struct {
 	// beforeOpen, when set (tests), runs before a partition's coordinator
 	// is opened: holding it keeps the partition loading.
 	beforeOpen func(p int32)
-	latency    *prometheus.HistogramVec
+	// openFault, when set (tests), fails an attempt to open a
+	// partition's coordinator with the error it returns.
+	openFault func(p int32) error
+	latency   *prometheus.HistogramVec
 	// retired sums the counters of closed coordinators (guarded by mu),
 	// so the summed counters never go back when a partition moves.
 	retired coordinator.Stats
@@ -180,19 +185,59 @@ func (r *Router) acquired(p, epoch int32) {
 	}()
 }
 
+// Backoff of a partition's open that failed while the partition is still
+// owned (etcd unavailable, its leader changing): it doubles up to the max.
+const (
+	openBackoff    = 100 * time.Millisecond
+	maxOpenBackoff = 2 * time.Second
+)
+
 // open opens the partition's coordinator: it loads the partition from etcd
 // and persists the new coordinator epoch (Open), which takes a while.
-// Requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS.
+// Requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS. An open that fails
+// is tried again, with a backoff, as long as the member still owns the
+// partition at the slot's epoch: a load that failed on a passing etcd
+// error ("leader changed" while its Raft leader was being replaced) would
+// otherwise leave the partition owned and served by no one, its ids
+// answered NOT_COORDINATOR until the lease went (found by the etcd-leader
+// kills). A partition that moved on is forgotten; its lost event follows.
 func (r *Router) open(s *slot, fence txnetcd.Fence) {
 	log := r.log.With().Int32("partition", s.p).Int32("coordinator_epoch", s.epoch).Logger()
 	if r.beforeOpen != nil {
 		r.beforeOpen(s.p)
 	}
+	for backoff := openBackoff; ; backoff = min(2*backoff, maxOpenBackoff) {
+		err := r.tryOpen(s, fence, log)
+		if err == nil {
+			return
+		}
+		log.Warn().Err(err).Dur("retry_in", backoff).Msg("open coordinator failed")
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-r.done:
+			t.Stop()
+			r.forget(s)
+			return
+		}
+		if !r.stillOwned(s) {
+			r.forget(s)
+			return
+		}
+	}
+}
+
+// tryOpen is one attempt of open; on success the slot is loaded (and
+// closed again at once if it was lost meanwhile).
+func (r *Router) tryOpen(s *slot, fence txnetcd.Fence, log zerolog.Logger) error {
+	if r.openFault != nil {
+		if err := r.openFault(s.p); err != nil {
+			return err
+		}
+	}
 	ps, err := r.cfg.Store.Partition(fence)
 	if err != nil {
-		log.Error().Err(err).Msg("open partition store")
-		r.forget(s)
-		return
+		return fmt.Errorf("open partition store: %w", err)
 	}
 	// A write whose outcome is unknown (etcd's answer lost) leaves the
 	// coordinator's memory possibly behind etcd, which it would never
@@ -204,12 +249,8 @@ func (r *Router) open(s *slot, fence txnetcd.Fence) {
 	cfg.OwnLog = true // etcd: an in-process leader's data is not ordered after it
 	c, err := coordinator.Open(cfg)
 	if err != nil {
-		// Most likely fenced out already (the partition moved on);
-		// the member's lost event, or a later acquisition, follows.
-		log.Warn().Err(err).Msg("open coordinator")
 		ps.Close()
-		r.forget(s)
-		return
+		return err
 	}
 	s.c, s.store, s.handlers = c, ps, c.Handlers(r.reg)
 	// ready is closed under mu with closed read: either closeSlot sees
@@ -221,9 +262,27 @@ func (r *Router) open(s *slot, fence txnetcd.Fence) {
 	if closed { // lost while opening
 		c.Close()
 		ps.Close()
-		return
+		return nil
 	}
 	log.Info().Msg("serving partition")
+	return nil
+}
+
+// stillOwned reports whether s is still its partition's current slot and
+// the member still owns the partition at s's epoch.
+func (r *Router) stillOwned(s *slot) bool {
+	r.mu.Lock()
+	current := r.slots[s.p] == s && !s.closed && !r.closed
+	r.mu.Unlock()
+	if !current {
+		return false
+	}
+	fence, ok := r.cfg.Member.Fence(s.p)
+	if !ok {
+		return false
+	}
+	o, err := fence.Owner()
+	return err == nil && o.Epoch == s.epoch
 }
 
 // reload replaces s, if it is still its partition's slot, with a

@@ -2,10 +2,12 @@ package txnrouter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,6 +85,12 @@ type env struct {
 // startNode starts node id's member, router and server (on its listener);
 // hook, optional, is the router's beforeOpen.
 func (e *env) startNode(id int32, hook func(int32)) *node {
+	return e.startNodeWith(id, func(r *Router) { r.beforeOpen = hook })
+}
+
+// startNodeWith starts node id, setting the router's test hooks with
+// hooks before it opens anything.
+func (e *env) startNodeWith(id int32, hooks func(*Router)) *node {
 	t := e.t
 	m, err := ownership.Start(e.cfg(id))
 	if err != nil {
@@ -96,7 +104,7 @@ func (e *env) startNode(id int32, hook func(int32)) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.beforeOpen = hook
+	hooks(r)
 	t.Cleanup(func() { r.Close() })
 	reg := wire.NewRegistry()
 	r.Register(reg)
@@ -201,9 +209,9 @@ func idOf(t *testing.T, r *Router, avoid ...string) string {
 	return ""
 }
 
-// startTwoNodes starts one etcd member and two routers sharing 10
-// partitions under prefix (lease TTL 1 s); hook is node 1's beforeOpen.
-func startTwoNodes(t *testing.T, prefix string, hook func(int32)) (*env, *node, *node) {
+// newEnv starts one etcd member and binds the listeners of nodes 0..n-1,
+// whose routers share 10 partitions under prefix (lease TTL 1 s).
+func newEnv(t *testing.T, prefix string, n int32) *env {
 	etcd := etcdtest.Start(t, 1)
 	cli := etcd.Client(t)
 	layout := txnetcd.Layout{Prefix: prefix}
@@ -214,7 +222,7 @@ func startTwoNodes(t *testing.T, prefix string, hook func(int32)) (*env, *node, 
 			LeaseTTL: time.Second, Settle: 300 * time.Millisecond, Log: zerolog.Nop()}
 	}
 	// Listeners first, so the routers know every node's address.
-	for id := int32(0); id < 2; id++ {
+	for id := range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -225,6 +233,12 @@ func startTwoNodes(t *testing.T, prefix string, hook func(int32)) (*env, *node, 
 		Coordinator: &cluster.Node{NodeID: 0, Addr: e.nodes[0], KafkaVersion: "4.2"},
 		Leaders:     []cluster.Node{{NodeID: 2, Addr: "127.0.0.1:1", KafkaVersion: "4.2"}},
 		Topics:      map[string]int32{"orders": 4}, DefaultPartitions: 3})
+	return e
+}
+
+// startTwoNodes starts two routers (newEnv); hook is node 1's beforeOpen.
+func startTwoNodes(t *testing.T, prefix string, hook func(int32)) (*env, *node, *node) {
+	e := newEnv(t, prefix, 2)
 	return e, e.startNode(0, nil), e.startNode(1, hook)
 }
 
@@ -468,5 +482,47 @@ func TestFindCoordinatorWaitsForAGoneOwner(t *testing.T) {
 	}
 	if ans.at.Before(closed) {
 		t.Fatal("FindCoordinator answered node 1 before node 0 gave the partition up")
+	}
+}
+
+// TestOpenRetriedWhileOwned: a partition whose coordinator fails to open
+// on a passing etcd error is opened again while the member still owns it;
+// meanwhile its ids get COORDINATOR_LOAD_IN_PROGRESS, never
+// NOT_COORDINATOR (the etcd-leader kills left a partition owned and
+// served by no one after a load failed with "leader changed").
+func TestOpenRetriedWhileOwned(t *testing.T) {
+	e := newEnv(t, "/txncoord/router-open-test", 1)
+	const failing = int32(3)
+	var attempts atomic.Int32
+	release := make(chan struct{})
+	fault := func(p int32) error {
+		if p != failing {
+			return nil
+		}
+		attempts.Add(1)
+		select {
+		case <-release:
+			return nil
+		default:
+			return errors.New("etcdserver: leader changed")
+		}
+	}
+	n := e.startNodeWith(0, func(r *Router) { r.openFault = fault })
+	waitFor(t, "9 partitions served and the failing one tried twice", func() bool {
+		return len(n.router.Serving()) == parts-1 && attempts.Load() >= 2
+	})
+	var id string
+	for i := 0; ; i++ {
+		if id = fmt.Sprintf("txn-%d", i); n.router.PartitionFor(id) == failing {
+			break
+		}
+	}
+	if _, _, code := initPID(t, n.client, id); code != kerr.CoordinatorLoadInProgress.Code {
+		t.Fatalf("InitProducerId %s while its partition fails to open: %v, want COORDINATOR_LOAD_IN_PROGRESS", id, kerr.ErrorForCode(code))
+	}
+	close(release)
+	waitFor(t, "the failing partition served", func() bool { return len(n.router.Serving()) == parts })
+	if _, _, code := initPID(t, n.client, id); code != 0 {
+		t.Fatalf("InitProducerId %s once opened: %v", id, kerr.ErrorForCode(code))
 	}
 }
