@@ -82,15 +82,18 @@ const (
 	// the owners asked again. A live coordinator answers well within it:
 	// it waits at most 2 s on a concurrent transaction, plus its write.
 	routedAttemptTimeout = 4 * time.Second
-	// routedFindTimeout bounds FindCoordinator to one coordinator before
-	// the next is asked. A coordinator holds the answer for a partition
-	// that is moving (its owner's process gone, its lease not yet
-	// expired) up to 6 s (txnrouter's maxFindHold) and then names the new
-	// owner, so the bound is above that: a registration waits for the
-	// new owner instead of failing to the producer, whose retry backoff
-	// grows. A paused coordinator costs one Find this long, and is then a
-	// suspect, asked last, for suspectFor.
+	// routedFindTimeout bounds FindCoordinator to one coordinator. A
+	// coordinator holds the answer for a partition that is moving (its
+	// owner's process gone, its lease not yet expired) up to 6 s
+	// (txnrouter's maxFindHold) and then names the new owner, so the
+	// bound is above that: a registration waits for the new owner instead
+	// of failing to the producer, whose retry backoff grows.
 	routedFindTimeout = 7 * time.Second
+	// routedFindHedge is how long Find waits for a coordinator's answer
+	// before it asks the next one as well (the first answer wins): a
+	// paused coordinator, whose connections stay open, costs this much,
+	// not routedFindTimeout.
+	routedFindHedge = 2 * time.Second
 )
 
 // RoutedCoordinator returns a Routed over cfg.Coordinators.
@@ -204,32 +207,71 @@ func (r *Routed) forget(p, node int32) {
 }
 
 // Find sends req (batched form: CoordinatorKeys, sent at v4+) to one
-// coordinator, and to the others in turn while the send fails. For
+// coordinator, and to the next as well whenever the send fails or has not
+// been answered within routedFindHedge; the first answer is returned. For
 // transactional ids (key type 1) the owners it answers are remembered.
 func (r *Routed) Find(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error) {
+	type answer struct {
+		node int32
+		resp *kmsg.FindCoordinatorResponse
+		err  error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // the slower sends end with the first answer
+	order := r.order()
+	answers := make(chan answer, len(order))
 	var errs []error
-	for _, node := range r.order() {
+	next, running := 0, 0
+	ask := func() {
+		node := order[next]
+		next++
 		finder, ok := r.clients[node].(coordinatorFinder)
 		if !ok {
 			errs = append(errs, fmt.Errorf("coordinator %d: its client cannot send FindCoordinator", node))
-			continue
+			return
 		}
-		fctx, cancel := context.WithTimeout(ctx, routedFindTimeout)
-		resp, err := finder.findCoordinator(fctx, req)
-		cancel()
-		if err != nil {
-			r.failed(node, err)
-			errs = append(errs, fmt.Errorf("coordinator %d: %w", node, err))
-			if ctx.Err() != nil {
-				break
+		running++
+		own := *req // each send sets its version
+		go func() {
+			fctx, cancel := context.WithTimeout(ctx, routedFindTimeout)
+			defer cancel()
+			resp, err := finder.findCoordinator(fctx, &own)
+			answers <- answer{node, resp, err}
+		}()
+	}
+	hedge := time.NewTimer(routedFindHedge)
+	defer hedge.Stop()
+	for {
+		for running == 0 && next < len(order) && ctx.Err() == nil {
+			ask()
+		}
+		if running == 0 {
+			break
+		}
+		select {
+		case a := <-answers:
+			running--
+			if a.err != nil {
+				if ctx.Err() == nil {
+					r.failed(a.node, a.err)
+				}
+				errs = append(errs, fmt.Errorf("coordinator %d: %w", a.node, a.err))
+				continue
 			}
-			continue
+			r.answered(a.node)
+			if req.CoordinatorType == 1 {
+				r.learn(a.resp)
+			}
+			return a.resp, nil
+		case <-hedge.C:
+			if next < len(order) {
+				ask()
+			}
+			hedge.Reset(routedFindHedge)
 		}
-		r.answered(node)
-		if req.CoordinatorType == 1 {
-			r.learn(resp)
-		}
-		return resp, nil
+	}
+	if err := ctx.Err(); err != nil && len(errs) == 0 {
+		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
 		return nil, errors.New("leaderstub: no coordinator to send FindCoordinator to")

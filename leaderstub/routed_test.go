@@ -64,6 +64,7 @@ type ownerFake struct {
 	once     int16            // top-level code of the next AddPartitionsToTxn only
 	refuse   bool             // InitProducerId answers NOT_COORDINATOR
 	findVers []int16          // FindCoordinator versions received
+	findHold chan struct{}    // non-nil: FindCoordinator answers once it is closed (a paused node)
 	nextPID  int64
 }
 
@@ -111,12 +112,28 @@ func startOwnerFakes(t *testing.T, n int) ([]*ownerFake, *ownerTable) {
 	return fakes, table
 }
 
-func (f *ownerFake) handleFind(_ context.Context, r *wire.Request) wire.Reply {
+func (f *ownerFake) handleFind(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.FindCoordinatorRequest)
 	f.mu.Lock()
 	f.received[10]++
 	f.findVers = append(f.findVers, r.Version)
+	hold := f.findHold
 	f.mu.Unlock()
+	if hold != nil {
+		answer := f.answerFind(req)
+		return func() (kmsg.Response, error) {
+			select {
+			case <-hold:
+			case <-ctx.Done():
+			}
+			return answer, nil
+		}
+	}
+	return wire.Now(f.answerFind(req))
+}
+
+// answerFind answers a FindCoordinator from the owner table.
+func (f *ownerFake) answerFind(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	f.table.mu.Lock()
 	loading := f.table.loading > 0
@@ -145,7 +162,7 @@ func (f *ownerFake) handleFind(_ context.Context, r *wire.Request) wire.Reply {
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
-	return wire.Now(resp)
+	return resp
 }
 
 func (f *ownerFake) handleAdd(_ context.Context, r *wire.Request) wire.Reply {
@@ -670,5 +687,43 @@ func TestLeaderForwardsFindCoordinator(t *testing.T) {
 		if c.ErrorCode != kerr.CoordinatorNotAvailable.Code {
 			t.Fatalf("v5, no coordinator: key %q %s, want COORDINATOR_NOT_AVAILABLE", c.Key, codeName(c.ErrorCode))
 		}
+	}
+}
+
+// A coordinator that does not answer FindCoordinator (paused: its
+// connections stay open) costs Find routedFindHedge before the next one is
+// asked as well, not routedFindTimeout: with two of three paused, each of
+// three Finds (the round robin starts each at another node) answers the
+// live node's owner in under routedFindTimeout, and at least one waited
+// for a hedge.
+func TestRoutedFindHedgesAPausedCoordinator(t *testing.T) {
+	fakes, _ := startOwnerFakes(t, 3)
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	for _, f := range fakes[:2] {
+		f.set(func(f *ownerFake) { f.findHold = hold })
+	}
+	r := routedOver(t, fakes)
+	id := idIn(4, "hedged")
+	hedged := false
+	for i := range 3 {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorType, req.CoordinatorKeys = 1, []string{id}
+		start := time.Now()
+		resp, err := r.Find(t.Context(), req)
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("Find %d: %v", i, err)
+		}
+		if c := resp.Coordinators; len(c) != 1 || c[0].ErrorCode != 0 || c[0].NodeID != 1 {
+			t.Fatalf("Find %d: %+v, want the table's owner, node 1", i, c)
+		}
+		if took >= routedFindTimeout {
+			t.Fatalf("Find %d took %v: it waited out a paused coordinator (routedFindTimeout %v)", i, took, routedFindTimeout)
+		}
+		hedged = hedged || took >= routedFindHedge
+	}
+	if !hedged {
+		t.Fatal("no Find waited for a hedge: none started at a paused coordinator")
 	}
 }
