@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -10,30 +9,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// TestScaleoutEtcdLeaderKills reproduces a hanging transaction after the
-// etcd Raft leader is killed under load (quorum holds each time): kgo TV2
-// and sarama producers on three coordinators, the etcd leader killed and
-// restarted five times, then the producers stop. Every transaction must
-// end (the coordinator aborts a client's last one at its timeout, 20 s);
-// the test fails naming any that stays Ongoing or Prepare*, with what its
-// coordinator answers an InitProducerId for it.
+// TestScaleoutEtcdLeaderKills: kgo TV2 and sarama producers on three
+// coordinators, the etcd Raft leader killed and restarted five times under
+// load (quorum holds each time), then the producers stop. Every transaction
+// must end (the coordinator aborts a client's last one at its timeout,
+// 20 s); the test fails naming any that stays Ongoing or Prepare*, with
+// what its coordinator answers an InitProducerId for it.
 //
-// Behind TXNCOORD_SCALEOUT_REPRO=1: it fails in about one run of four at
-// e845650 (three of four before 3b8a450) and takes a minute. What happens:
-// an etcd write whose answer is lost when the leader dies ("Unavailable:
-// EOF", "etcdserver: request timed out") may still have been applied; the
-// coordinator treats it as failed and keeps its previous state in memory,
-// ignores the markers-written completion that follows ("markers written
-// for a transaction not in that Prepare state: ignored"), and the id's
-// next transaction then answers CONCURRENT_TRANSACTIONS to InitProducerId
-// forever and is never aborted at its timeout: its records keep the
-// leaders' last stable offset down until another coordinator takes the
-// partition over. TestScaleoutEtcdQuorum, in make test, kills the etcd
-// leader once and can meet the same hang.
+// It was a reproduction of two hangs, each failing about one run of two or
+// four:
+//   - until d79531d: an etcd write whose answer is lost when the leader
+//     dies ("Unavailable: EOF", "etcdserver: request timed out") may still
+//     have been applied; the coordinator kept its previous state in
+//     memory, ignored the markers' completion that followed, and the id's
+//     next transaction answered CONCURRENT_TRANSACTIONS forever. Now such
+//     a write makes the partition reload from etcd;
+//   - until 5937a02: that reload failed on "etcdserver: leader changed" and
+//     the partition stayed owned by a live coordinator that served it to
+//     no one (NOT_COORDINATOR for its ids, its transactions never ended).
+//     Now a failed open is retried while the partition is owned.
+//
+// At 5937a02 it passed 4 runs of 4 (`TXNCOORD_SCALEOUT_LOGS=DIR` keeps the
+// processes' logs).
 func TestScaleoutEtcdLeaderKills(t *testing.T) {
-	if os.Getenv("TXNCOORD_SCALEOUT_REPRO") != "1" {
-		t.Skip("reproduction of an open product bug: set TXNCOORD_SCALEOUT_REPRO=1 to run (about a minute; fails in about one run of four)")
-	}
 	const topic, partitions = "scale-etcd-leader", 6
 	// Debug logging of the coordinators: it slows them down enough to
 	// widen the window (the bug was seen in 5 of 8 runs with it).

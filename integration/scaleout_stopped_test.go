@@ -2,7 +2,6 @@ package integration
 
 import (
 	"fmt"
-	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -10,42 +9,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// TestScaleoutStoppedOwnerRegistration reproduces how long a leader keeps
-// waiting on a coordinator that stopped answering (SIGSTOP: its
-// connections stay open, nothing answers) after its partitions moved.
+// TestScaleoutStoppedOwnerRegistration: how long a leader keeps waiting on
+// a coordinator that stopped answering (SIGSTOP: its connections stay open,
+// nothing answers) after its partitions moved.
 //
 // A kgo producer commits once through its id's owner, so the leader of the
 // topic's partition knows that owner. The owner is SIGSTOPped; once
 // another coordinator owns the id's partition (about the lease TTL, 2 s),
-// the producer begins a new transaction and produces one record. Measured
-// at e845650: the produce succeeds 27 s after the SIGSTOP (25 s for the
-// produce itself), while the
-// partition was served elsewhere after 2 s (issue 19 wants takeover within
-// 10 s):
-//   - 15 s: the leader sends the registration (AddPartitionsToTxn) to the
-//     owner it knew and waits for it until the registrar's timeout
-//     (leaderstub/coordinator.go, 15 s), then answers NOT_ENOUGH_REPLICAS;
-//     it has then forgotten that owner and finds the new one at kgo's
-//     retry;
-//   - 10 s: kgo refreshes its metadata after the retriable error and may
-//     ask the stopped node (every node of the cluster file is in Metadata,
-//     live or not; Kafka leaves a fenced broker out), which times out
-//     (kgo's 10 s request overhead).
+// the producer begins a new transaction and produces one record, which
+// must succeed within 10 s of the SIGSTOP (issue 19's takeover bound).
 //
-// The same wait hits a client's FindCoordinator that a leader forwards to
-// the stopped node (10 s, once the node's 5 s "suspect" mark has expired),
-// and a client whose coordinator was the stopped node waits for its own
-// timeouts (kgo retries EndTxn there: 4 x 10 s). With a SIGKILLed owner
-// the connections are refused and none of this costs anything.
-//
-// Behind TXNCOORD_SCALEOUT_REPRO=1: it fails until leaders bound a request
-// to one coordinator well below the registration timeout (or ask the
-// others who owns the partition meanwhile), and Metadata leaves out
-// coordinators that hold no lease.
+// At e845650 the produce succeeded 27 s after the SIGSTOP: the leader sent
+// the registration to the owner it knew and waited for it until the
+// registrar's timeout (15 s), and kgo's metadata refresh could then ask
+// the stopped node, listed in Metadata although it held no lease (kgo's
+// 10 s request overhead). Now a leader bounds each send to one
+// coordinator (4 s, leaderstub.Routed), asks another one as well when a
+// FindCoordinator is not answered within 2 s, and Metadata lists only the
+// coordinators holding a lease: at 3b0ab73 the record was produced 6.1 s
+// after the SIGSTOP (the partition moved after 2.1 s).
 func TestScaleoutStoppedOwnerRegistration(t *testing.T) {
-	if os.Getenv("TXNCOORD_SCALEOUT_REPRO") != "1" {
-		t.Skip("reproduction of an open product issue: set TXNCOORD_SCALEOUT_REPRO=1 to run (about 40 s)")
-	}
 	const topic = "scale-stopped"
 	sc := startScaleCluster(t, scaleConfig{Topics: map[string]int32{topic: 1}, LeaseTTL: 2 * time.Second})
 	ctx := testCtx(t, 2*time.Minute)

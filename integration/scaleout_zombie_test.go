@@ -153,24 +153,18 @@ func TestScaleoutZombie(t *testing.T) {
 	if fenced <= fencedBefore {
 		t.Errorf("the zombie's marker sender saw no TRANSACTION_COORDINATOR_FENCED (%s: %v)", fencedMetric, fenced)
 	}
-	// Its fenced markers stay listed as stuck (and counted in
-	// txncoord_marker_stuck_transactions) although the new owner
-	// finished those transactions: Kafka drops a partition's queued
-	// markers when the coordinator resigns it
-	// (removeMarkersForTxnTopicPartition). Reported, asserted only with
-	// TXNCOORD_SCALEOUT_REPRO=1 until it is fixed.
+	// Its fenced markers must not stay listed as stuck (and counted in
+	// txncoord_marker_stuck_transactions) once the new owner finished
+	// those transactions: a coordinator that loses a partition forgets its
+	// markers, as Kafka drops a partition's queued markers when the
+	// coordinator resigns it (removeMarkersForTxnTopicPartition; 92dfc22).
 	for _, m := range markers {
 		if !m.Stuck {
 			continue
 		}
 		p := sc.partitionOf(m.TransactionalID)
-		msg := fmt.Sprintf("the zombie still lists %s (coordinator epoch %d) as stuck after SIGCONT, its partition %d now at epoch %d: %s",
+		t.Errorf("the zombie still lists %s (coordinator epoch %d) as stuck after SIGCONT, its partition %d now at epoch %d: %s",
 			m.TransactionalID, m.CoordinatorEpoch, p, rejoined.owner[p].Epoch, m.Reason)
-		if os.Getenv("TXNCOORD_SCALEOUT_REPRO") == "1" {
-			t.Error(msg)
-		} else {
-			t.Log(msg)
-		}
 	}
 
 	run.stopAndFinish(t, sc, "a SIGSTOP past the lease and SIGCONT of the owning coordinator")
