@@ -49,6 +49,11 @@ type Config struct {
 	TickInterval time.Duration
 	Log          zerolog.Logger
 	Metrics      prometheus.Registerer // may be nil
+	// SharedMetrics, when set, are the series to count in instead of
+	// registering new ones in Metrics: a node that opens a new
+	// Coordinator each time it becomes the group coordinator (etcd mode)
+	// registers its series once (NewMetrics).
+	SharedMetrics *Metrics
 }
 
 // Coordinator is the group coordinator: the pure core (core.go,
@@ -60,7 +65,7 @@ type Coordinator struct {
 	log   zerolog.Logger
 	// hs are the handlers by key (handlers), for RegisterSwitch.
 	hs map[int16]wire.Handler
-	m  *metrics
+	m  *Metrics
 
 	mu        sync.Mutex
 	core      *Core
@@ -122,7 +127,10 @@ func Open(cfg Config) (*Coordinator, error) {
 		return nil, fmt.Errorf("groups: load: %w", err)
 	}
 	c.lastExp = now
-	c.m = newMetrics(cfg.Metrics, c)
+	c.m = cfg.SharedMetrics
+	if c.m == nil {
+		c.m = NewMetrics(cfg.Metrics, func() *Coordinator { return c })
+	}
 	c.log.Info().Int("groups", len(c.core.groups)).Msg("group coordinator loaded")
 	if cfg.TickInterval > 0 {
 		go c.ticker()

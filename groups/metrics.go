@@ -2,16 +2,19 @@ package groups
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// metrics are the group coordinator's Prometheus series.
-type metrics struct {
+// Metrics are the group coordinator's Prometheus series.
+type Metrics struct {
 	rebalances prometheus.Counter
 	commits    *prometheus.CounterVec // kind: offset, txn
 	markers    *prometheus.CounterVec // result: an error name or NONE; version; transport: in_process or tcp
 	expired    prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, c *Coordinator) *metrics {
-	m := &metrics{
+// NewMetrics registers the group coordinator's series in reg (none when
+// reg is nil); the gauges read the groups of current(), none while it
+// returns nil.
+func NewMetrics(reg prometheus.Registerer, current func() *Coordinator) *Metrics {
+	m := &Metrics{
 		rebalances: prometheus.NewCounter(prometheus.CounterOpts{Name: "txncoord_group_rebalances_total",
 			Help: "Completed rebalances of classic groups (a generation that started)."}),
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "txncoord_group_offset_commits_total",
@@ -28,6 +31,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) *metrics {
 	}
 	count := func(f func(g *Group) int) func() float64 {
 		return func() float64 {
+			c := current()
+			if c == nil {
+				return 0
+			}
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			n := 0

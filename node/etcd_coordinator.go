@@ -122,7 +122,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	// The group coordinator runs on the holder of its lease, reaching
 	// each transactional id's coordinator through the routed clients.
 	c.txnClients = txnCoordinatorsClient(cfg, self, &ownServer, dial, log)
-	if c.groups, err = startGroupHolder(c.etcdClient, cfg.View, self, cfg.LeaseTTL, groups.Config{NodeID: self.NodeID, View: cfg.View,
+	if c.groups, err = startGroupHolder(c.etcdClient, cfg.View, self, cfg.LeaseTTL, groups.Config{NodeID: self.NodeID, View: cfg.View, Metrics: cfg.Metrics,
 		TxnCoordinator: groupsTxnFunc(c.txnClients), Timeouts: cfg.GroupTimeouts, Log: log}, log); err != nil {
 		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
 	}

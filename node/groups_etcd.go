@@ -59,6 +59,9 @@ func startGroupHolder(cli *clientv3.Client, v *cluster.View, self cluster.Node, 
 	}
 	h := &groupHolder{member: m, store: txnetcd.NewStore(cli, txnetcd.Options{Layout: layout, Partitions: 1}), cfg: cfg,
 		log: log.With().Str("component", "groups-holder").Logger(), done: make(chan struct{})}
+	// One set of series for every instance this node opens: counters
+	// add up across them, gauges read the one it runs (0 on the others).
+	h.cfg.SharedMetrics = groups.NewMetrics(cfg.Metrics, h.Current)
 	h.wg.Add(1)
 	go h.follow()
 	return h, nil

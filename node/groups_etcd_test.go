@@ -178,6 +178,50 @@ func TestGroupsMoveWithTheLease(t *testing.T) {
 			t.Errorf("orders/%d: committed %+v (%v), end %d", o.Partition, got, ok, o.Offset)
 		}
 	})
+
+	// The group series: each holder counted the transactional offset
+	// commits it took; the gauges are the current holder's, 0 on the
+	// node that stopped.
+	second := holderOf(t, e)
+	for _, c := range []struct {
+		name string
+		node int32
+		ok   func(float64) bool
+		want string
+	}{
+		{"txncoord_group_offset_commits_total", firstHolder.Node.NodeID, func(v float64) bool { return v > 0 }, "> 0"},
+		{"txncoord_group_offset_commits_total", second.Node.NodeID, func(v float64) bool { return v > 0 }, "> 0"},
+		{"txncoord_groups", second.Node.NodeID, func(v float64) bool { return v == 1 }, "1"},
+		{"txncoord_groups", firstHolder.Node.NodeID, func(v float64) bool { return v == 0 }, "0"},
+	} {
+		if v := metricOfNode(t, e, c.name, c.node); !c.ok(v) {
+			t.Errorf("%s{node=%d} = %v, want %s", c.name, c.node, v, c.want)
+		}
+	}
+}
+
+// metricOfNode sums the samples of the series name with label node in the
+// embedded cluster's registry.
+func metricOfNode(t *testing.T, e *Embedded, name string, node int32) float64 {
+	t.Helper()
+	families, err := e.Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "node" && l.GetValue() == fmt.Sprint(node) {
+					sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }
 
 // holderOf waits until one running coordinator serves the group
