@@ -15,8 +15,10 @@ package txnrouter
 // whose coordinator died then retries against the dead broker with a
 // growing backoff until the partition has moved, and for one backoff
 // after: the wait turns that into one answer as soon as the new owner is
-// known. The wait is well within every client's timeout for a request
-// without a timeout of its own (kgo 10 s, sarama 30 s, librdkafka 60 s).
+// known. Groups (key type 0) wait the same way for the group
+// coordinator's lease to move. The wait is well within every client's
+// timeout for a request without a timeout of its own (kgo 10 s, sarama
+// 30 s, librdkafka 60 s).
 
 import (
 	"context"
@@ -40,73 +42,80 @@ const findPoll = 50 * time.Millisecond
 
 func (r *Router) handleFindCoordinator(ctx context.Context, req *wire.Request) wire.Reply {
 	body := req.Body.(*kmsg.FindCoordinatorRequest)
-	if body.CoordinatorType != 1 {
-		return wire.Now(r.cfg.Coordinator.View.FindCoordinator(body))
-	}
-	keys := body.CoordinatorKeys
-	if body.Version < 4 {
-		keys = []string{body.CoordinatorKey}
-	}
 	// The Reply may wait (a moving partition); FindCoordinator changes
 	// no state, so waiting keeps request order safely.
 	return func() (kmsg.Response, error) {
-		if held := r.awaitOwners(ctx, req.Stopping, keys); held > 0 {
-			req.Logger().Debug().Dur("held", held).Strs("keys", keys).Msg("FindCoordinator waited for a partition to move")
-		}
-		resp := body.ResponseKind().(*kmsg.FindCoordinatorResponse)
-		if body.Version >= 4 {
-			for _, key := range keys {
-				c := kmsg.NewFindCoordinatorResponseCoordinator()
-				c.Key = key
-				c.NodeID, c.Host, c.Port, c.ErrorCode, c.ErrorMessage = r.ownerOf(key)
-				resp.Coordinators = append(resp.Coordinators, c)
+		start := time.Now()
+		deadline := start.Add(min(r.cfg.Member.LeaseTTL()+time.Second, maxFindHold))
+		for {
+			resp := r.findAnswer(body)
+			if r.serves(ctx, body.Version, resp) || !time.Now().Before(deadline) || !pause(ctx, req.Stopping, findPoll) {
+				if held := time.Since(start); held >= findPoll {
+					req.Logger().Debug().Dur("held", held).Int8("key_type", body.CoordinatorType).Msg("FindCoordinator waited for a coordinator to move")
+				}
+				return resp, nil
 			}
-			return resp, nil
 		}
-		resp.NodeID, resp.Host, resp.Port, resp.ErrorCode, resp.ErrorMessage = r.ownerOf(body.CoordinatorKey)
-		return resp, nil
 	}
 }
 
-// awaitOwners waits while a key's partition has no owner or an owner whose
-// process is gone (peers.refused), up to the lease TTL plus a second (at
-// most maxFindHold), ctx's end or the server's shutdown; it returns how
-// long it waited.
-func (r *Router) awaitOwners(ctx context.Context, stopping <-chan struct{}, keys []string) time.Duration {
-	start := time.Now()
-	deadline := start.Add(min(r.cfg.Member.LeaseTTL()+time.Second, maxFindHold))
-	for !r.ownersServe(ctx, keys) && time.Now().Before(deadline) {
-		t := time.NewTimer(findPoll)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return time.Since(start)
-		case <-stopping:
-			t.Stop()
-			return time.Since(start)
+// findAnswer is the answer as things are: transactional ids (key type 1)
+// from the owners of their partitions, other key types from the cluster
+// view (groups: the holder of the group coordinator's lease).
+func (r *Router) findAnswer(body *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+	if body.CoordinatorType != 1 {
+		return r.cfg.Coordinator.View.FindCoordinator(body)
+	}
+	resp := body.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	if body.Version >= 4 {
+		for _, key := range body.CoordinatorKeys {
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key = key
+			c.NodeID, c.Host, c.Port, c.ErrorCode, c.ErrorMessage = r.ownerOf(key)
+			resp.Coordinators = append(resp.Coordinators, c)
 		}
+		return resp
 	}
-	if held := time.Since(start); held >= findPoll {
-		return held
-	}
-	return 0
+	resp.NodeID, resp.Host, resp.Port, resp.ErrorCode, resp.ErrorMessage = r.ownerOf(body.CoordinatorKey)
+	return resp
 }
 
-// ownersServe reports whether every key's partition has an owner that is
-// this node or one whose address does not refuse connections.
-func (r *Router) ownersServe(ctx context.Context, keys []string) bool {
-	self := r.cfg.Member.NodeID()
-	for _, key := range keys {
-		if len(key) > cluster.MaxTransactionalIDBytes {
-			continue // answered INVALID_REQUEST at once
+// serves reports whether every coordinator resp names can serve: none is
+// COORDINATOR_NOT_AVAILABLE (no owner, a takeover in progress) and none is
+// another node whose address refuses connections (peers.refused).
+func (r *Router) serves(ctx context.Context, version int16, resp *kmsg.FindCoordinatorResponse) bool {
+	ok := func(node int32, code int16) bool {
+		switch {
+		case code == kerr.CoordinatorNotAvailable.Code:
+			return false
+		case code != 0 || node == r.cfg.Member.NodeID():
+			return true
 		}
-		owner, _, ok := r.cfg.Member.Owner(r.PartitionFor(key))
-		if !ok || (owner != self && r.peers.refused(ctx, owner)) {
+		return !r.peers.refused(ctx, node)
+	}
+	if version < 4 {
+		return ok(resp.NodeID, resp.ErrorCode)
+	}
+	for _, c := range resp.Coordinators {
+		if !ok(c.NodeID, c.ErrorCode) {
 			return false
 		}
 	}
 	return true
+}
+
+// pause waits d; false when ctx ends or the server stops first.
+func pause(ctx context.Context, stopping <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-stopping:
+		return false
+	}
 }
 
 // ownerOf is the coordinator of transactional id key.

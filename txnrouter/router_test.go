@@ -419,7 +419,12 @@ func TestRouterTwoNodesTakeover(t *testing.T) {
 // move, then names the new owner; or, if it does not move, for the lease
 // TTL plus a second, then names the owner it knows.
 func TestFindCoordinatorWaitsForAGoneOwner(t *testing.T) {
-	_, n0, n1 := startTwoNodes(t, "/txncoord/router-find-test", nil)
+	e, n0, n1 := startTwoNodes(t, "/txncoord/router-find-test", nil)
+	var groupHolder atomic.Int32 // the node the view names for groups
+	e.view.SetGroupCoordinator(func() (cluster.Node, bool) {
+		id := groupHolder.Load()
+		return cluster.Node{NodeID: id, Addr: e.nodes[id], KafkaVersion: "4.2"}, true
+	})
 	waitFor(t, "both routers serving 5 partitions", func() bool {
 		return len(n0.router.Serving()) == 5 && len(n1.router.Serving()) == 5
 	})
@@ -445,6 +450,32 @@ func TestFindCoordinatorWaitsForAGoneOwner(t *testing.T) {
 	}
 	if took < 1500*time.Millisecond || took > 4*time.Second {
 		t.Fatalf("FindCoordinator %s with its owner gone answered after %v, want the lease TTL + 1 s (2 s)", a, took)
+	}
+
+	// A group whose coordinator's node is gone waits the same way, until
+	// the view names another.
+	groupAnswer := make(chan []kmsg.FindCoordinatorResponseCoordinator, 1)
+	go func() {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.SetVersion(4)
+		req.CoordinatorType, req.CoordinatorKeys = 0, []string{"a-group"}
+		resp, err := n1.client.Do(t.Context(), req)
+		if err != nil {
+			t.Error(err)
+			groupAnswer <- nil
+			return
+		}
+		groupAnswer <- resp.(*kmsg.FindCoordinatorResponse).Coordinators
+	}()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case cs := <-groupAnswer:
+		t.Fatalf("FindCoordinator for a group answered while its coordinator's node refuses connections: %+v", cs)
+	default:
+	}
+	groupHolder.Store(1)
+	if cs := <-groupAnswer; len(cs) != 1 || cs[0].ErrorCode != 0 || cs[0].NodeID != 1 {
+		t.Fatalf("FindCoordinator for a group after its coordinator moved: %+v, want node 1", cs)
 	}
 
 	// Asked again, it waits until the partition moves to node 1.
