@@ -17,6 +17,7 @@ import (
 	"github.com/txncoord/txncoord/ownership"
 	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/txnetcd"
+	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/txnrouter"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -85,6 +86,9 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 			return nil, err
 		}
 		cleanup = append(cleanup, c.closeController)
+		if err := c.adoptSingleCoordinatorIDs(cfg, log); err != nil {
+			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
+		}
 	} else if cfg.Shared == nil {
 		// A process of its own learns topics from the controller (the
 		// marker sender needs every partition's leader), as a leader
@@ -180,6 +184,58 @@ func (c *Coordinator) openController(cfg CoordinatorConfig, log zerolog.Logger) 
 	}
 	c.Controller, c.ownController = ctl, true
 	cfg.View.SetCreator(ctl.AutoCreate)
+	return nil
+}
+
+// adoptSingleCoordinatorIDs: node 0's data dir may be a single
+// coordinator's (a cluster moving to etcd). Producer ids below its
+// high-water mark may have been handed out, so etcd's counter is raised
+// above it before any coordinator hands one out: `up` starts node 0 first;
+// separate processes must, and a counter found already between 1 and the
+// mark (ids handed out from etcd first) is logged as an error. Its
+// transactions and groups are not moved into etcd: their number is logged
+// so the operator knows what the etcd mode does not serve.
+func (c *Coordinator) adoptSingleCoordinatorIDs(cfg CoordinatorConfig, log zerolog.Logger) error {
+	st, space := cfg.Shared, "coordinator" // up's shared store: the single coordinator's space
+	if st == nil {
+		st, space = c.ownStore, "" // DATA_DIR/coordinator/txnlog.db: its top level
+	}
+	if st == nil {
+		return nil
+	}
+	tl, err := txnlog.OpenBoltIn(st, space)
+	if err != nil {
+		return err
+	}
+	state, err := tl.Load()
+	tl.Close()
+	if err != nil {
+		return err
+	}
+	if hw := state.ProducerIDHighWater; hw > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), etcdDialTimeout)
+		found, err := c.Etcd.EnsureProducerIDsFrom(ctx, hw)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("producer ids above the single coordinator's high-water mark %d: %w", hw, err)
+		}
+		if found > 0 && found < hw {
+			log.Error().Int64("high_water", hw).Int64("etcd_next", found).
+				Msg("etcd handed out producer ids below this data dir's single-coordinator high-water mark before node 0 raised it: some may have been handed out twice (start node 0 first when a single coordinator's data dir moves to etcd)")
+		} else if found < hw {
+			log.Info().Int64("high_water", hw).Msg("producer ids from etcd continue above the single coordinator's high-water mark of this data dir")
+		}
+	}
+	open := 0
+	for _, m := range state.Txns {
+		if m.State == txnlog.Ongoing || m.State == txnlog.PrepareCommit || m.State == txnlog.PrepareAbort {
+			open++
+		}
+	}
+	if open > 0 {
+		log.Warn().Int("transactions", len(state.Txns)).Int("unfinished", open).
+			Msg("this data dir holds a single coordinator's transactions, which the etcd mode does not serve (no migration): finish them with the single coordinator first")
+	}
 	return nil
 }
 

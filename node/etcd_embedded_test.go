@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
@@ -22,6 +23,12 @@ import (
 // startSeveralCoordinators starts `txncoord up` with three coordinators on
 // a real etcd (one member, etcdtest) and two leaders, with a short lease.
 func startSeveralCoordinators(t *testing.T) *Embedded {
+	t.Helper()
+	return startSeveralCoordinatorsIn(t, t.TempDir())
+}
+
+// startSeveralCoordinatorsIn is startSeveralCoordinators on data dir dir.
+func startSeveralCoordinatorsIn(t *testing.T, dir string) *Embedded {
 	t.Helper()
 	etcd := etcdtest.Start(t, 1)
 	listeners := map[int32]net.Listener{}
@@ -48,7 +55,7 @@ func startSeveralCoordinators(t *testing.T) *Embedded {
 	if err := f.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: listeners, MarkerVersionDiscovery: true,
+	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: dir, Listeners: listeners, MarkerVersionDiscovery: true,
 		LeaseTTL: time.Second, Log: zerolog.Nop()})
 	if err != nil {
 		for _, ln := range listeners {
@@ -301,5 +308,54 @@ func TestSeveralCoordinatorsAdmin(t *testing.T) {
 	abort(owners[1][0])
 	if _, err := backend.Abort(ctx, "admin-never-used", false); !errors.Is(err, kerr.TransactionalIDNotFound) && !errors.Is(err, admin.ErrNotFound) {
 		t.Fatalf("abort of an unknown id: %v", err)
+	}
+}
+
+// A single coordinator's data dir taken into the etcd mode: producer ids
+// from etcd continue above the single coordinator's high-water mark, so no
+// id it handed out (a leader may hold its producer state) is handed out
+// again.
+func TestSingleCoordinatorDataDirIntoEtcdKeepsProducerIDs(t *testing.T) {
+	dir := t.TempDir()
+	f, lns := twoLeaderFile(t)
+	single, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: dir, Listeners: lns, MarkerVersionDiscovery: true, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	initPID := func(bootstrap, id string) int64 {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch = kmsg.StringPtr(id), 60000, -1, -1
+		for {
+			resp, err := req.RequestWith(ctx, cl)
+			if err == nil && resp.ErrorCode == 0 {
+				return resp.ProducerID
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("InitProducerId %s: %v %v", id, err, resp)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	var singleMax int64
+	for i := range 5 {
+		singleMax = max(singleMax, initPID(single.Bootstrap(), fmt.Sprintf("single-%d", i)))
+	}
+	stopWithin(t, single.Stop)
+
+	e := startSeveralCoordinatorsIn(t, dir)
+	waitOwned(t, e, 12)
+	for i := range 9 {
+		id := fmt.Sprintf("on-etcd-%d", i)
+		if pid := initPID(e.Bootstrap(), id); pid <= singleMax {
+			t.Fatalf("%s got producer id %d on etcd, not above the single coordinator's %d", id, pid, singleMax)
+		}
 	}
 }

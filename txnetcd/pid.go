@@ -65,24 +65,29 @@ func (s *Store) AllocateProducerIDs(ctx context.Context, n int64) (first int64, 
 
 // EnsureProducerIDsFrom raises <prefix>/pid/next to at least floor (never
 // lowers it): for a cluster that takes over from a single coordinator whose
-// ids below its high-water mark may have been handed out.
-func (s *Store) EnsureProducerIDsFrom(ctx context.Context, floor int64) error {
-	for {
+// ids below its high-water mark may have been handed out. It returns the
+// counter as it first found it (0: never allocated from): between 1 and
+// floor, ids below floor were handed out from etcd too.
+func (s *Store) EnsureProducerIDsFrom(ctx context.Context, floor int64) (found int64, err error) {
+	for first := true; ; first = false {
 		resp, err := s.cli.Get(ctx, s.opts.Layout.PIDNextKey())
 		if err != nil {
-			return fmt.Errorf("txnetcd: producer ids: %w", err)
+			return found, fmt.Errorf("txnetcd: producer ids: %w", err)
 		}
 		var next int64
 		if len(resp.Kvs) > 0 {
 			if next, err = strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64); err != nil {
-				return fmt.Errorf("txnetcd: producer ids: %q: %w", resp.Kvs[0].Value, err)
+				return found, fmt.Errorf("txnetcd: producer ids: %q: %w", resp.Kvs[0].Value, err)
 			}
 		}
+		if first {
+			found = next
+		}
 		if next >= floor {
-			return nil
+			return found, nil
 		}
 		if _, err := s.AllocateProducerIDs(ctx, floor-next); err != nil {
-			return err
+			return found, err
 		}
 	}
 }

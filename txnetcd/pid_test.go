@@ -99,15 +99,15 @@ func TestEnsureProducerIDsFromAndExhaustion(t *testing.T) {
 	l := newLayout(t)
 	s := NewStore(cli, Options{Layout: l})
 	// Taking over from a single coordinator whose high-water mark was 5000.
-	if err := s.EnsureProducerIDsFrom(ctxT(t), 5000); err != nil {
-		t.Fatal(err)
+	if found, err := s.EnsureProducerIDsFrom(ctxT(t), 5000); err != nil || found != 0 {
+		t.Fatalf("floor 5000 on a new cluster: found %d, %v", found, err)
 	}
 	if first, err := s.AllocateProducerIDs(ctxT(t), 10); err != nil || first != 5000 {
 		t.Fatalf("first block after the floor: %d, %v", first, err)
 	}
 	// A floor below the counter never lowers it.
-	if err := s.EnsureProducerIDsFrom(ctxT(t), 100); err != nil {
-		t.Fatal(err)
+	if found, err := s.EnsureProducerIDsFrom(ctxT(t), 100); err != nil || found != 5010 {
+		t.Fatalf("floor 100 under the counter: found %d, %v", found, err)
 	}
 	if first, _ := s.AllocateProducerIDs(ctxT(t), 1); first != 5010 {
 		t.Fatalf("after a lower floor: %d, want 5010", first)
