@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -9,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
+	"github.com/txncoord/txncoord/internal/logtest"
 	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wal/waltest"
 )
@@ -55,9 +54,9 @@ func TestFailedClosesOnLogFailure(t *testing.T) {
 // straight to the logger.
 func TestOneErrorLinePerFailure(t *testing.T) {
 	for round := 0; round < 20; round++ {
-		var buf syncBuffer
+		var buf logtest.Buffer
 		fs := waltest.NewFaultFS(wal.OSFS{})
-		st := openStore(t, filepath.Join(t.TempDir(), "s.db"), Options{FS: fs, Log: zerolog.New(&buf)})
+		st := openStore(t, filepath.Join(t.TempDir(), "s.db"), Options{FS: fs, Log: buf.Logger()})
 		sp := space(t, st, "a", kindA)
 		fs.FailSync(fs.Syncs() + 1)
 		var wg sync.WaitGroup
@@ -81,21 +80,3 @@ func TestOneErrorLinePerFailure(t *testing.T) {
 
 // mustDone returns a Submit's completion channel.
 func mustDone(_ wal.Pos, done <-chan error) <-chan error { return done }
-
-// syncBuffer is a bytes.Buffer safe for the store's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
