@@ -278,3 +278,33 @@ func (sc *scaleCluster) tryCommit(ctx context.Context, txnID, topic string, d ti
 	}
 	return cl.EndTransaction(ctx, kgo.TryCommit)
 }
+
+// offsetsLeaderAt is the leader of __consumer_offsets partition 0 in the
+// Metadata node answers (-1 when it names none).
+func (sc *scaleCluster) offsetsLeaderAt(ctx context.Context, node int32) int32 {
+	sc.t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(sc.Bootstrap()...))
+	if err != nil {
+		sc.t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+		sc.t.Fatalf("metadata: %v", err)
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("__consumer_offsets")
+	req.Topics = append(req.Topics, rt)
+	resp, err := cl.Broker(int(node)).Request(ctx, req)
+	if err != nil {
+		sc.t.Fatalf("Metadata at node %d: %v", node, err)
+	}
+	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+		for _, p := range t.Partitions {
+			if p.Partition == 0 {
+				return p.Leader
+			}
+		}
+	}
+	return -1
+}

@@ -62,6 +62,13 @@ type Routed struct {
 	// (a transport error), so a dead coordinator does not cost every
 	// request a failed dial first.
 	suspect map[int32]time.Time
+	// groups is the group coordinator's node as a FindCoordinator for a
+	// group last answered (-1: unknown); see FollowGroupCoordinator.
+	groups int32
+
+	stopFollow chan struct{} // closed by Close: FollowGroupCoordinator ends
+	closeOnce  sync.Once
+	follows    sync.WaitGroup
 }
 
 const (
@@ -104,6 +111,8 @@ func RoutedCoordinator(cfg RoutedConfig) *Routed {
 		log:        cfg.Log,
 		owners:     map[int32]int32{},
 		suspect:    map[int32]time.Time{},
+		groups:     -1,
+		stopFollow: make(chan struct{}),
 	}
 	for node, cl := range cfg.Coordinators {
 		r.clients[node] = cl
@@ -134,8 +143,11 @@ func (r *Routed) requestsAreCheap() bool {
 	return len(r.clients) > 0
 }
 
-// Close closes every client that has a Close.
+// Close stops FollowGroupCoordinator and closes every client that has a
+// Close.
 func (r *Routed) Close() error {
+	r.closeOnce.Do(func() { close(r.stopFollow) })
+	r.follows.Wait()
 	var errs []error
 	for _, node := range r.nodes {
 		if cl, ok := r.clients[node].(interface{ Close() error }); ok {
@@ -259,8 +271,11 @@ func (r *Routed) Find(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*k
 				continue
 			}
 			r.answered(a.node)
-			if req.CoordinatorType == 1 {
+			switch req.CoordinatorType {
+			case 1:
 				r.learn(a.resp)
+			case 0:
+				r.learnGroups(a.resp)
 			}
 			return a.resp, nil
 		case <-hedge.C:
@@ -289,6 +304,67 @@ func (r *Routed) learn(resp *kmsg.FindCoordinatorResponse) {
 			r.owners[r.partitionOf(c.Key)] = c.NodeID
 		}
 	}
+}
+
+// learnGroups keeps the group coordinator's node a FindCoordinator for
+// groups answered: one node coordinates every group (the holder of its
+// etcd lease), so any key's answer names it; none is known while the
+// answer is an error.
+func (r *Routed) learnGroups(resp *kmsg.FindCoordinatorResponse) {
+	node := int32(-1)
+	for _, c := range resp.Coordinators {
+		if c.ErrorCode == 0 {
+			node = c.NodeID
+			break
+		}
+	}
+	r.mu.Lock()
+	r.groups = node
+	r.mu.Unlock()
+}
+
+// GroupCoordinator is the group coordinator's node as last learned.
+func (r *Routed) GroupCoordinator() (int32, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.groups, r.groups >= 0
+}
+
+// groupProbeKey is the group FindCoordinator asks FollowGroupCoordinator
+// sends: any key names the one group coordinator.
+const groupProbeKey = "txncoord-leader-group-probe"
+
+// FollowGroupCoordinator asks the coordinators for the group coordinator
+// every interval until Close, so that GroupCoordinator stays current on a
+// leader process, which has no etcd client (its Metadata names that node
+// as the leader of __consumer_offsets, as the coordinators' does).
+func (r *Routed) FollowGroupCoordinator(interval time.Duration) {
+	r.follows.Add(1)
+	go func() {
+		defer r.follows.Done()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			<-r.stopFollow
+			cancel()
+		}()
+		for {
+			req := kmsg.NewPtrFindCoordinatorRequest()
+			req.CoordinatorType, req.CoordinatorKeys = 0, []string{groupProbeKey}
+			if _, err := r.Find(ctx, req); err != nil {
+				r.mu.Lock()
+				r.groups = -1
+				r.mu.Unlock()
+			}
+			t := time.NewTimer(interval)
+			select {
+			case <-t.C:
+			case <-r.stopFollow:
+				t.Stop()
+				return
+			}
+		}
+	}()
 }
 
 // ownersOf returns the owner of each partition of ids: cached, or asked

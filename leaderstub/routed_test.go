@@ -727,3 +727,43 @@ func TestRoutedFindHedgesAPausedCoordinator(t *testing.T) {
 		t.Fatal("no Find waited for a hedge: none started at a paused coordinator")
 	}
 }
+
+// A leader process follows which coordinator holds the group coordinator
+// (FollowGroupCoordinator: a FindCoordinator for a group every interval):
+// it names the node the coordinators answer, follows a move, and stops
+// at Close.
+func TestRoutedFollowsGroupCoordinator(t *testing.T) {
+	fakes, table := startOwnerFakes(t, 3)
+	r := routedOver(t, fakes)
+	if _, ok := r.GroupCoordinator(); ok {
+		t.Fatal("a group coordinator known before any FindCoordinator for groups")
+	}
+	p := cluster.TransactionPartitionFor(groupProbeKey, routedPartitions) // the fakes answer every key by its partition
+	r.FollowGroupCoordinator(10 * time.Millisecond)
+	waitGroups := func(want int32) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if got, ok := r.GroupCoordinator(); ok && got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				got, ok := r.GroupCoordinator()
+				t.Fatalf("group coordinator %d (%v), want %d", got, ok, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitGroups(table.ownerOf(groupProbeKey))
+	next := (table.ownerOf(groupProbeKey) + 1) % 3
+	table.move(p, next)
+	waitGroups(next)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := fakes[0].count(10) + fakes[1].count(10) + fakes[2].count(10)
+	time.Sleep(100 * time.Millisecond)
+	if after := fakes[0].count(10) + fakes[1].count(10) + fakes[2].count(10); after != before {
+		t.Fatalf("%d FindCoordinator requests after Close", after-before)
+	}
+}

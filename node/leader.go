@@ -18,6 +18,11 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
+// groupCoordinatorPoll is how often a leader process asks the coordinators
+// which of them holds the group coordinator (the lease moves in about its
+// TTL, 5 s by default).
+const groupCoordinatorPoll = 2 * time.Second
+
 // LeaderConfig configures one leader node.
 type LeaderConfig struct {
 	View   *cluster.View
@@ -111,6 +116,18 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("leader %d: %w", cfg.NodeID, err)
+	}
+	if r, ok := coordCl.(*leaderstub.Routed); ok && follower != nil {
+		// A process of its own has no etcd client: it learns which
+		// coordinator holds the group coordinator from the coordinators,
+		// for its Metadata's leader of __consumer_offsets.
+		r.FollowGroupCoordinator(groupCoordinatorPoll)
+		cfg.View.SetGroupCoordinator(func() (cluster.Node, bool) {
+			if id, ok := r.GroupCoordinator(); ok {
+				return cfg.View.Node(id)
+			}
+			return cluster.Node{}, false
+		})
 	}
 	if follower != nil {
 		cfg.View.OnTopicRemoved(func(t cluster.Topic) {
