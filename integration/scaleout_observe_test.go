@@ -232,9 +232,9 @@ func (sc *scaleCluster) ready(ctx context.Context, id int32) (string, bool) {
 	return fmt.Sprintf("HTTP %d: %s", status, strings.TrimSpace(body)), status == http.StatusOK
 }
 
-// initProducerIDAt sends one InitProducerId for txnID straight to
-// coordinator node, with no retries, and returns its error code.
-func (sc *scaleCluster) initProducerIDAt(ctx context.Context, node int32, txnID string) int16 {
+// requestAt sends req straight to node, with no retries (a new kgo client
+// that first learns the brokers from Metadata), within 30 s.
+func (sc *scaleCluster) requestAt(ctx context.Context, node int32, req kmsg.Request) kmsg.Response {
 	sc.t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(sc.Bootstrap()...))
 	if err != nil {
@@ -244,16 +244,23 @@ func (sc *scaleCluster) initProducerIDAt(ctx context.Context, node int32, txnID 
 	if _, err := cl.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
 		sc.t.Fatalf("metadata: %v", err)
 	}
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.TransactionalID = kmsg.StringPtr(txnID)
-	req.TransactionTimeoutMillis = 30000
 	reqCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	resp, err := cl.Broker(int(node)).Request(reqCtx, req)
 	if err != nil {
-		sc.t.Fatalf("InitProducerId at coordinator %d: %v", node, err)
+		sc.t.Fatalf("%s at node %d: %v", kmsg.NameForKey(req.Key()), node, err)
 	}
-	return resp.(*kmsg.InitProducerIDResponse).ErrorCode
+	return resp
+}
+
+// initProducerIDAt sends one InitProducerId for txnID straight to
+// coordinator node, with no retries, and returns its error code.
+func (sc *scaleCluster) initProducerIDAt(ctx context.Context, node int32, txnID string) int16 {
+	sc.t.Helper()
+	req := kmsg.NewPtrInitProducerIDRequest()
+	req.TransactionalID = kmsg.StringPtr(txnID)
+	req.TransactionTimeoutMillis = 30000
+	return sc.requestAt(ctx, node, req).(*kmsg.InitProducerIDResponse).ErrorCode
 }
 
 // tryCommit runs one transaction of txnID (one record to partition 0 of
@@ -283,23 +290,11 @@ func (sc *scaleCluster) tryCommit(ctx context.Context, txnID, topic string, d ti
 // Metadata node answers (-1 when it names none).
 func (sc *scaleCluster) offsetsLeaderAt(ctx context.Context, node int32) int32 {
 	sc.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(sc.Bootstrap()...))
-	if err != nil {
-		sc.t.Fatal(err)
-	}
-	defer cl.Close()
-	if _, err := cl.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
-		sc.t.Fatalf("metadata: %v", err)
-	}
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr("__consumer_offsets")
 	req.Topics = append(req.Topics, rt)
-	resp, err := cl.Broker(int(node)).Request(ctx, req)
-	if err != nil {
-		sc.t.Fatalf("Metadata at node %d: %v", node, err)
-	}
-	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+	for _, t := range sc.requestAt(ctx, node, req).(*kmsg.MetadataResponse).Topics {
 		for _, p := range t.Partitions {
 			if p.Partition == 0 {
 				return p.Leader

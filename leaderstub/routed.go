@@ -66,9 +66,9 @@ type Routed struct {
 	// group last answered (-1: unknown); see FollowGroupCoordinator.
 	groups int32
 
-	stopFollow chan struct{} // closed by Close: FollowGroupCoordinator ends
-	closeOnce  sync.Once
-	follows    sync.WaitGroup
+	done    context.Context // ends at Close: FollowGroupCoordinator stops
+	close   context.CancelFunc
+	follows sync.WaitGroup
 }
 
 const (
@@ -112,8 +112,8 @@ func RoutedCoordinator(cfg RoutedConfig) *Routed {
 		owners:     map[int32]int32{},
 		suspect:    map[int32]time.Time{},
 		groups:     -1,
-		stopFollow: make(chan struct{}),
 	}
+	r.done, r.close = context.WithCancel(context.Background())
 	for node, cl := range cfg.Coordinators {
 		r.clients[node] = cl
 		r.nodes = append(r.nodes, node)
@@ -146,7 +146,7 @@ func (r *Routed) requestsAreCheap() bool {
 // Close stops FollowGroupCoordinator and closes every client that has a
 // Close.
 func (r *Routed) Close() error {
-	r.closeOnce.Do(func() { close(r.stopFollow) })
+	r.close()
 	r.follows.Wait()
 	var errs []error
 	for _, node := range r.nodes {
@@ -339,19 +339,11 @@ const groupProbeKey = "txncoord-leader-group-probe"
 // leader process, which has no etcd client (its Metadata names that node
 // as the leader of __consumer_offsets, as the coordinators' does).
 func (r *Routed) FollowGroupCoordinator(interval time.Duration) {
-	r.follows.Add(1)
-	go func() {
-		defer r.follows.Done()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() {
-			<-r.stopFollow
-			cancel()
-		}()
+	r.follows.Go(func() {
 		for {
 			req := kmsg.NewPtrFindCoordinatorRequest()
 			req.CoordinatorType, req.CoordinatorKeys = 0, []string{groupProbeKey}
-			if _, err := r.Find(ctx, req); err != nil {
+			if _, err := r.Find(r.done, req); err != nil {
 				r.mu.Lock()
 				r.groups = -1
 				r.mu.Unlock()
@@ -359,12 +351,12 @@ func (r *Routed) FollowGroupCoordinator(interval time.Duration) {
 			t := time.NewTimer(interval)
 			select {
 			case <-t.C:
-			case <-r.stopFollow:
+			case <-r.done.Done():
 				t.Stop()
 				return
 			}
 		}
-	}()
+	})
 }
 
 // ownersOf returns the owner of each partition of ids: cached, or asked
