@@ -93,6 +93,14 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wi
 			}
 		}
 		c.mu.Unlock()
+		if c.debugging() {
+			for i, g := range groups {
+				f := fetched[i]
+				r.Logger().Debug().Str("group", g.group).Bool("require_stable", req.RequireStable).Int16("error_code", memberCodes[i]).
+					Array("offsets", offsetsArr(len(f), func(j int) (TP, int64, int16) { return f[j].TP, f[j].Offset.Offset, f[j].Err })).
+					Msg("offset fetch answered")
+			}
+		}
 		for i, g := range groups {
 			byTopic := map[string][]FetchedOffset{}
 			var order []string

@@ -101,6 +101,10 @@ func (c *Coordinator) marker(now time.Time, r *wire.Request, m kmsg.WriteTxnMark
 		}
 		return kerr.UnknownServerError.Code
 	}
+	if c.debugging() {
+		r.Logger().Debug().Int64("pid", m.ProducerID).Int16("epoch", m.ProducerEpoch).Int8("tv", tv).Int32("partition", partition).
+			Int32("coordinator_epoch", m.CoordinatorEpoch).Bool("commit", m.Committed).Msg("marker applied: pending offsets committed or dropped")
+	}
 	return 0
 }
 

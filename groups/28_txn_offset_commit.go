@@ -81,6 +81,17 @@ func (c *Coordinator) txnCommit(ctx context.Context, r *wire.Request, req *kmsg.
 	if code != 0 {
 		return code
 	}
+	if c.debugging() {
+		tps := make([]TP, 0, len(cr.Offsets))
+		for tp := range cr.Offsets {
+			tps = append(tps, tp)
+		}
+		sortTPs(tps)
+		r.Logger().Debug().Str("group", req.Group).Int64("pid", req.ProducerID).Int16("epoch", req.ProducerEpoch).
+			Str("member", cr.MemberID).Int32("generation", cr.Generation).
+			Array("offsets", offsetsArr(len(tps), func(i int) (TP, int64, int16) { return tps[i], cr.Offsets[tps[i]].Offset, 0 })).
+			Msg("transactional offsets pending their marker")
+	}
 	return c.committed(ctx, r, pos, err, "txn", len(cr.Offsets))
 }
 

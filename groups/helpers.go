@@ -2,7 +2,10 @@ package groups
 
 import (
 	"net"
+	"strconv"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -96,4 +99,24 @@ func (c *Coordinator) offsetsPartitionCode(topic string, partition int32) int16 
 		return kerr.UnknownTopicOrPartition.Code
 	}
 	return 0
+}
+
+// debugging reports whether the coordinator logs at debug level, checked
+// before building a request's logger for a debug line (a logger per
+// request is a cost on the commit path).
+func (c *Coordinator) debugging() bool { return c.log.GetLevel() <= zerolog.DebugLevel }
+
+// offsetsArr is offsets as topic/partition=offset[/error] strings, for a
+// debug line.
+func offsetsArr(n int, each func(i int) (TP, int64, int16)) *zerolog.Array {
+	arr := zerolog.Arr()
+	for i := range n {
+		tp, off, code := each(i)
+		s := tp.Topic + "/" + strconv.Itoa(int(tp.Partition)) + "=" + strconv.FormatInt(off, 10)
+		if code != 0 {
+			s += "/" + errName(code)
+		}
+		arr.Str(s)
+	}
+	return arr
 }

@@ -91,7 +91,7 @@ func runEOSBin(t *testing.T, ctx context.Context, cfg eos.Config, bin string) *e
 	t.Helper()
 	cfg.MemberBin = bin
 	if cfg.Dir == "" {
-		cfg.Dir = t.TempDir()
+		cfg.Dir = keptDir(t)
 	}
 	if cfg.Partitions == 0 {
 		cfg.Partitions = eosPartitions

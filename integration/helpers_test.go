@@ -3,7 +3,9 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +97,30 @@ func (c *Cluster) waitState(t testing.TB, txnID, state string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// keptDir is a directory for a test's data and logs: t.TempDir(), or,
+// when TXNCOORD_KEEP_DIRS names a directory, a new one under it named for
+// the test, left in place to read after a failure (processes' logs, data
+// dirs, the EOS chain's histories).
+func keptDir(t testing.TB) string {
+	root := os.Getenv("TXNCOORD_KEEP_DIRS")
+	if root == "" {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp(root, strings.ReplaceAll(t.Name(), "/", "_")+"-"+time.Now().Format("150405")+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kept directory: %s", dir)
+	return dir
+}
+
+// childLogLevel is the log level of the txncoord processes a test starts:
+// def, or TXNCOORD_CHILD_LOG_LEVEL when set (debug, to read a failure).
+func childLogLevel(def string) string {
+	if l := os.Getenv("TXNCOORD_CHILD_LOG_LEVEL"); l != "" {
+		return l
+	}
+	return def
 }

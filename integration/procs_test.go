@@ -103,7 +103,7 @@ func startProc(t testing.TB, name, logDir, bin string, args ...string) *proc {
 	}
 	defer logFile.Close() // the child holds its own descriptor
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "TXNCOORD_LOG_LEVEL=warn", "TXNCOORD_LOG_FORMAT=json")
+	cmd.Env = append(os.Environ(), "TXNCOORD_LOG_LEVEL="+childLogLevel("warn"), "TXNCOORD_LOG_FORMAT=json")
 	cmd.Stderr = logFile
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -200,7 +200,7 @@ func startUpProcess(t testing.TB, topics map[string]int32) *procCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc := &procCluster{t: t, bin: txncoordBinary(t), dir: t.TempDir(), Leaders: map[int32]*proc{}, Proxies: map[int32]*faultproxy.Proxy{}}
+	pc := &procCluster{t: t, bin: txncoordBinary(t), dir: keptDir(t), Leaders: map[int32]*proc{}, Proxies: map[int32]*faultproxy.Proxy{}}
 	pc.coordAt = fmt.Sprintf("127.0.0.1:%d", base)
 	for i := range 4 {
 		pc.seeds = append(pc.seeds, fmt.Sprintf("127.0.0.1:%d", base+i))
@@ -218,7 +218,7 @@ func startUpProcess(t testing.TB, topics map[string]int32) *procCluster {
 // startProcCluster writes the cluster files and starts every node.
 func startProcCluster(t testing.TB, coordVersion string, leaderVersions []string, topics map[string]int32, proxied ...int32) *procCluster {
 	t.Helper()
-	pc := &procCluster{t: t, bin: txncoordBinary(t), dir: t.TempDir(), Leaders: map[int32]*proc{}, Proxies: map[int32]*faultproxy.Proxy{}}
+	pc := &procCluster{t: t, bin: txncoordBinary(t), dir: keptDir(t), Leaders: map[int32]*proc{}, Proxies: map[int32]*faultproxy.Proxy{}}
 	f := &cluster.File{
 		ClusterID:         cluster.DefaultClusterID,
 		Coordinator:       &cluster.Node{NodeID: 0, Addr: freeAddr(t), KafkaVersion: coordVersion},

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -34,9 +33,8 @@ import (
 // FindCoordinator to the coordinators.
 //
 // Logs: every process writes its log (JSON, info for coordinators) to
-// <dir>/<name>.log, where dir is the test's temporary directory, or
-// $TXNCOORD_SCALEOUT_LOGS/<test name> when set (kept after the test, to
-// read after a failure). A failed test prints the tail of each log.
+// <dir>/<name>.log, where dir is keptDir's (kept after the test under
+// $TXNCOORD_KEEP_DIRS when set). A failed test prints the tail of each log.
 
 // scaleConfig configures a scaleCluster.
 type scaleConfig struct {
@@ -85,7 +83,7 @@ func startScaleCluster(t *testing.T, cfg scaleConfig) *scaleCluster {
 		t.Skip("-short: builds the binary and runs processes")
 	}
 	start := time.Now()
-	sc := &scaleCluster{t: t, bin: txncoordBinary(t), dir: scaleLogDir(t), cfg: cfg, Etcd: etcdtest.Start(t, 3),
+	sc := &scaleCluster{t: t, bin: txncoordBinary(t), dir: keptDir(t), cfg: cfg, Etcd: etcdtest.Start(t, 3),
 		coordFiles: map[int32]string{}, adminAddr: map[int32]string{},
 		Coords: map[int32]*proc{}, Leaders: map[int32]*proc{}, Proxies: map[int32]*faultproxy.Proxy{}}
 	f := &cluster.File{
@@ -144,19 +142,6 @@ func startScaleCluster(t *testing.T, cfg scaleConfig) *scaleCluster {
 	t.Logf("scale-out cluster up in %v: etcd %v, coordinators %v, leaders %v, %d __transaction_state partitions, lease TTL %v, logs in %s",
 		time.Since(start).Round(time.Millisecond), sc.Etcd.Endpoints(), f.Coordinators, f.Leaders, sc.parts, sc.leaseTTL(), sc.dir)
 	return sc
-}
-
-// scaleLogDir is the test's log directory (see the file comment).
-func scaleLogDir(t *testing.T) string {
-	root := os.Getenv("TXNCOORD_SCALEOUT_LOGS")
-	if root == "" {
-		return t.TempDir()
-	}
-	dir := filepath.Join(root, strings.ReplaceAll(t.Name(), "/", "_")+"-"+time.Now().Format("150405"))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 func (sc *scaleCluster) writeFile(name string, f *cluster.File) string {

@@ -29,7 +29,7 @@ import (
 //     no one (NOT_COORDINATOR for its ids, its transactions never ended).
 //     Now a failed open is retried while the partition is owned.
 //
-// At 5937a02 it passed 4 runs of 4 (`TXNCOORD_SCALEOUT_LOGS=DIR` keeps the
+// At 5937a02 it passed 4 runs of 4 (`TXNCOORD_KEEP_DIRS=DIR` keeps the
 // processes' logs).
 func TestScaleoutEtcdLeaderKills(t *testing.T) {
 	const topic, partitions = "scale-etcd-leader", 6

@@ -19,7 +19,7 @@ import (
 // committed offsets, as librdkafka's transactions example does.
 func runConfluent(ctx context.Context, m *member) error {
 	boot := strings.Join(m.cfg.Bootstrap, ",")
-	consumer, err := kafka.NewConsumer(&kafka.ConfigMap{
+	consumerConf := &kafka.ConfigMap{
 		"bootstrap.servers":      boot,
 		"client.id":              "eos-" + m.cfg.Name,
 		"group.id":               m.cfg.Group,
@@ -31,7 +31,15 @@ func runConfluent(ctx context.Context, m *member) error {
 		"fetch.wait.max.ms":      500,
 		"go.logs.channel.enable": true,
 		"log_level":              4,
-	})
+	}
+	// EOS_RDKAFKA_DEBUG: librdkafka's debug contexts for the consumer
+	// (e.g. cgrp,topic,fetch), every line to the member's log.
+	rdDebug := os.Getenv("EOS_RDKAFKA_DEBUG")
+	if rdDebug != "" {
+		consumerConf.SetKey("debug", rdDebug)
+		consumerConf.SetKey("log_level", 7)
+	}
+	consumer, err := kafka.NewConsumer(consumerConf)
 	if err != nil {
 		return fmt.Errorf("consumer: %w", err)
 	}
@@ -51,7 +59,7 @@ func runConfluent(ctx context.Context, m *member) error {
 	}
 	drainLogs := func(name string, logs chan kafka.LogEvent) {
 		for l := range logs {
-			if os.Getenv("EOS_VERBOSE") != "" || l.Level <= 4 {
+			if os.Getenv("EOS_VERBOSE") != "" || rdDebug != "" || l.Level <= 4 {
 				fmt.Fprintf(os.Stderr, "%s %s: %s\n", name, l.Tag, l.Message)
 			}
 		}
@@ -82,7 +90,8 @@ func runConfluent(ctx context.Context, m *member) error {
 		switch e := ev.(type) {
 		case kafka.AssignedPartitions:
 			m.assigned(-1, partitionsOf(e.Partitions))
-			return c.Assign(e.Partitions)
+			// Not c.Assign(e.Partitions): see confluent_offsets.go.
+			return AssignCommitted(c, e.Partitions, committedTimeoutMs)
 		case kafka.RevokedPartitions:
 			m.revoked(partitionsOf(e.Partitions))
 			return c.Unassign()
@@ -97,14 +106,11 @@ func runConfluent(ctx context.Context, m *member) error {
 		if err != nil || len(parts) == 0 {
 			return err
 		}
-		committed, err := consumer.Committed(parts, 30000)
+		committed, err := CommittedPositions(consumer, parts, committedTimeoutMs)
 		if err != nil {
-			return fmt.Errorf("committed: %w", err)
+			return err
 		}
 		for _, tp := range committed {
-			if tp.Offset < 0 {
-				tp.Offset = kafka.OffsetBeginning
-			}
 			if err := consumer.Seek(tp, -1); err != nil {
 				return fmt.Errorf("seek %v: %w", tp, err)
 			}
@@ -203,6 +209,11 @@ func runConfluent(ctx context.Context, m *member) error {
 	}
 	return nil
 }
+
+// committedTimeoutMs bounds a wait for stable committed offsets: past the
+// transaction timeout, by which a dead producer's pending offsets are
+// aborted.
+const committedTimeoutMs = 60_000
 
 func partitionsOf(tps []kafka.TopicPartition) []int32 {
 	out := make([]int32, len(tps))
