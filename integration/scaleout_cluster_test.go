@@ -48,6 +48,9 @@ type scaleConfig struct {
 	ProxyLeader int32
 	// LogLevel of the coordinators (default info).
 	LogLevel string
+	// MarkerRequestTimeout is --marker-request-timeout (0: the
+	// product's default, 30 s).
+	MarkerRequestTimeout time.Duration
 }
 
 // scaleCluster is the running cluster.
@@ -168,6 +171,9 @@ func (sc *scaleCluster) StartCoordinator(id int32) {
 		"--data-dir", filepath.Join(sc.dir, fmt.Sprintf("coordinator-%d-data", id)), "--admin-listen", sc.adminAddr[id]}
 	if sc.cfg.LeaseTTL > 0 {
 		args = append(args, "--etcd-lease-ttl", sc.cfg.LeaseTTL.String())
+	}
+	if sc.cfg.MarkerRequestTimeout > 0 {
+		args = append(args, "--marker-request-timeout", sc.cfg.MarkerRequestTimeout.String())
 	}
 	sc.Coords[id] = startProc(sc.t, fmt.Sprintf("coordinator-%d", id), sc.dir, sc.bin, args...)
 }

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -9,27 +10,65 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/integration/faultproxy"
 	"github.com/txncoord/txncoord/markersender"
 )
 
-// TestScaleoutZombie is issue 19's zombie: the owner of busy partitions is
-// SIGSTOPped with a commit marker to leader 3 in flight (held by the proxy
-// in front of leader 3 that only this coordinator uses), past its lease
-// (TTL + 2 s). The others take its partitions at higher coordinator
-// epochs, finish its Prepare transactions and serve its ids. Its held
-// marker, sent to the leader now, is refused with
-// TRANSACTION_COORDINATOR_FENCED (52). Then the held marker is released
-// on the zombie's own connection and the zombie gets SIGCONT: it must
-// change nothing (0 anomalies, every transaction finished), its marker
-// sender sees the leader's 52 (its /metrics), and it rejoins as a
-// follower: it owns partitions again, at new epochs, and serves them.
+// TestScaleoutZombie is the zombie coordinator: the owner of busy
+// partitions is SIGSTOPped with commit markers to leader 3 in flight (held
+// by the proxy in front of leader 3 that only this coordinator uses), past
+// its lease (TTL + 2 s). The others take its partitions at higher
+// coordinator epochs, finish its Prepare transactions and serve its ids.
+// Then its held markers are delivered late, and the leader's answer is the
+// one Kafka's order of checks gives (ProducerAppendInfo.appendEndTxnMarker:
+// the producer epoch first, then the coordinator epoch):
+//
+//   - fenced (52): three probe producers the zombie owns (one TV2, two
+//     TV1), each committed one transaction to a leader-3 partition whose
+//     marker the zombie holds; the new owner finished it (its marker
+//     raised the partition's coordinator epoch for the producer) and the
+//     probes stay idle. The zombie's marker passes the epoch check (TV2:
+//     the same epoch and no open transaction is KAFKA-19999's idempotent
+//     retry; TV1: the legacy >=) and fails the coordinator epoch: 52.
+//   - the other order (47 first): the TV2 probe opens its next
+//     transaction on the partition, at the marker's epoch (the one its
+//     EndTxn bumped to), and a new client of the first TV1 probe's id
+//     takes over its producer (InitProducerId: the epoch moves past the
+//     marker's) and opens one too. Both markers fail the producer epoch
+//     check, INVALID_PRODUCER_EPOCH (47), though their coordinator epoch
+//     is stale as well; the idle TV1 probe still gets 52.
+//
+// Holding the new owner's markers instead would not make the case: the
+// leader would not know the new coordinator epoch and would accept the
+// zombie's marker (the same decision, so harmless, as in Kafka).
+//
+// Then the held markers are released on the zombie's own connection and
+// the zombie gets SIGCONT: it must change nothing (0 anomalies, every
+// transaction finished), its marker sender sees the leader's 52 (its
+// /metrics: the idle TV1 probe's marker is fenced whatever the timing,
+// and the zombie still waits for it however long it was stopped, its
+// --marker-request-timeout being longer than the test), and it rejoins
+// as a follower: it owns partitions again, at new epochs, and serves
+// them.
 func TestScaleoutZombie(t *testing.T) {
 	const topic, partitions = "scale-zombie", 6
+	// The probes write a topic of their own: the workload's checker
+	// knows only the workload's values.
+	const probeTopic = "scale-zombie-probes"
 	const ttl = 2 * time.Second
-	sc := startScaleCluster(t, scaleConfig{Topics: map[string]int32{topic: partitions}, LeaseTTL: ttl, ProxyLeader: 3})
+	// The zombie's held markers must still be waited for when it wakes,
+	// however long the takeover took: a marker request timeout past the
+	// test's own.
+	sc := startScaleCluster(t, scaleConfig{Topics: map[string]int32{topic: partitions, probeTopic: 3}, LeaseTTL: ttl, ProxyLeader: 3,
+		MarkerRequestTimeout: 5 * time.Minute})
 	pc := sc.target()
 	adm := pc.admin()
 	ctx := testCtx(t, 3*time.Minute)
@@ -62,19 +101,29 @@ func TestScaleoutZombie(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Hold the zombie's markers to leader 3 until one is caught.
+	// The probes: ids the zombie owns, one record each to a partition of
+	// leader 3, committed while the zombie's markers to leader 3 are held.
+	part := sc.partitionLedBy(probeTopic, 3, 3)
+	probes := []*zombieProbe{
+		sc.newZombieProbe(before, zombie, "zombie-probe-tv2", 2, probeTopic, part),
+		sc.newZombieProbe(before, zombie, "zombie-probe-tv1", 1, probeTopic, part),
+		sc.newZombieProbe(before, zombie, "zombie-probe-tv1-idle", 1, probeTopic, part),
+	}
+	tv2, tv1 := probes[0], probes[1]
 	wtm := int16(kmsg.WriteTxnMarkers)
 	proxy := sc.Proxies[zombie]
 	proxy.Hold(wtm)
-	held, err := proxy.WaitCaptured(ctx, wtm, 1)
-	if err != nil {
-		t.Fatal(err)
+	for _, p := range probes {
+		p.produce(ctx, "first")
+		if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("%s: commit: %v", p.id, err)
+		}
 	}
-	heldReq := held[0].Request.(*kmsg.WriteTxnMarkersRequest)
+	waitHeldMarkers(ctx, t, proxy, probes)
 	stopAt := time.Now()
 	sc.signal(zombie, syscall.SIGSTOP)
-	t.Logf("SIGSTOP of coordinator %d (owner of %d partitions and of ids %v), its marker to leader 3 held: %s",
-		zombie, len(before.byNode[zombie]), zombieIDs, describeMarkers(heldReq))
+	t.Logf("SIGSTOP of coordinator %d (owner of %d partitions and of ids %v), its markers to leader 3 held (the probes': %s, %s, %s)",
+		zombie, len(before.byNode[zombie]), zombieIDs, describeMarker(probes[0].marker), describeMarker(probes[1].marker), describeMarker(probes[2].marker))
 
 	// The others take its partitions, at higher epochs; the ids of the
 	// other coordinators go on committing meanwhile.
@@ -102,28 +151,49 @@ func TestScaleoutZombie(t *testing.T) {
 		time.Sleep(d)
 	}
 
-	// The zombie's marker, delivered now, is fenced by the new epoch.
-	resp, err := proxy.Replay(ctx, held[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range heldReq.Markers {
-		for _, tp := range m.Topics {
-			for _, p := range tp.Partitions {
-				if code := markerCode(t, resp, m.ProducerID, tp.Topic, p); code != kerr.TransactionCoordinatorFenced.Code {
-					t.Errorf("the zombie's marker (pid %d, %s/%d, coordinator epoch %d) answered %d (%v), want TRANSACTION_COORDINATOR_FENCED (52)",
-						m.ProducerID, tp.Topic, p, m.CoordinatorEpoch, code, kerr.ErrorForCode(code))
-				}
-			}
+	// Fenced: the new owner finished the probes' transactions; the
+	// leader holds its coordinator epoch for them, no transaction open.
+	for _, p := range probes {
+		sc.waitTxnState(ctx, other, p.id, "CompleteCommit")
+		p.state = p.stateAtLeader(ctx, t, adm)
+		if p.state.CoordinatorEpoch <= p.marker.CoordinatorEpoch || p.state.CurrentTxnStartOffset != -1 || p.state.ProducerEpoch != p.marker.ProducerEpoch {
+			t.Fatalf("%s at leader 3 before the replay: %+v; want the new owner's coordinator epoch (above the zombie's %d), epoch %d, no open transaction",
+				p.id, p.state, p.marker.CoordinatorEpoch, p.marker.ProducerEpoch)
 		}
 	}
+	t.Logf("the probes' transactions finished by their new owners at +%v", time.Since(stopAt).Round(time.Millisecond))
+	fenced52, epoch47 := kerr.TransactionCoordinatorFenced.Code, kerr.InvalidProducerEpoch.Code
+	replayProbes(ctx, t, proxy, probes, map[*zombieProbe]int16{probes[0]: fenced52, probes[1]: fenced52, probes[2]: fenced52})
 
-	// SIGCONT, with the held marker released on its own connection.
+	// The other order: a transaction open on the partition at the
+	// marker's epoch (TV2), and past it (TV1, a new client of the id).
+	tv1.renew()
+	for _, p := range []*zombieProbe{tv2, tv1} {
+		p.produce(ctx, "second")
+		t.Logf("%s: next transaction open at +%v", p.id, time.Since(stopAt).Round(time.Millisecond))
+		st := p.stateAtLeader(ctx, t, adm)
+		if st.CurrentTxnStartOffset < 0 || (p == tv2) != (st.ProducerEpoch == p.marker.ProducerEpoch) || st.ProducerEpoch < p.marker.ProducerEpoch {
+			t.Fatalf("%s at leader 3 after its next produce: %+v; want a transaction open at epoch %d (TV2) or above (TV1 after InitProducerId)",
+				p.id, st, p.marker.ProducerEpoch)
+		}
+		p.state = st
+	}
+	replayProbes(ctx, t, proxy, probes, map[*zombieProbe]int16{tv2: epoch47, tv1: epoch47, probes[2]: fenced52})
+
+	// SIGCONT, with the held markers released on its own connection.
 	proxy.Release(wtm)
 	contAt := time.Now()
 	sc.signal(zombie, syscall.SIGCONT)
 	t.Logf("SIGCONT of coordinator %d after %v stopped", zombie, contAt.Sub(stopAt).Round(time.Millisecond))
 	rejoined := sc.waitBalanced(ctx, 0, 1, 2)
+	// The probes' second transactions end now: the TV2 client still
+	// knows the zombie as its coordinator, which answers again (and
+	// sends it to the owner).
+	for _, p := range []*zombieProbe{tv2, tv1} {
+		if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("%s: second commit: %v", p.id, err)
+		}
+	}
 	back := watch.waitFor(ctx, zombieIDs...)
 	t.Logf("the zombie's ids committed new transactions: %s (SIGCONT at +%v)", since(back, stopAt), contAt.Sub(stopAt).Round(time.Millisecond))
 	t.Logf("coordinator %d rejoined after %v: owns %s", zombie, time.Since(contAt).Round(time.Millisecond), epochsOf(rejoined, rejoined.byNode[zombie]))
@@ -135,8 +205,9 @@ func TestScaleoutZombie(t *testing.T) {
 	progress := endOffsets(ctx, adm, topic)
 	waitProgress(ctx, t, adm, progress+150, topic)
 
-	// What the zombie saw of its late marker.
-	fenced, err := sc.metric(ctx, zombie, fencedMetric)
+	// What the zombie saw of its late markers: the idle TV1 probe's is
+	// fenced (52) whatever the timing, the others 52 or 47.
+	fenced, err := sc.waitMetricAbove(ctx, zombie, fencedMetric, fencedBefore, 15*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +228,7 @@ func TestScaleoutZombie(t *testing.T) {
 	// txncoord_marker_stuck_transactions) once the new owner finished
 	// those transactions: a coordinator that loses a partition forgets its
 	// markers, as Kafka drops a partition's queued markers when the
-	// coordinator resigns it (removeMarkersForTxnTopicPartition; 92dfc22).
+	// coordinator resigns it (removeMarkersForTxnTopicPartition).
 	for _, m := range markers {
 		if !m.Stuck {
 			continue
@@ -166,17 +237,195 @@ func TestScaleoutZombie(t *testing.T) {
 		t.Errorf("the zombie still lists %s (coordinator epoch %d) as stuck after SIGCONT, its partition %d now at epoch %d: %s",
 			m.TransactionalID, m.CoordinatorEpoch, p, rejoined.owner[p].Epoch, m.Reason)
 	}
-
 	run.stopAndFinish(t, sc, "a SIGSTOP past the lease and SIGCONT of the owning coordinator")
 }
 
-// describeMarkers is a WriteTxnMarkers request in one line.
-func describeMarkers(req *kmsg.WriteTxnMarkersRequest) string {
-	s := ""
-	for _, m := range req.Markers {
-		for _, tp := range m.Topics {
-			s += fmt.Sprintf("[pid %d epoch %d commit=%v coordinator epoch %d %s %v] ", m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, tp.Topic, tp.Partitions)
+// zombieProbe is a transactional producer the test drives step by step:
+// an id of the zombie's, writing to one partition of leader 3.
+type zombieProbe struct {
+	t         testing.TB
+	id        string
+	opts      []kgo.Opt
+	cl        *kgo.Client
+	topic     string
+	partition int32
+	// held is the zombie's held request with the marker of its first
+	// transaction, marker that marker.
+	held   faultproxy.Captured
+	marker kmsg.WriteTxnMarkersRequestMarker
+	state  kadm.DescribedProducer
+}
+
+// newZombieProbe makes a probe of transaction version tv (1: kgo capped
+// at Kafka 3.9, which sends EndTxn v4) under an id prefix-N whose
+// __transaction_state partition node owns.
+func (sc *scaleCluster) newZombieProbe(o owners, node int32, prefix string, tv int, topic string, partition int32) *zombieProbe {
+	sc.t.Helper()
+	id := ""
+	for n := 0; id == ""; n++ {
+		if c := fmt.Sprintf("%s-%d", prefix, n); o.nodeOf[sc.partitionOf(c)] == node {
+			id = c
 		}
 	}
-	return s
+	p := &zombieProbe{t: sc.t, id: id, topic: topic, partition: partition,
+		opts: []kgo.Opt{kgo.SeedBrokers(sc.Bootstrap()...), kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.TransactionTimeout(60 * time.Second)}}
+	if tv == 1 {
+		p.opts = append(p.opts, kgo.MaxVersions(kversion.V3_9_0()))
+	}
+	p.renew()
+	sc.t.Cleanup(func() { p.cl.Close() })
+	return p
+}
+
+// renew replaces the probe's client with a new one of the same id, which
+// takes the producer over with InitProducerId at its first transaction.
+func (p *zombieProbe) renew() {
+	p.t.Helper()
+	if p.cl != nil {
+		p.cl.Close()
+	}
+	cl, err := kgo.NewClient(p.opts...)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.cl = cl
+}
+
+// produce begins a transaction and writes one record to the probe's
+// partition.
+func (p *zombieProbe) produce(ctx context.Context, what string) {
+	p.t.Helper()
+	if err := p.cl.BeginTransaction(); err != nil {
+		p.t.Fatalf("%s: begin: %v", p.id, err)
+	}
+	r := &kgo.Record{Topic: p.topic, Partition: p.partition, Value: []byte(p.id + "-" + what)}
+	if err := p.cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		p.t.Fatalf("%s: produce: %v", p.id, err)
+	}
+}
+
+// stateAtLeader is the probe's producer state at its partition's leader
+// (DescribeProducers).
+func (p *zombieProbe) stateAtLeader(ctx context.Context, t testing.TB, adm *kadm.Client) kadm.DescribedProducer {
+	t.Helper()
+	d, err := adm.DescribeProducers(ctx, kadm.TopicsSet{p.topic: {p.partition: {}}})
+	if err != nil {
+		t.Fatalf("DescribeProducers %s/%d: %v", p.topic, p.partition, err)
+	}
+	dpp := d[p.topic].Partitions[p.partition]
+	dp, ok := dpp.ActiveProducers[p.marker.ProducerID]
+	if !ok {
+		t.Fatalf("DescribeProducers %s/%d: no producer %d (%s): %+v", p.topic, p.partition, p.marker.ProducerID, p.id, dpp)
+	}
+	return dp
+}
+
+// waitHeldMarkers waits until the proxy holds each probe's marker (its
+// producer's commit to the probe's partition) and keeps it in the probe.
+func waitHeldMarkers(ctx context.Context, t testing.TB, proxy *faultproxy.Proxy, probes []*zombieProbe) {
+	t.Helper()
+	pids := map[int64]*zombieProbe{}
+	for _, p := range probes {
+		pid, _, err := p.cl.ProducerID(ctx)
+		if err != nil {
+			t.Fatalf("%s: producer id: %v", p.id, err)
+		}
+		pids[pid] = p
+	}
+	for n := 1; ; n++ {
+		held, err := proxy.WaitCaptured(ctx, int16(kmsg.WriteTxnMarkers), n)
+		if err != nil {
+			t.Fatalf("waiting for the probes' held markers: %v", err)
+		}
+		c := held[n-1]
+		for _, m := range c.Request.(*kmsg.WriteTxnMarkersRequest).Markers {
+			p := pids[m.ProducerID]
+			if p == nil || !m.Committed {
+				continue
+			}
+			for _, tp := range m.Topics {
+				if tp.Topic == p.topic && slices.Contains(tp.Partitions, p.partition) {
+					p.held, p.marker = c, m
+				}
+			}
+		}
+		done := true
+		for _, p := range probes {
+			done = done && p.held.Request != nil
+		}
+		if done {
+			return
+		}
+	}
+}
+
+// replayProbes delivers each probe's held marker alone (the zombie's
+// request less the other producers') to leader 3, on a new connection,
+// and checks the answer against want.
+func replayProbes(ctx context.Context, t testing.TB, proxy *faultproxy.Proxy, probes []*zombieProbe, want map[*zombieProbe]int16) {
+	t.Helper()
+	for _, p := range probes {
+		req := *p.held.Request.(*kmsg.WriteTxnMarkersRequest)
+		req.Markers = []kmsg.WriteTxnMarkersRequestMarker{p.marker}
+		one, err := p.held.WithRequest(&req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := proxy.Replay(ctx, one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := markerCode(t, resp, p.marker.ProducerID, p.topic, p.partition)
+		t.Logf("%s: the zombie's marker %s delivered late (leader 3 had %+v) answered %d (%v)", p.id, describeMarker(p.marker), p.state, code, kerr.ErrorForCode(code))
+		if code != want[p] {
+			t.Errorf("%s: the zombie's marker %s answered %d (%v), want %d (%v)", p.id, describeMarker(p.marker), code, kerr.ErrorForCode(code), want[p], kerr.ErrorForCode(want[p]))
+		}
+	}
+}
+
+// partitionLedBy is a partition of topic whose leader is node.
+func (sc *scaleCluster) partitionLedBy(topic string, partitions, node int32) int32 {
+	sc.t.Helper()
+	v := cluster.NewView(sc.file)
+	for p := range partitions {
+		if l, ok := v.LeaderOf(topic, p); ok && l.NodeID == node {
+			return p
+		}
+	}
+	sc.t.Fatalf("no partition of %s is led by node %d", topic, node)
+	return -1
+}
+
+// waitTxnState waits until coordinator via's admin API shows id in state.
+func (sc *scaleCluster) waitTxnState(ctx context.Context, via int32, id, state string) {
+	sc.t.Helper()
+	var last admin.Txn
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err = sc.getJSON(ctx, via, "/v1/transactions/"+id, &last); err == nil && last.State == state {
+			return
+		}
+	}
+	sc.t.Fatalf("%s never reached %s at coordinator %d: last %+v, %v", id, state, via, last, err)
+}
+
+// waitMetricAbove waits up to d for node's metric to rise above was and
+// returns its last value.
+func (sc *scaleCluster) waitMetricAbove(ctx context.Context, node int32, metric string, was float64, d time.Duration) (float64, error) {
+	for deadline := time.Now().Add(d); ; time.Sleep(200 * time.Millisecond) {
+		v, err := sc.metric(ctx, node, metric)
+		if err != nil || v > was || time.Now().After(deadline) {
+			return v, err
+		}
+	}
+}
+
+// describeMarker is one marker in one line.
+func describeMarker(m kmsg.WriteTxnMarkersRequestMarker) string {
+	s := fmt.Sprintf("[pid %d epoch %d commit=%v coordinator epoch %d tv %d", m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, m.TransactionVersion)
+	for _, tp := range m.Topics {
+		s += fmt.Sprintf(" %s %v", tp.Topic, tp.Partitions)
+	}
+	return s + "]"
 }

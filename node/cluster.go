@@ -31,7 +31,9 @@ type EmbeddedConfig struct {
 	DataDir                string
 	AdminListen            string // "" = no admin API
 	MarkerVersionDiscovery bool
-	UnsafeNoSync           bool
+	// MarkerRequestTimeout bounds one WriteTxnMarkers (0: 30 s).
+	MarkerRequestTimeout time.Duration
+	UnsafeNoSync         bool
 	// WALFS, optional, is the process log's file layer (tests: a
 	// simulated power loss or a failing disk, wal/waltest); nil is the
 	// operating system's.
@@ -185,7 +187,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	for _, n := range e.View.Coordinators() {
 		co, err := StartCoordinator(CoordinatorConfig{
 			View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
-			UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[n.NodeID], Log: cfg.Log, Metrics: e.coordinatorMetrics(n.NodeID),
+			MarkerRequestTimeout: cfg.MarkerRequestTimeout, UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[n.NodeID], Log: cfg.Log, Metrics: e.coordinatorMetrics(n.NodeID),
 			InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Controller: e.Controller,
 			NodeID: n.NodeID, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.inProcess.forward, TxnCoordinators: e.txnClients(),
 		})

@@ -38,7 +38,10 @@ type CoordinatorConfig struct {
 	// leader (KIP-1228 as fixed in Kafka 4.2.1); false always sends v2,
 	// reproducing Kafka 4.2.0.
 	MarkerVersionDiscovery bool
-	UnsafeNoSync           bool
+	// MarkerRequestTimeout bounds one WriteTxnMarkers to a leader (0:
+	// the sender's default, 30 s, Kafka's request.timeout.ms).
+	MarkerRequestTimeout time.Duration
+	UnsafeNoSync         bool
 	// Shared, when set, holds the transaction log as its space
 	// "coordinator" (`txncoord up`); the caller closes it.
 	Shared   *storage.Store
@@ -325,6 +328,7 @@ func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialCon
 		Router:             cfg.View,
 		Leaders:            cfg.View.Leaders(),
 		Discovery:          cfg.MarkerVersionDiscovery,
+		RequestTimeout:     cfg.MarkerRequestTimeout,
 		Log:                log,
 		Metrics:            cfg.Metrics,
 		// The leaders of `txncoord up` append to the coordinator's log:

@@ -34,6 +34,15 @@ func discoveryFlag() cli.Flag {
 	}
 }
 
+// markerTimeoutFlag is Kafka's request.timeout.ms for the marker sender's
+// channel to the leaders.
+func markerTimeoutFlag() cli.Flag {
+	return &cli.DurationFlag{
+		Name: "marker-request-timeout", Value: 30 * time.Second, EnvVars: env("marker-request-timeout"),
+		Usage: "how long the marker sender waits for a leader's answer to one WriteTxnMarkers before it reconnects and resends (Kafka's request.timeout.ms)",
+	}
+}
+
 func noSyncFlag() cli.Flag {
 	return &cli.BoolFlag{
 		Name: "unsafe-no-fsync", EnvVars: env("unsafe-no-fsync"),
@@ -97,7 +106,7 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 				Usage: "create a topic a client names that does not exist (Kafka's auto.create.topics.enable; the cluster file's auto_create_topics_enable)"},
 			&cli.BoolFlag{Name: "secure", EnvVars: env("secure"), Usage: "TLS + SASL on every listener and a token on the admin API, with a local CA and credentials generated under DATA_DIR/security"},
 			&cli.BoolFlag{Name: "force-new-cluster", EnvVars: env("force-new-cluster"), Usage: "start over: move the data dir's store and log aside (renamed, not deleted) and start an empty cluster"},
-			discoveryFlag(), noSyncFlag(), retentionFlag(), producerExpirationFlag(),
+			discoveryFlag(), markerTimeoutFlag(), noSyncFlag(), retentionFlag(), producerExpirationFlag(),
 		}, limitsFlags()...),
 		Action: runUp,
 	}
@@ -201,7 +210,7 @@ func runUp(c *cli.Context) error {
 		File: file, DataDir: dataDir, AdminListen: c.String("admin-listen"),
 		MarkerVersionDiscovery: c.Bool("marker-version-discovery"), UnsafeNoSync: c.Bool("unsafe-no-fsync"),
 		RetentionBytes: c.Int64("retention-bytes"), ProducerIDExpiration: c.Duration("producer-id-expiration"), Log: logger,
-		Limits: lim, EtcdAddrs: etcdAddrs, LeaseTTL: c.Duration("etcd-lease-ttl"),
+		Limits: lim, EtcdAddrs: etcdAddrs, LeaseTTL: c.Duration("etcd-lease-ttl"), MarkerRequestTimeout: c.Duration("marker-request-timeout"),
 	})
 	if err != nil {
 		return err
@@ -290,7 +299,7 @@ func coordinatorCommand() *cli.Command {
 			&cli.IntFlag{Name: "node-id", Value: 0, EnvVars: env("node-id"), Usage: "this coordinator's node id in the cluster file (0..C-1)"},
 			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir")},
 			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: `admin HTTP API address ("" to disable)`},
-			discoveryFlag(), noSyncFlag(), leaseTTLFlag(),
+			discoveryFlag(), markerTimeoutFlag(), noSyncFlag(), leaseTTLFlag(),
 		}, limitsFlags()...),
 		Action: func(c *cli.Context) error {
 			sigs := stopSignals()
@@ -311,7 +320,7 @@ func coordinatorCommand() *cli.Command {
 			co, err := node.StartCoordinator(node.CoordinatorConfig{
 				View: view, DataDir: c.String("data-dir"), MarkerVersionDiscovery: c.Bool("marker-version-discovery"),
 				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: metrics, Limits: lim,
-				NodeID: int32(id), LeaseTTL: c.Duration("etcd-lease-ttl"),
+				NodeID: int32(id), LeaseTTL: c.Duration("etcd-lease-ttl"), MarkerRequestTimeout: c.Duration("marker-request-timeout"),
 			})
 			if err != nil {
 				return err

@@ -313,6 +313,43 @@ func TestReplay(t *testing.T) {
 	}
 }
 
+// TestReplayPart replays one producer's markers of a captured request of
+// two: the leader sees only that producer's, under the captured header.
+func TestReplayPart(t *testing.T) {
+	f := start(t)
+	f.proxy.Capture(27)
+	c := dial(t, f.proxy.Addr())
+	two := marker(2, 11, 5)
+	two.Markers = append(two.Markers, marker(2, 12, 7).Markers...)
+	if _, err := c.Do(ctx(t), two); err != nil {
+		t.Fatal(err)
+	}
+	got := f.proxy.Captured(27)
+	if len(got) != 1 {
+		t.Fatalf("captured %+v", got)
+	}
+	only := *got[0].Request.(*kmsg.WriteTxnMarkersRequest)
+	only.Markers = only.Markers[1:]
+	part, err := got[0].WithRequest(&only)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if part.CorrelationID != got[0].CorrelationID || part.Version != 2 {
+		t.Fatalf("the part's header changed: %+v", part)
+	}
+	resp, err := f.proxy.Replay(ctx(t), part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := resp.(*kmsg.WriteTxnMarkersResponse)
+	if len(r.Markers) != 1 || r.Markers[0].ProducerID != 12 || errorCodes(t, resp)[0] != kerr.InvalidProducerEpoch.Code {
+		t.Fatalf("replayed part answered %+v, want producer 12 alone, 47 (already applied)", r.Markers)
+	}
+	if _, err := got[0].WithRequest(kmsg.NewPtrProduceRequest()); err == nil {
+		t.Fatal("WithRequest took a request of another key")
+	}
+}
+
 func TestDropAndDelay(t *testing.T) {
 	f := start(t)
 	f.proxy.Drop(27)

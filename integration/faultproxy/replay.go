@@ -1,7 +1,9 @@
 package faultproxy
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 
@@ -49,4 +51,28 @@ func replayErr(ctx context.Context, err error) error {
 		return fmt.Errorf("faultproxy: replay: %w (%v)", ctx.Err(), err)
 	}
 	return fmt.Errorf("faultproxy: replay: %w", err)
+}
+
+// WithRequest is c with its body replaced by req (of the same key, at c's
+// version), under the same request header: how a test replays part of a
+// captured request, say one producer's markers of a WriteTxnMarkers that
+// carried several. The header is what precedes the body in c.Frame, so c's
+// decoded body must encode back to the bytes it was read from.
+func (c Captured) WithRequest(req kmsg.Request) (Captured, error) {
+	if c.Request == nil || req.Key() != c.Key {
+		return Captured{}, fmt.Errorf("faultproxy: WithRequest: a %s for a captured key %d request", kmsg.NameForKey(req.Key()), c.Key)
+	}
+	c.Request.SetVersion(c.Version)
+	old := c.Request.AppendTo(nil)
+	if len(c.Frame) < 4+len(old) || !bytes.Equal(c.Frame[len(c.Frame)-len(old):], old) {
+		return Captured{}, fmt.Errorf("faultproxy: WithRequest: the captured body does not encode back to its frame")
+	}
+	header := c.Frame[4 : len(c.Frame)-len(old)]
+	req.SetVersion(c.Version)
+	frame := binary.BigEndian.AppendUint32(nil, 0)
+	frame = append(frame, header...)
+	frame = req.AppendTo(frame)
+	binary.BigEndian.PutUint32(frame, uint32(len(frame)-4))
+	c.Frame, c.Request, c.DecodeErr = frame, req, nil
+	return c, nil
 }
