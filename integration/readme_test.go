@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/txncoord/txncoord/internal/freeport"
 )
 
 // quickstartCommands returns the shell commands of the README's Quickstart
@@ -206,7 +209,11 @@ func copyTracked(t *testing.T, root, dir string) {
 // TestReadmeQuickstart follows the README's quickstart literally in a copy
 // of the tracked tree: `make run` must print the ready line, and every
 // other command it lists (except `make test`, which is this suite) must
-// exit 0 against it.
+// exit 0 against it. It runs on ports of its own, chosen the way the
+// README lets a user choose them (TXNCOORD_LISTEN, TXNCOORD_ADMIN_LISTEN
+// and, for the admin commands, TXNCOORD_ADMIN), so another program on
+// 9092-9095 or 9644 (a developer's `make run`) does not fail it; the
+// README's ready line must then name those ports in place of the defaults.
 func TestReadmeQuickstart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the quickstart test builds and runs the binary")
@@ -226,8 +233,21 @@ func TestReadmeQuickstart(t *testing.T) {
 	dir := t.TempDir()
 	copyTracked(t, root, dir)
 
+	base, err := freeport.Run(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen, adminListen := fmt.Sprintf("127.0.0.1:%d", base), freeAddr(t)
+	env := append(os.Environ(), "TXNCOORD_LISTEN="+listen, "TXNCOORD_ADMIN_LISTEN="+adminListen, "TXNCOORD_ADMIN=http://"+adminListen)
+	const readmeReady = "txncoord ready bootstrap=127.0.0.1:9092 admin=http://127.0.0.1:9644"
+	if !strings.Contains(string(readme), readmeReady) {
+		t.Fatalf("the README's quickstart does not show the ready line %q", readmeReady)
+	}
+	wantReady := strings.NewReplacer("127.0.0.1:9092", listen, "127.0.0.1:9644", adminListen).Replace(readmeReady)
+
 	run := exec.Command("make", "run")
 	run.Dir = dir
+	run.Env = env
 	run.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := run.StdoutPipe()
 	if err != nil {
@@ -255,8 +275,8 @@ func TestReadmeQuickstart(t *testing.T) {
 	}()
 	select {
 	case line := <-ready:
-		if !strings.Contains(line, "bootstrap=127.0.0.1:9092") || !strings.Contains(line, "admin=http://127.0.0.1:9644") {
-			t.Fatalf("ready line %q does not match the README", line)
+		if line != wantReady {
+			t.Fatalf("ready line %q does not match the README's (with this test's ports): %q", line, wantReady)
 		}
 	case err := <-done:
 		t.Fatalf("make run exited before ready: %v\n%s", err, stderr.String())
@@ -267,6 +287,7 @@ func TestReadmeQuickstart(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		cmd := exec.CommandContext(ctx, "sh", "-c", c)
 		cmd.Dir = dir
+		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		cancel()
 		if err != nil {
