@@ -122,8 +122,41 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.ListTransactionsResponse)
 		resp.ErrorCode = code
 		return resp
+	case *kmsg.OffsetFetchRequest:
+		return offsetFetchError(r, code)
 	}
 	return nil
+}
+
+// offsetFetchError is Kafka's OffsetFetch answer of a group-level error:
+// per group from v8, the top-level error from v2 (no partitions), and for
+// v0/v1, which have no top-level error, each requested partition with the
+// error and offset -1, so no client reads an offset out of it.
+func offsetFetchError(r *kmsg.OffsetFetchRequest, code int16) *kmsg.OffsetFetchResponse {
+	resp := r.ResponseKind().(*kmsg.OffsetFetchResponse)
+	resp.SetVersion(r.GetVersion())
+	switch v := r.GetVersion(); {
+	case v >= 8:
+		for _, g := range r.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = g.Group, code
+			resp.Groups = append(resp.Groups, rg)
+		}
+	case v >= 2:
+		resp.ErrorCode = code
+	default:
+		for _, t := range r.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.ErrorCode = p, -1, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	return resp
 }
 
 // UnservedResponse answers a request for an API the node does not serve
@@ -153,7 +186,8 @@ func UnservedResponse(req kmsg.Request, code int16) kmsg.Response {
 // dst whose namesake in src is a list, adds one entry per src entry, with
 // the fields of the same name and type copied and errors mirrored in turn.
 // A list of strings in src (DescribeGroups' group ids) fills the first
-// string field of each dst entry.
+// string field of each dst entry, a list of int32 (partition numbers) its
+// Partition field.
 func mirrorErrors(src, dst reflect.Value, code int16) {
 	if f := dst.FieldByName("ErrorCode"); f.IsValid() && f.Kind() == reflect.Int16 {
 		f.SetInt(int64(code))
@@ -174,7 +208,16 @@ func mirrorErrors(src, dst reflect.Value, code int16) {
 		out := reflect.MakeSlice(df.Type(), sf.Len(), sf.Len())
 		for j := 0; j < sf.Len(); j++ {
 			se, de := sf.Index(j), out.Index(j)
+			// kmsg's defaults first (-1 for epochs and the like).
+			if def := de.Addr().MethodByName("Default"); def.IsValid() {
+				def.Call(nil)
+			}
 			switch se.Kind() {
+			case reflect.Int32: // a list of partition numbers
+				if f := de.FieldByName("Partition"); f.IsValid() && f.Kind() == reflect.Int32 {
+					f.SetInt(se.Int())
+				}
+				mirrorErrors(reflect.Value{}, de, code)
 			case reflect.Struct:
 				for k := 0; k < de.NumField(); k++ {
 					fname := de.Type().Field(k).Name

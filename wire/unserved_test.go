@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
 )
 
 // A request for an API the node does not serve (not advertised) is
@@ -101,5 +103,77 @@ func TestUnservedAPIRealClient(t *testing.T) {
 	c := dialRaw(t, node.Addr)
 	if resp := c.roundTrip(req, 1).(*kmsg.DescribeACLsResponse); resp.ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("DescribeACLs: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+}
+
+// TestUnservedOffsetFetch: a node that is not the group coordinator
+// answers OffsetFetch with the error at the level each version reads it,
+// and never an offset: v0/v1 per requested partition (offset -1), v2-v7
+// at the top, v8+ per group.
+func TestUnservedOffsetFetch(t *testing.T) {
+	code := kerr.NotCoordinator.Code
+	for _, v := range []int16{0, 1, 5, 9} {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(v)
+		if v < 8 {
+			req.Group = "g"
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic, rt.Partitions = "t", []int32{3, 7}
+			req.Topics = append(req.Topics, rt)
+		} else {
+			rg := kmsg.NewOffsetFetchRequestGroup()
+			rg.Group = "g"
+			rt := kmsg.NewOffsetFetchRequestGroupTopic()
+			rt.Topic, rt.Partitions = "t", []int32{3, 7}
+			rg.Topics = append(rg.Topics, rt)
+			req.Groups = append(req.Groups, rg)
+		}
+		resp := wire.UnservedResponse(req, code).(*kmsg.OffsetFetchResponse)
+		switch {
+		case v >= 8:
+			if len(resp.Groups) != 1 || resp.Groups[0].Group != "g" || resp.Groups[0].ErrorCode != code || len(resp.Groups[0].Topics) != 0 {
+				t.Errorf("v%d: %+v, want group g with NOT_COORDINATOR and no topics", v, resp.Groups)
+			}
+		case v >= 2:
+			if resp.ErrorCode != code || len(resp.Topics) != 0 {
+				t.Errorf("v%d: error %d, topics %+v; want the top-level NOT_COORDINATOR and no topics", v, resp.ErrorCode, resp.Topics)
+			}
+		default:
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 2 {
+				t.Fatalf("v%d: topics %+v, want t with partitions 3 and 7", v, resp.Topics)
+			}
+			for i, p := range resp.Topics[0].Partitions {
+				if p.Partition != []int32{3, 7}[i] || p.Offset != -1 || p.ErrorCode != code {
+					t.Errorf("v%d: partition %+v, want %d at offset -1 with NOT_COORDINATOR", v, p, []int32{3, 7}[i])
+				}
+			}
+		}
+	}
+}
+
+// TestUnservedMirrorsPartitionNumbers: a request whose partitions are a
+// list of numbers is answered one entry per number, with the number, the
+// error and kmsg's defaults elsewhere (Lag -1).
+func TestUnservedMirrorsPartitionNumbers(t *testing.T) {
+	req := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	req.SetVersion(1)
+	rg := kmsg.NewDescribeShareGroupOffsetsRequestGroup()
+	rg.GroupID = "g"
+	rt := kmsg.NewDescribeShareGroupOffsetsRequestGroupTopic()
+	rt.Topic, rt.Partitions = "t", []int32{2, 5}
+	rg.Topics = append(rg.Topics, rt)
+	req.Groups = append(req.Groups, rg)
+	resp := wire.UnservedResponse(req, kerr.NotCoordinator.Code).(*kmsg.DescribeShareGroupOffsetsResponse)
+	if len(resp.Groups) != 1 || resp.Groups[0].GroupID != "g" || len(resp.Groups[0].Topics) != 1 {
+		t.Fatalf("answered %+v", resp)
+	}
+	ps := resp.Groups[0].Topics[0].Partitions
+	if len(ps) != 2 {
+		t.Fatalf("partitions %+v, want 2 and 5", ps)
+	}
+	for i, p := range ps {
+		if p.Partition != []int32{2, 5}[i] || p.ErrorCode != kerr.NotCoordinator.Code || p.Lag != -1 {
+			t.Errorf("partition %+v, want %d with NOT_COORDINATOR and lag -1", p, []int32{2, 5}[i])
+		}
 	}
 }
