@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/topicconfig"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -72,6 +73,9 @@ type View struct {
 	topics  map[string]Topic
 	byID    map[[16]byte]string
 	configs map[string]map[string]string // a topic's explicit configs (none: absent)
+	// values are the configs of configs resolved (topicconfig.Resolve),
+	// what a leader enforces at each produce; absent: the defaults.
+	values map[string]topicconfig.Values
 
 	creator   atomic.Pointer[func(string) (Topic, error)]
 	groupHook atomic.Pointer[func() (Node, bool)]
@@ -83,7 +87,8 @@ type View struct {
 
 // NewView builds the view of a validated file.
 func NewView(f *File) *View {
-	v := &View{file: f, topics: map[string]Topic{}, byID: map[[16]byte]string{}, configs: map[string]map[string]string{}}
+	v := &View{file: f, topics: map[string]Topic{}, byID: map[[16]byte]string{}, configs: map[string]map[string]string{},
+		values: map[string]topicconfig.Values{}}
 	for name, n := range f.Topics {
 		v.addLocked(name, n)
 	}
@@ -388,8 +393,10 @@ func (v *View) SetTopic(t Topic, configs map[string]string) {
 	v.byID[t.ID] = t.Name
 	if len(configs) > 0 {
 		v.configs[t.Name] = maps.Clone(configs)
+		v.values[t.Name] = topicconfig.Resolve(configs, nil)
 	} else {
 		delete(v.configs, t.Name)
+		delete(v.values, t.Name)
 	}
 	v.mu.Unlock()
 }
@@ -406,6 +413,7 @@ func (v *View) RemoveTopic(name string) bool {
 	delete(v.topics, name)
 	delete(v.byID, t.ID)
 	delete(v.configs, name)
+	delete(v.values, name)
 	v.mu.Unlock()
 	v.removed(t)
 	return true
@@ -417,6 +425,22 @@ func (v *View) TopicConfigs(name string) map[string]string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return maps.Clone(v.configs[name])
+}
+
+// defaultValues are the resolved configs of a topic with none of its own.
+var defaultValues = topicconfig.Resolve(nil, nil)
+
+// TopicValues is a topic's configs resolved against Kafka's defaults
+// (topicconfig.Resolve with no broker settings), computed when they were
+// set: what a leader reads at every produce.
+func (v *View) TopicValues(name string) topicconfig.Values {
+	v.mu.RLock()
+	vals, ok := v.values[name]
+	v.mu.RUnlock()
+	if !ok {
+		return defaultValues
+	}
+	return vals
 }
 
 // Topics returns every known topic, sorted by name.

@@ -334,3 +334,27 @@ func TestLiveBrokers(t *testing.T) {
 		t.Fatalf("hook cannot tell: brokers %v", got)
 	}
 }
+
+// TestTopicValues: a topic's resolved configs follow SetTopic and
+// RemoveTopic (resolved once, read at every produce).
+func TestTopicValues(t *testing.T) {
+	v := NewView(&File{ClusterID: "c", Coordinator: &Node{NodeID: 0, Addr: "a:1", KafkaVersion: "4.2"},
+		Leaders: []Node{{NodeID: 1, Addr: "a:2", KafkaVersion: "4.2"}}, DefaultPartitions: 1})
+	def := v.TopicValues("t")
+	if def.MaxMessageBytes != 1048588 || !def.Delete {
+		t.Fatalf("defaults %+v, want Kafka's max.message.bytes 1048588 and cleanup.policy delete", def)
+	}
+	v.SetTopic(Topic{Name: "t", Partitions: 1}, map[string]string{"max.message.bytes": "100", "message.timestamp.type": "LogAppendTime"})
+	if got := v.TopicValues("t"); got.MaxMessageBytes != 100 || !got.LogAppendTime {
+		t.Fatalf("after SetTopic: %+v", got)
+	}
+	v.SetTopic(Topic{Name: "t", Partitions: 2}, nil)
+	if got := v.TopicValues("t"); got != def {
+		t.Fatalf("after SetTopic without configs: %+v, want the defaults", got)
+	}
+	v.SetTopic(Topic{Name: "t", Partitions: 2}, map[string]string{"max.message.bytes": "7"})
+	v.RemoveTopic("t")
+	if got := v.TopicValues("t"); got != def {
+		t.Fatalf("after RemoveTopic: %+v, want the defaults", got)
+	}
+}

@@ -38,7 +38,7 @@ const attrLogAppendTime = 0x08
 // broker defaults are Kafka's: txncoord has no setting for them but
 // --retention-bytes, which applies on its own (retain).
 func (l *Leader) topicValues(topic string) topicconfig.Values {
-	return topicconfig.Resolve(l.cfg.View.TopicConfigs(topic), nil)
+	return l.cfg.View.TopicValues(topic)
 }
 
 // applyTopicConfigs checks a validated produce partition against its
