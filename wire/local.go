@@ -121,8 +121,9 @@ func (c *LocalClient) WithClientID(id string) *LocalClient {
 // connection would decode it: encoded at that version and decoded into a
 // value of its own, so fields the version cannot carry (WriteTxnMarkers'
 // TransactionVersion below v2) are dropped as over TCP, and the caller's
-// value is never shared. ApiVersions is still answered at a version chosen
-// here.
+// value is never shared (for WriteTxnMarkers the decode is a typed copy,
+// atVersion: no bytes on the commit path). ApiVersions is still answered
+// at a version chosen here.
 func (c *LocalClient) AtCallerVersion() *LocalClient {
 	cp := *c
 	cp.callerVersion = true
@@ -166,6 +167,26 @@ func CallerDone(ctx context.Context) <-chan struct{} {
 
 // callerDoneKey is the context key of CallerDone, answered by callerValues.
 type callerDoneKey struct{}
+
+// atVersion is req as a connection would decode it at version, built
+// without the codec, for the requests of the commit path (the marker
+// sender's WriteTxnMarkers): a copy of the caller's value with the fields
+// version cannot carry at their defaults. Nil for every other request,
+// which goes through an encode and a decode instead.
+func atVersion(req kmsg.Request, version int16) kmsg.Request {
+	switch r := req.(type) {
+	case *kmsg.WriteTxnMarkersRequest:
+		cp := *r
+		cp.Markers = slices.Clone(r.Markers)
+		if version < 2 { // TransactionVersion is v2+, ignorable: 0 below
+			for i := range cp.Markers {
+				cp.Markers[i].TransactionVersion = 0
+			}
+		}
+		return &cp
+	}
+	return nil
+}
 
 // ApiVersions asks the server which versions it supports, as
 // Client.ApiVersions does over a connection.
@@ -216,11 +237,15 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 				Msg("in-process request refused: unsupported request")
 			return nil, fmt.Errorf("%w: %s v%d, v%d-v%d advertised", ErrUnsupportedVersion, kmsg.NameForKey(key), version, rng[0], rng[1])
 		}
-		decoded, err := decodeBody(header{key: key, version: version}, req.AppendTo(nil))
-		if err != nil {
-			return nil, fmt.Errorf("wire: in-process %s v%d: %w", kmsg.NameForKey(key), version, err)
+		if narrowed := atVersion(req, version); narrowed != nil {
+			req = narrowed
+		} else {
+			decoded, err := decodeBody(header{key: key, version: version}, req.AppendTo(nil))
+			if err != nil {
+				return nil, fmt.Errorf("wire: in-process %s v%d: %w", kmsg.NameForKey(key), version, err)
+			}
+			req = decoded
 		}
-		req = decoded
 	}
 	if version < rng[0] {
 		return nil, fmt.Errorf("%w: %s v%d-v%d advertised, kmsg speaks up to v%d", ErrNotAdvertised, kmsg.NameForKey(key), rng[0], rng[1], req.MaxVersion())
