@@ -19,9 +19,10 @@
 //
 // Because the log is ordered, "B is durable only if A is" needs no
 // bookkeeping: if A was appended before B, B's group commit is A's or a
-// later one. A component in the same process may therefore answer an
-// in-process caller as soon as its record is appended: whatever the
-// caller appends next, and waits for, carries it.
+// later one. A component in the same process may therefore answer a
+// caller appending to the same store as soon as its record is appended
+// (durable.Shares of the caller's log, wire.Request.CallerLog, and the
+// store): whatever the caller appends next, and waits for, carries it.
 //
 // Failures stop the process's writes (fail-stop): the first failed log
 // write or fdatasync, or a failed bbolt apply, fails every waiter and every

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.etcd.io/bbolt"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/wal"
 )
 
@@ -527,6 +528,14 @@ func (st *Store) Durable() wal.Pos { return st.wal.Durable() }
 func (st *Store) WaitDurable(ctx context.Context, p wal.Pos) error {
 	return st.wal.WaitDurable(ctx, p)
 }
+
+// OnDurable calls fn once p is durable, or failed (wal.Log.OnDurable).
+func (st *Store) OnDurable(p wal.Pos, fn func(error)) { st.wal.OnDurable(p, fn) }
+
+// The process log is the durability of every space of the store: a
+// component compares a caller's log with it (durable.Shares) to answer at
+// append.
+var _ durable.Log = (*Store)(nil)
 
 // Stats returns the store's counters.
 func (st *Store) Stats() Stats {

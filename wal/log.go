@@ -13,11 +13,15 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/txncoord/txncoord/durable"
 )
 
 // Pos is the index of a record: the first record ever appended is 1; 0
-// means "nothing".
-type Pos uint64
+// means "nothing". It is durable.Pos: a Log is a durable.Log.
+type Pos = durable.Pos
+
+var _ durable.Log = (*Log)(nil)
 
 // Options configures a Log.
 type Options struct {
