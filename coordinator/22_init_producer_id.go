@@ -79,7 +79,7 @@ func (c *Coordinator) handleInitProducerID(_ context.Context, r *wire.Request) w
 		c.counters.fenceAborts.Add(1)
 		r.Logger().Info().Str("txn_id", id).Msg("InitProducerId fenced an ongoing transaction")
 	}
-	return func() (kmsg.Response, error) { return answer(d.wait()) }
+	return func() (kmsg.Response, error) { return answer(d.wait(c.ctx)) }
 }
 
 func errResp(resp *kmsg.InitProducerIDResponse, code int16) *kmsg.InitProducerIDResponse {

@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
@@ -73,7 +74,7 @@ func (pr *partitionResult) code(tp txnlog.TopicPartition, version int16) int16 {
 		}
 		return kerr.OperationNotAttempted.Code
 	}
-	o := pr.d.now() // an in-process registration is answered before its write ends
+	o := pr.d.peek() // a caller on the same log is answered before its write is durable
 	code := o.Err
 	if code == 0 && o.PartitionErrs != nil {
 		code = o.PartitionErrs[tp]
@@ -158,10 +159,10 @@ func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func
 	defer deadline.Stop()
 	for {
 		d := decisionOf(v)
-		if d != nil && appended && d.decided == 0 {
+		if d != nil && appended && d.Err == 0 {
 			return v
 		}
-		if d == nil || d.wait().Err != kerr.ConcurrentTransactions.Code || d.changed == nil {
+		if d == nil || d.wait(c.ctx).Err != kerr.ConcurrentTransactions.Code || d.changed == nil {
 			return v
 		}
 		select {
@@ -282,11 +283,11 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 	// transaction while the previous one's markers are still being
 	// written: it holds data at the bumped epoch back until the marker.
 	overlap := r.ClientID != nil && *r.ClientID == cluster.LeaderClientID
-	// An in-process leader shares the process log: it gets its accepted
-	// registrations once appended, and its data, appended after them, is
-	// durable only with them, so the registration and the data share one
-	// group commit instead of two.
-	inProcess := r.InProcess() && !c.cfg.OwnLog
+	// A leader appending to the transaction log's own log (`txncoord up`)
+	// gets its accepted registrations once appended: its data, appended
+	// after them, is durable only with them, so the registration and the
+	// data share one group commit instead of two.
+	inProcess := durable.Shares(r.CallerLog(), c.storeLog)
 	results := make([]*partitionResult, len(req.Transactions))
 	retries := make([]func() *partitionResult, len(req.Transactions))
 	ids := make([]string, len(req.Transactions))

@@ -58,7 +58,7 @@ func (c *Coordinator) handleAddOffsetsToTxn(_ context.Context, r *wire.Request) 
 		}, now)
 	})
 	return func() (kmsg.Response, error) {
-		resp.ErrorCode = oldFenced(d.wait().Err, req.Version, 2)
+		resp.ErrorCode = oldFenced(d.wait(c.ctx).Err, req.Version, 2)
 		return resp, nil
 	}
 }

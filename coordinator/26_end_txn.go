@@ -6,8 +6,9 @@ package coordinator
 //   - v0–v4 are TV1 (client TV 0), v5 is TV2 (client TV 2): the core's
 //     retry tables (txncore.EndTxn, reference §3).
 //   - the answer is sent only after the Prepare* record is durable
-//     (invariant 1); the markers are handed to the marker sender after
-//     that, with the coordinator epoch.
+//     (invariant 1); the markers are handed to the marker sender when the
+//     Prepare is decided, with its position and the coordinator epoch, and
+//     reach a leader elsewhere only once it is durable.
 //   - TV2 bumps the epoch at Prepare; at epoch 32766 it reserves a new
 //     producer id, which Complete* moves to (the client gets (new id, 0)).
 //
@@ -55,7 +56,7 @@ func (c *Coordinator) handleEndTxn(ctx context.Context, r *wire.Request) wire.Re
 		// still being written): wait for it rather than make the client
 		// back off and retry.
 		d = settle(c, d, func(d *decision) *decision { return d }, decide, start.Add(maxConcurrentWait), false, wire.CallerDone(ctx))
-		o := d.wait()
+		o := d.wait(c.ctx)
 		resp.ErrorCode = oldFenced(o.Err, req.Version, 2)
 		resp.ProducerID, resp.ProducerEpoch = -1, -1
 		if o.Err == 0 && req.Version >= 5 {

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 )
@@ -93,8 +92,9 @@ func (c *Coordinator) snapshot() []snapshotRow {
 	rows := make([]snapshotRow, 0, len(entries))
 	for _, e := range entries {
 		e.mu.Lock()
+		e.settle(c.storeLog)
 		if e.md != nil && !e.deleted {
-			rows = append(rows, snapshotRow{md: e.md.Clone(), pending: e.pending, stuck: e.stuck})
+			rows = append(rows, snapshotRow{md: e.md.Clone(), pending: e.pending(), stuck: e.stuck})
 		}
 		e.mu.Unlock()
 	}
@@ -146,11 +146,12 @@ func (c *Coordinator) Describe(txnID string) (TxnDetail, bool) {
 		return TxnDetail{}, false
 	}
 	defer e.mu.Unlock()
+	e.settle(c.storeLog)
 	if e.md == nil {
 		return TxnDetail{}, false
 	}
 	d := DetailOf(e.md, c.epoch)
-	d.Pending, d.StuckReason = e.pending, e.stuck
+	d.Pending, d.StuckReason = e.pending(), e.stuck
 	return d, true
 }
 
@@ -254,32 +255,31 @@ func (c *Coordinator) AbortWith(ctx context.Context, txnID string, opts AbortOpt
 	// finds the transaction complete and is ignored.
 	var gaveUp []txnlog.TopicPartition
 	if complete && d.Err == 0 {
-		gaveUp = c.giveUpMarkers(txnID, markers)
+		gaveUp = c.giveUpMarkers(txnID)
 	}
-	select {
-	case <-d.done:
-	case <-ctx.Done():
-		return AbortResult{}, ctx.Err()
+	o := d.wait(ctx)
+	if err := ctx.Err(); err != nil {
+		return AbortResult{}, err
 	}
 	switch {
 	case missing:
 		return AbortResult{}, fmt.Errorf("transaction %q: %w", txnID, kerr.TransactionalIDNotFound)
-	case d.Err == kerr.ConcurrentTransactions.Code && state == txnlog.PrepareCommit.String():
+	case o.Err == kerr.ConcurrentTransactions.Code && state == txnlog.PrepareCommit.String():
 		why := "its markers are being delivered"
 		if stuck != "" {
 			why = "its markers are stuck: " + stuck
 		}
 		return AbortResult{}, fmt.Errorf("transaction %q is PrepareCommit (%s); a commit cannot be aborted: --force completes it as "+
 			"committed for the partitions that acknowledged and gives up on the others: %w", txnID, why, kerr.ConcurrentTransactions)
-	case d.Err == kerr.ConcurrentTransactions.Code && state == txnlog.PrepareAbort.String():
+	case o.Err == kerr.ConcurrentTransactions.Code && state == txnlog.PrepareAbort.String():
 		return AbortResult{}, fmt.Errorf("transaction %q is PrepareAbort, its markers are being delivered (not stuck): wait, "+
 			"or --force completes it as aborted and gives up on the partitions that have not acknowledged: %w", txnID, kerr.ConcurrentTransactions)
-	case d.Err == kerr.ConcurrentTransactions.Code && state != "":
+	case o.Err == kerr.ConcurrentTransactions.Code && state != "":
 		return AbortResult{}, fmt.Errorf("transaction %q is %s, already ending: %w", txnID, state, kerr.ConcurrentTransactions)
-	case d.Err == kerr.InvalidTxnState.Code:
+	case o.Err == kerr.InvalidTxnState.Code:
 		return AbortResult{}, fmt.Errorf("transaction %q is %s, not Ongoing: nothing to abort: %w", txnID, state, kerr.InvalidTxnState)
-	case d.Err != 0:
-		return AbortResult{}, fmt.Errorf("transaction %q: %w", txnID, kerr.ErrorForCode(d.Err))
+	case o.Err != 0:
+		return AbortResult{}, fmt.Errorf("transaction %q: %w", txnID, kerr.ErrorForCode(o.Err))
 	}
 	c.counters.operatorAborts.Add(1)
 	if !complete {
@@ -297,24 +297,13 @@ func (c *Coordinator) AbortWith(ctx context.Context, txnID string, opts AbortOpt
 }
 
 // giveUpMarkers stops the marker sender's delivery of txnID's markers and
-// returns the partitions that had not acknowledged (all of markers'
-// partitions when the sender cannot tell).
-func (c *Coordinator) giveUpMarkers(txnID string, markers *txncore.Markers) []txnlog.TopicPartition {
-	out := make([]txnlog.TopicPartition, 0, len(markers.Partitions))
-	if u, ok := c.cfg.Markers.(interface {
-		Undelivered(string) []markersender.TopicPartition
-	}); ok {
-		for _, tp := range u.Undelivered(txnID) {
-			out = append(out, txnlog.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
-		}
-	} else {
-		for _, tp := range markers.Partitions {
-			out = append(out, txnlog.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
-		}
+// returns the partitions that had not acknowledged.
+func (c *Coordinator) giveUpMarkers(txnID string) []txnlog.TopicPartition {
+	var out []txnlog.TopicPartition
+	for _, tp := range c.cfg.Markers.Undelivered(txnID) {
+		out = append(out, txnlog.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
 	}
-	if f, ok := c.cfg.Markers.(interface{ Forget(string) }); ok {
-		f.Forget(txnID)
-	}
+	c.cfg.Markers.Forget(txnID)
 	return out
 }
 

@@ -13,15 +13,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
 
-// MarkerQueue takes the markers of a transaction whose Prepare is durable;
+// MarkerQueue takes the markers of a transaction when its Prepare is
+// decided, with the position of the Prepare's write (markersender.Txn.At,
+// Pos), says which partitions have not acknowledged theirs, and drops them
+// when the coordinator gives them up or resigns them;
 // *markersender.Sender implements it.
-type MarkerQueue interface{ Enqueue(markersender.Txn) }
+type MarkerQueue interface {
+	Enqueue(markersender.Txn)
+	Undelivered(txnID string) []markersender.TopicPartition
+	Forget(txnID string)
+}
 
 // Config configures a Coordinator. Zero durations take the defaults.
 type Config struct {
@@ -30,13 +38,6 @@ type Config struct {
 	View         *cluster.View
 	Store        txnlog.Store
 	Markers      MarkerQueue
-	// EarlyMarkers hands a Prepare's markers to Markers as soon as the
-	// Prepare is queued in a Submitter store, gated by Txn.Durable, which
-	// Markers must honour (markersender does: only leaders that append to
-	// the same log get them early). `txncoord up` sets it: Prepare,
-	// markers and Complete then share one group commit. Otherwise the
-	// markers are enqueued once the Prepare is durable.
-	EarlyMarkers bool
 	Now          func() time.Time
 	// AbortScanInterval is how often timed-out transactions are aborted
 	// and idle ids expired (default 10 s, Kafka's).
@@ -47,25 +48,20 @@ type Config struct {
 	// MaxTransactionTimeout caps InitProducerId timeouts (default 15 min,
 	// transaction.max.timeout.ms); above it INVALID_TRANSACTION_TIMEOUT.
 	MaxTransactionTimeout time.Duration
-	// PIDBlockSize is how many producer ids one durable reservation
-	// covers (default 1000). Only the default source uses it.
+	// PIDBlockSize is how many producer ids one reservation covers
+	// (default 1000). Only the default pool uses it.
 	PIDBlockSize int64
-	// ProducerIDs, when set, hands out every producer id instead of the
-	// default allocator, and Open then writes no producer-id high-water
-	// mark to Store (only the coordinator epoch). With several
-	// coordinators ids come from etcd blocks (*txnetcd.ProducerIDs), and
-	// a txnetcd.PartitionStore refuses high-water writes: two members'
+	// ProducerIDs, when set, is the pool every producer id comes from
+	// instead of the default one, and Open then writes no producer-id
+	// high-water mark to Store (only the coordinator epoch). With several
+	// coordinators ids come from etcd blocks (one pool over
+	// *txnetcd.Store shared by a process's partitions), and a
+	// txnetcd.PartitionStore refuses high-water writes: two members'
 	// stores would hand out the same ids. Nil (the single coordinator):
-	// blocks reserved by raising Store's high-water mark, as always.
-	ProducerIDs ProducerIDSource
+	// blocks reserved by raising Store's high-water mark.
+	ProducerIDs *ProducerIDPool
 	Log         zerolog.Logger
 	Metrics     prometheus.Registerer // may be nil
-	// OwnLog: Store is not the process log (etcd, txnetcd): an in-process
-	// caller (a leader of `txncoord up`) is answered once durable, as any
-	// other, because its own writes go to the process log and are not
-	// ordered after this store's. False (the process log): it is
-	// answered once appended.
-	OwnLog bool
 	// EndTxnLatency, optional, is the EndTxn latency histogram to observe
 	// (NewEndTxnLatency): one shared by the coordinators of several
 	// partitions in a process (txnrouter), who register it themselves.
@@ -79,7 +75,9 @@ type Coordinator struct {
 	cfg   Config
 	epoch int32
 	log   zerolog.Logger
-	pids  ProducerIDSource
+	pids  *ProducerIDPool
+	// storeLog is cfg.Store's log: the positions of its writes.
+	storeLog durable.Log
 	// endTxnLatency is observed even without a registry (cheap), so
 	// handlers need no nil checks.
 	endTxnLatency *prometheus.HistogramVec
@@ -88,14 +86,10 @@ type Coordinator struct {
 	txns    map[string]*entry
 	closing bool
 
-	ctx    context.Context // cancelled by Close, after in-flight writes end
+	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
-	// submit is the store's one write path (idqueue.go); earlyMarkers is
-	// Config.EarlyMarkers with a store that has Submit.
-	submit       submitFunc
-	earlyMarkers bool
-	wg           sync.WaitGroup // transitions in flight and the scan loop
-	stop         chan struct{}
+	wg     sync.WaitGroup // background work and the scan loop
+	stop   chan struct{}
 
 	counters counters
 	// reg is the node's registry (Register): whether it serves
@@ -169,21 +163,22 @@ func Open(cfg Config) (*Coordinator, error) {
 		c.endTxnLatency = NewEndTxnLatency()
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	var native bool
-	c.submit, native = storeSubmit(c.ctx, cfg.Store)
-	c.earlyMarkers = cfg.EarlyMarkers && native
+	c.storeLog = cfg.Store.Log()
 	// The new epoch and the first pid block are durable before any marker
 	// or producer id uses them (invariant 3: the epoch strictly increases).
-	// With a source of its own the block is the source's business.
+	// With a pool of its own the blocks are the pool's business.
 	c.epoch = loaded.CoordinatorEpoch + 1
 	first := txnlog.Batch{CoordinatorEpoch: c.epoch}
 	if cfg.ProducerIDs != nil {
 		c.pids = cfg.ProducerIDs
 	} else {
-		a := &pidAllocator{store: cfg.Store, block: cfg.PIDBlockSize, next: loaded.ProducerIDHighWater, limit: loaded.ProducerIDHighWater + cfg.PIDBlockSize}
-		c.pids, first.ProducerIDHighWater = a, a.limit
+		hw := loaded.ProducerIDHighWater
+		first.ProducerIDHighWater = hw + cfg.PIDBlockSize
+		c.pids = NewProducerIDPool(&highWaterBlocks{store: cfg.Store, hw: first.ProducerIDHighWater}, cfg.PIDBlockSize)
+		c.pids.add(hw, first.ProducerIDHighWater)
 	}
-	if err := cfg.Store.Apply(c.ctx, first); err != nil {
+	if err := txnlog.Apply(c.ctx, cfg.Store, first); err != nil {
+		c.cancel()
 		return nil, fmt.Errorf("coordinator: persisting coordinator epoch: %w", err)
 	}
 	var resend []markersender.Txn
@@ -211,8 +206,8 @@ func (c *Coordinator) Epoch() int32 { return c.epoch }
 // the partitions' leaders through it).
 func (c *Coordinator) View() *cluster.View { return c.cfg.View }
 
-// Close stops the scan and waits for transitions in flight. It does not
-// close the store (the caller owns it).
+// Close stops the scan and waits for its background work. It does not
+// close the store (the caller owns it): writes submitted are the store's.
 func (c *Coordinator) Close() error {
 	c.mu.Lock()
 	if c.closing {
@@ -284,14 +279,8 @@ func (c *Coordinator) writeErrorCode(err error) int16 {
 	return c.storeErrorCode()
 }
 
-// storeFailed is the store's fail-stop error, nil while it writes (or when
-// the store cannot tell).
-func (c *Coordinator) storeFailed() error {
-	if f, ok := c.cfg.Store.(interface{ Err() error }); ok {
-		return f.Err()
-	}
-	return nil
-}
+// storeFailed is the store's fail-stop error, nil while it writes.
+func (c *Coordinator) storeFailed() error { return c.cfg.Store.Err() }
 
 // forget drops an entry from the map; e must be locked.
 func (c *Coordinator) forget(id string, e *entry) {
@@ -330,17 +319,15 @@ func (c *Coordinator) markersWritten(txn markersender.Txn) *decision {
 	}
 	now := c.nowMs()
 	wasPending := false
-	// Markers written by leaders of this process may not be durable yet:
-	// Complete is appended after them to the same log, so it is durable
-	// only if they are (invariant 2).
 	// Decided on the Prepare in flight, if any (speculate): the markers
-	// may have been written before the Prepare was durable (sendMarkers'
-	// Durable gate), and Complete, queued behind it, shares its commit.
+	// may have been written before the Prepare was durable (by leaders
+	// appending to the same log), and Complete, submitted behind it, is
+	// durable only with it and with them (invariant 2).
 	d := c.stepWith(txn.TransactionalID, false, true, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		wasPending = pending
 		return txncore.Complete(cur, pending, coreMarkers(txn), now)
 	})
-	if d.own == nil && wasPending && d.changed != nil {
+	if !d.own && wasPending && d.changed != nil {
 		// Another write of the id is still finishing: try again when it
 		// has, rather than leave the transaction in Prepare*.
 		c.background(func() {
@@ -352,23 +339,13 @@ func (c *Coordinator) markersWritten(txn markersender.Txn) *decision {
 		})
 		return nil
 	}
-	if d.own == nil { // not d.Persist: a failing write may already be rewriting d.Outcome
+	if !d.own {
 		c.log.Warn().Str("txn_id", txn.TransactionalID).Int64("pid", txn.ProducerID).Int16("epoch", txn.ProducerEpoch).Msg("markers written for a transaction not in that Prepare state: ignored")
 		return nil
 	}
+	// A Complete that fails is not retried: its log stopped (a restart,
+	// or the partition's next owner, resends the Prepare's markers).
 	c.counters.completions.Add(1)
-	// A failed Complete write is retried, or the transaction would sit in
-	// Prepare* until the next restart.
-	c.background(func() {
-		if d.wait().Err == 0 || c.storeFailed() != nil {
-			return // done, or nothing is written until a restart, which resends the markers
-		}
-		select {
-		case <-c.stop:
-		case <-time.After(time.Second):
-			c.MarkersWritten(txn)
-		}
-	})
 	return d
 }
 
@@ -441,7 +418,8 @@ func (c *Coordinator) scan() {
 	for _, ie := range entries {
 		id, e := ie.id, ie.e
 		e.mu.Lock()
-		if e.md != nil && !e.pending && (txncore.TimedOut(e.md, now) || txncore.Expired(e.md, false, now, idle)) {
+		e.settle(c.storeLog)
+		if e.md != nil && !e.pending() && (txncore.TimedOut(e.md, now) || txncore.Expired(e.md, false, now, idle)) {
 			ids = append(ids, id)
 		}
 		e.mu.Unlock()
@@ -471,34 +449,22 @@ func (c *Coordinator) scan() {
 	}
 }
 
-// ProducerIDSource hands out producer ids. NextID must never return an id
-// it (or any source sharing its counter) returned before, across restarts
-// too; an error fails the request that needed the id (a store error code).
-// *txnetcd.ProducerIDs has this shape.
-type ProducerIDSource interface {
-	NextID(ctx context.Context) (int64, error)
+// highWaterBlocks reserves producer-id blocks by raising the store's
+// high-water mark (the single coordinator): an id is handed out only below
+// a durable mark, so a restart never reuses one.
+type highWaterBlocks struct {
+	store txnlog.Store
+	mu    sync.Mutex
+	hw    int64 // the mark reserved so far
 }
 
-// pidAllocator is the default ProducerIDSource: it hands out producer ids
-// from blocks whose end is durable in the store (its high-water mark)
-// before any id of the block is used, so a restart never reuses an id.
-type pidAllocator struct {
-	mu          sync.Mutex
-	store       txnlog.Store
-	block       int64
-	next, limit int64
-}
-
-func (a *pidAllocator) NextID(ctx context.Context) (int64, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.next >= a.limit {
-		if err := a.store.Apply(ctx, txnlog.Batch{ProducerIDHighWater: a.limit + a.block}); err != nil {
-			return -1, err
-		}
-		a.limit += a.block
+func (b *highWaterBlocks) Reserve(ctx context.Context, n int64) (int64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := txnlog.Apply(ctx, b.store, txnlog.Batch{ProducerIDHighWater: b.hw + n}); err != nil {
+		return 0, err
 	}
-	id := a.next
-	a.next++
-	return id, nil
+	first := b.hw
+	b.hw += n
+	return first, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,36 +17,20 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-// gatedStore holds every Apply of a transaction record until released, to
-// observe what happens before a write is durable.
-type gatedStore struct {
-	*txnlog.MemoryStore
-	hold    atomic.Bool
-	gate    chan struct{}
-	waiting atomic.Int32
-}
-
-func (g *gatedStore) Apply(ctx context.Context, b txnlog.Batch) error {
-	if len(b.Puts) > 0 && g.hold.Load() {
-		g.waiting.Add(1)
-		<-g.gate
-	}
-	return g.MemoryStore.Apply(ctx, b)
-}
-
 // Invariant 1: EndTxn is answered only after Prepare is durable, and the
-// markers go out only after that too.
+// markers reach a leader elsewhere only after that too.
 func TestEndTxnAnsweredAfterPrepareDurable(t *testing.T) {
-	g := &gatedStore{MemoryStore: txnlog.NewMemory(), gate: make(chan struct{})}
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(g.gate) }) }
-	c, fm := openTest(t, testView("127.0.0.1:1"), g, false)
+	s := newObservedStore()
+	c, fm := openTest(t, testView("127.0.0.1:1"), s, false)
 	pid, epoch := initPID(t, c, "t")
 	if code := addPartitionsV3(c, "t", pid, epoch, "orders", 0); code != 0 {
 		t.Fatal(code)
 	}
-	g.hold.Store(true) // from now on, writes wait for release
-	t.Cleanup(release) // runs before the coordinator's Close
+	waitFor(t, "the registration durable", func() bool { d, _ := c.Describe("t"); return !d.Pending })
+	for len(s.submitted) > 0 {
+		<-s.submitted
+	}
+	s.Hold() // from now on, writes are durable only when released
 	req := kmsg.NewPtrEndTxnRequest()
 	req.SetVersion(5)
 	req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = "t", pid, epoch, true
@@ -57,20 +40,22 @@ func TestEndTxnAnsweredAfterPrepareDurable(t *testing.T) {
 		resp, _ := reply()
 		answered <- resp.(*kmsg.EndTxnResponse)
 	}()
-	waitFor(t, "the Prepare write to start", func() bool { return g.waiting.Load() == 1 })
+	if b := <-s.submitted; len(b.Puts) != 1 || b.Puts[0].State != txnlog.PrepareCommit {
+		t.Fatalf("submitted %+v, want the PrepareCommit", b)
+	}
 	select {
 	case <-answered:
 		t.Fatal("EndTxn answered before its Prepare was durable")
-	default:
+	case <-time.After(50 * time.Millisecond):
 	}
 	if len(fm.snapshot()) != 0 {
-		t.Fatal("markers enqueued before Prepare was durable")
+		t.Fatal("markers delivered before Prepare was durable")
 	}
 	// Meanwhile the id is pending: a concurrent EndTxn retry gets 51.
 	if r := endTxn(c, 5, "t", pid, epoch, true); r.ErrorCode != kerr.ConcurrentTransactions.Code {
 		t.Fatalf("EndTxn during the write: %d, want 51", r.ErrorCode)
 	}
-	release()
+	s.Release(1)
 	resp := <-answered
 	if resp.ErrorCode != 0 || resp.ProducerEpoch != epoch+1 || resp.ProducerID != pid {
 		t.Fatalf("EndTxn v5: %+v, want (pid %d, epoch %d)", resp, pid, epoch+1)
@@ -80,34 +65,58 @@ func TestEndTxnAnsweredAfterPrepareDurable(t *testing.T) {
 	if m.ProducerEpoch != epoch+1 || m.TransactionVersion != 2 || !m.Commit || m.CoordinatorEpoch != c.Epoch() {
 		t.Fatalf("markers %+v", m)
 	}
-	d := waitState(t, c, "t", txnlog.PrepareCommit)
+	waitState(t, c, "t", txnlog.PrepareCommit)
+	s.Resume()
 	c.MarkersWritten(m)
 	waitState(t, c, "t", txnlog.CompleteCommit)
-	_ = d
 }
 
-func TestStoreFailureAnswersCoordinatorNotAvailable(t *testing.T) {
-	mem := txnlog.NewMemory()
-	c, fm := openTest(t, testView("127.0.0.1:1"), mem, false)
-	pid, epoch := initPID(t, c, "t")
-	if code := addPartitionsV3(c, "t", pid, epoch, "orders", 1); code != 0 {
-		t.Fatal(code)
-	}
-	mem.SetFailure(errors.New("disk on fire"))
-	if r := endTxn(c, 4, "t", pid, epoch, true); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
-		t.Fatalf("EndTxn with a failing store: %d", r.ErrorCode)
-	}
-	if d, _ := c.Describe("t"); d.State != "Ongoing" || d.Pending {
-		t.Fatalf("state after a failed write: %+v", d)
-	}
-	if len(fm.snapshot()) != 0 {
-		t.Fatal("markers sent for a Prepare that was never durable")
-	}
-	mem.SetFailure(nil)
-	if r := endTxn(c, 4, "t", pid, epoch, true); r.ErrorCode != 0 {
-		t.Fatalf("EndTxn retry: %d", r.ErrorCode)
+// A write that fails leaves the transaction as it was durably, sends no
+// marker, and is answered KAFKA_STORAGE_ERROR when the store stopped for
+// good (the process log after a failed fsync: nothing is written until a
+// restart), COORDINATOR_NOT_AVAILABLE when only its log failed (an etcd
+// partition store being replaced: the client retries and finds the
+// coordinator again).
+func TestStoreFailureAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stopped bool
+		want    int16
+	}{
+		{"store stopped", true, kerr.KafkaStorageError.Code},
+		{"log failed", false, kerr.CoordinatorNotAvailable.Code},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := txnlog.NewMemory()
+			var store txnlog.Store = mem
+			if !tc.stopped {
+				store = replacedStore{mem}
+			}
+			c, fm := openTest(t, testView("127.0.0.1:1"), store, false)
+			pid, epoch := initPID(t, c, "t")
+			if code := addPartitionsV3(c, "t", pid, epoch, "orders", 1); code != 0 {
+				t.Fatal(code)
+			}
+			waitFor(t, "the registration durable", func() bool { d, _ := c.Describe("t"); return !d.Pending })
+			mem.Fail(errors.New("disk on fire"))
+			if r := endTxn(c, 4, "t", pid, epoch, true); r.ErrorCode != tc.want {
+				t.Fatalf("EndTxn with a failed store: %d, want %d", r.ErrorCode, tc.want)
+			}
+			if d, _ := c.Describe("t"); d.State != "Ongoing" || d.Pending {
+				t.Fatalf("state after a failed write: %+v", d)
+			}
+			if len(fm.snapshot()) != 0 {
+				t.Fatal("markers sent for a Prepare that was never durable")
+			}
+		})
 	}
 }
+
+// replacedStore is a store whose log fails without the store stopping for
+// good, as an etcd partition store's does when it is fenced out.
+type replacedStore struct{ *txnlog.MemoryStore }
+
+func (replacedStore) Err() error { return nil }
 
 type fakeClock struct {
 	mu  sync.Mutex

@@ -36,7 +36,9 @@ func TestMain(m *testing.M) {
 // stay between Prepare and Complete until the process dies.
 type neverMarkers struct{}
 
-func (neverMarkers) Enqueue(markersender.Txn) {}
+func (neverMarkers) Enqueue(markersender.Txn)                         {}
+func (neverMarkers) Undelivered(string) []markersender.TopicPartition { return nil }
+func (neverMarkers) Forget(string)                                    {}
 
 // runChildCoordinator serves a bbolt-backed coordinator on a free port,
 // prints "ready addr=ADDR epoch=N" and runs until killed.

@@ -5,14 +5,28 @@
 //
 // Given the stored metadata of a transactional id, a request and now, the
 // core (txncore) returns the metadata to persist, the response, and the
-// markers to send. The handlers wire it to the txnlog store and the marker
-// sender, in this order: persist (fsync) → answer → hand the markers over.
-// Requests for one id are serialized by a per-id lock; while an id's write
-// is in flight its other requests get CONCURRENT_TRANSACTIONS where Kafka
-// does; different ids write concurrently and share group commits.
-// An id's writes go through its queue (idqueue.go): submitted in decision
-// order, ended in that order, pipelined requests decided on the state the
-// last one writes; testdata/idqueue*.txt replays it write by write.
+// markers to send. The handlers submit the record to the store (txnlog),
+// which gives it a position in its log, and the ordering duties are kept
+// by positions (idqueue.go states them where they are enforced):
+//   - an answer that acknowledges a write is given once the log is durable
+//     up to its position (invariant 1), except to a caller that appends to
+//     the same log (durable.Shares with wire.Request.CallerLog: a leader
+//     of `txncoord up`), whose own next write is durable only with it;
+//   - a Prepare's markers are handed to the marker sender when the Prepare
+//     is decided, with its position: a leader appending to the same log
+//     may have them at once (it writes them after the Prepare), any other
+//     leader only once the position is durable; a Prepare whose write
+//     fails has no markers;
+//   - Complete* is decided once every marker is written and submitted
+//     behind the Prepare, in the same log.
+//
+// Requests for one id are serialized by a per-id lock, under which its
+// writes are submitted, so they enter the log in decision order; while an
+// id's write is in flight its other requests get CONCURRENT_TRANSACTIONS
+// where Kafka does, except the pipelined ones (a leader's registration,
+// EndTxn, the markers' completion), decided on the state the last write in
+// flight puts; different ids write concurrently and share group commits.
+// testdata/idqueue*.txt replays it write by write.
 //
 // Beyond Kafka: a txncoord leader's registration (AddPartitionsToTxn v4+)
 // of a TV2 producer's next transaction is accepted while the previous
@@ -20,24 +34,26 @@
 // transaction as Completing until they are, and the id's next EndTxn, abort
 // or InitProducerId waits for it (txncore.Completion, txncore/testdata/overlap_tv2.txt).
 //
-// In `txncoord up`, where the transaction log and the leaders append to one
-// process log (package storage): an in-process leader's accepted
-// registration is answered once appended (wire.Request.InProcess), and its
-// data, appended after it, is durable only with it; the Complete record is
-// appended after the leaders' marker writes, so it is durable only with
-// them. The order of the log is the whole protocol.
+// In `txncoord up` the transaction log and the leaders append to one
+// process log: a leader's accepted registration is answered once
+// submitted, and its data, appended after it, is durable only with it; the
+// Complete record is appended after the leaders' marker writes, so it is
+// durable only with them. The order of the log is the whole protocol.
 //
-// Producer ids come from blocks whose end is durable before any id of the
-// block is handed out (the store's high-water mark, or Config.ProducerIDs,
-// for example etcd blocks with several coordinators). The coordinator epoch
-// is bumped and persisted at every Open, before the markers of Prepare*
-// transactions are resent; over a txnetcd.PartitionStore the bump is the
-// partition's acquisition and its write is a fence check.
+// Producer ids come from blocks reserved ahead (ProducerIDPool): a core
+// step takes one without I/O; the next block is reserved in the
+// background when half of the one in hand is used (a durable high-water
+// mark in the store, or etcd blocks with several coordinators). The
+// coordinator epoch is bumped and persisted at every Open, before the
+// markers of Prepare* transactions are resent; over a
+// txnetcd.PartitionStore the bump is the partition's acquisition and its
+// write is a fence check.
 //
 // It must not touch bbolt or sockets directly.
 //
 // Main types: Coordinator (Open, Register, MarkersWritten/MarkersStuck,
-// List/Describe/Abort/AbortWith/Stats for the admin API), Config, MarkerQueue.
+// List/Describe/Abort/AbortWith/Stats for the admin API), Config,
+// MarkerQueue, ProducerIDPool and ProducerIDBlocks.
 //
 // Invariant 10: a transaction never contains a partition without a leader
 // that applies markers (noLeader: __consumer_offsets needs a group

@@ -71,7 +71,7 @@ func openEtcdPartition(t *testing.T, st *txnetcd.Store, cfg ownership.Config, p 
 	}
 	t.Cleanup(func() { ps.Close() })
 	ep := &etcdPartition{member: m, store: ps, fm: &fakeMarkers{complete: true}, log: &lockedBuffer{}}
-	ep.c, err = Open(Config{View: testView("127.0.0.1:1"), Store: ps, ProducerIDs: st.ProducerIDs(10),
+	ep.c, err = Open(Config{View: testView("127.0.0.1:1"), Store: ps, ProducerIDs: NewProducerIDPool(st, 10),
 		Markers: ep.fm, KafkaVersion: "4.2", AbortScanInterval: time.Hour, Log: zerolog.New(ep.log)})
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func TestCoordinatorOverEtcdPartition(t *testing.T) {
 	if !strings.Contains(b.log.String(), txnetcd.ErrNotOwner.Error()) {
 		t.Fatalf("the zombie's log does not say why its writes failed:\n%s", b.log.String())
 	}
-	if err := b.store.Apply(t.Context(), txnlog.Batch{}); !errors.Is(err, txnetcd.ErrNotOwner) || !errors.Is(err, txnlog.ErrNotOwner) {
+	if err := txnlog.Apply(t.Context(), b.store, txnlog.Batch{}); !errors.Is(err, txnetcd.ErrNotOwner) || !errors.Is(err, txnlog.ErrNotOwner) {
 		t.Fatalf("zombie's fence check: %v, want ErrNotOwner", err)
 	}
 	// Nothing of the zombie's reached etcd: the new owner's coordinator

@@ -13,35 +13,99 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
 
-// fakeMarkers records every marker hand-over; with complete set it reports
-// them written at once, as a marker sender whose leaders all ack would.
+// fakeMarkers is a marker sender whose leaders are all elsewhere: it
+// delivers a transaction's markers once its Prepare is durable (Txn.At,
+// Pos), as the real one does for leaders of another process, and records
+// what it delivered; with complete set it reports them written at once,
+// as a sender whose leaders all ack would.
 type fakeMarkers struct {
 	mu       sync.Mutex
 	c        *Coordinator
 	complete bool
 	got      []markersender.Txn
+	queued   map[string]markersender.Txn // enqueued, not acknowledged
 }
 
 func (f *fakeMarkers) Enqueue(txn markersender.Txn) {
 	f.mu.Lock()
-	f.got = append(f.got, txn)
-	c, complete := f.c, f.complete
-	f.mu.Unlock()
-	if complete && c != nil {
-		c.MarkersWritten(txn)
+	if f.queued == nil {
+		f.queued = map[string]markersender.Txn{}
 	}
+	f.queued[txn.TransactionalID] = txn
+	f.mu.Unlock()
+	deliver := func(err error) {
+		f.mu.Lock()
+		if cur, ok := f.queued[txn.TransactionalID]; !ok || cur.Pos != txn.Pos || cur.At != txn.At {
+			f.mu.Unlock()
+			return // forgotten or replaced
+		}
+		if err != nil {
+			delete(f.queued, txn.TransactionalID)
+			f.mu.Unlock()
+			return // never durable: no markers
+		}
+		f.got = append(f.got, txn)
+		c, complete := f.c, f.complete
+		if complete {
+			delete(f.queued, txn.TransactionalID)
+		}
+		f.mu.Unlock()
+		if complete && c != nil {
+			c.MarkersWritten(txn)
+		}
+	}
+	if txn.At == nil {
+		deliver(nil)
+		return
+	}
+	txn.At.OnDurable(txn.Pos, deliver)
 }
 
+// Undelivered is every partition of a transaction not acknowledged: the
+// fake cannot tell which leader acknowledged.
+func (f *fakeMarkers) Undelivered(txnID string) []markersender.TopicPartition {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.queued[txnID].Partitions
+}
+
+func (f *fakeMarkers) Forget(txnID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.queued, txnID)
+}
+
+// snapshot is what was delivered so far.
 func (f *fakeMarkers) snapshot() []markersender.Txn {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]markersender.Txn(nil), f.got...)
+}
+
+// observedStore is a MemoryStore that reports every batch it accepts on
+// submitted (buffered: the coordinator submits under an id's lock).
+type observedStore struct {
+	*txnlog.MemoryStore
+	submitted chan txnlog.Batch
+}
+
+func newObservedStore() *observedStore {
+	return &observedStore{MemoryStore: txnlog.NewMemory(), submitted: make(chan txnlog.Batch, 1024)}
+}
+
+func (s *observedStore) Submit(b txnlog.Batch) (durable.Pos, error) {
+	pos, err := s.MemoryStore.Submit(b)
+	if err == nil {
+		s.submitted <- b
+	}
+	return pos, err
 }
 
 func testView(coordAddr string, leaderAddrs ...string) *cluster.View {

@@ -2,24 +2,25 @@ package coordinator
 
 // TestIDQueueScenarios replays testdata/idqueue*.txt through
 // internal/datadriven: requests go through stepWith with the decisions the
-// handlers take, against a store whose writes the scenario makes durable
-// or fails one at a time, oldest first, as etcd raft's interaction tests
-// drive a node. Commands:
+// handlers take, against an in-memory store whose log the scenario makes
+// durable one write at a time, oldest first, or fails (fail-stop: every
+// write not durable yet), as etcd raft's interaction tests drive a node.
+// Commands:
 //
-//	open [early]                          a coordinator (early: EarlyMarkers)
+//	open                                  a coordinator
 //	init id=t                             InitProducerId (ids from 1)
 //	register id=t pid=1 epoch=0 partitions=orders-0,orders-1
 //	                                      a leader's AddPartitionsToTxn v5
 //	endtxn id=t pid=1 epoch=0 commit|abort
 //	                                      EndTxn v5
-//	durable n=1                           the n oldest queued writes succeed
-//	fail n=1                              the n oldest queued writes fail
-//	markers-written id=t                  the last markers sent for t are written
+//	durable n=1                           the n oldest writes in the log become durable
+//	fail                                  the log fails
+//	markers-written id=t                  the last markers handed over for t are written
 //	state id=t                            durable state and the writes in flight
 //
-// Every request is numbered (r1, r2, ...), every queued write too (w1, ...);
-// the output lists what the command queued, which answers are final, and
-// which markers went to the sender.
+// Every request is numbered (r1, r2, ...), every submitted write too (w1,
+// ...); the output lists what the command submitted, which answers are
+// final, and which markers were handed to the sender, at which write.
 //
 // go test ./coordinator -run TestIDQueueScenarios -args -rewrite
 
@@ -34,6 +35,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/internal/datadriven"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/txncore"
@@ -46,13 +48,13 @@ type recordingMarkers struct {
 	forgot chan string
 }
 
-func (m *recordingMarkers) Enqueue(txn markersender.Txn) { m.sent <- txn }
-func (m *recordingMarkers) Forget(id string)             { m.forgot <- id }
+func (m *recordingMarkers) Enqueue(txn markersender.Txn)                     { m.sent <- txn }
+func (m *recordingMarkers) Undelivered(string) []markersender.TopicPartition { return nil }
+func (m *recordingMarkers) Forget(id string)                                 { m.forgot <- id }
 
 type queuedWrite struct {
 	name string
-	mw   manualWrite
-	d    *decision
+	pos  durable.Pos
 }
 
 type request struct {
@@ -65,40 +67,34 @@ type request struct {
 type queueWorld struct {
 	t       *testing.T
 	c       *Coordinator
-	store   *manualStore
+	store   *observedStore
 	markers *recordingMarkers
-	early   bool
 	nreq    int
 	nwrite  int
-	writes  []queuedWrite // queued, oldest first
+	writes  []queuedWrite // submitted, not durable, oldest first
 	waiting []request     // answers not yet final
 	last    map[string]markersender.Txn
+	gated   map[string]markersender.Txn // handed over before their Prepare was durable
 }
 
-func (w *queueWorld) open(early bool) string {
-	mem := txnlog.NewMemory()
+func (w *queueWorld) open() string {
+	w.store = newObservedStore()
 	// Producer ids from 1.
-	if err := mem.Apply(context.Background(), txnlog.Batch{ProducerIDHighWater: 1}); err != nil {
+	if err := txnlog.Apply(context.Background(), w.store.MemoryStore, txnlog.Batch{ProducerIDHighWater: 1}); err != nil {
 		w.t.Fatal(err)
 	}
-	w.store = &manualStore{MemoryStore: mem, submits: make(chan manualWrite, 64)}
 	w.markers = &recordingMarkers{sent: make(chan markersender.Txn, 64), forgot: make(chan string, 64)}
-	w.early = early
 	c, err := Open(Config{View: testView("127.0.0.1:1"), Store: w.store, Markers: w.markers, KafkaVersion: "4.2",
-		EarlyMarkers: early, Log: zerolog.Nop(), Now: func() time.Time { return time.UnixMilli(1000) },
+		Log: zerolog.Nop(), Now: func() time.Time { return time.UnixMilli(1000) },
 		AbortScanInterval: time.Hour, PIDBlockSize: 1000})
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	<-w.store.submitted // Open's epoch and first pid block
+	w.store.Hold()
 	w.c = c
-	w.t.Cleanup(func() {
-		// Release whatever is still queued, so Close does not wait.
-		for _, q := range w.writes {
-			q.mw.result <- errors.New("scenario over")
-		}
-		c.Close()
-	})
-	return fmt.Sprintf("opened (early markers: %v)", early)
+	w.t.Cleanup(func() { c.Close() })
+	return "opened"
 }
 
 // issue runs one decision through stepWith, as the handler does.
@@ -106,11 +102,11 @@ func (w *queueWorld) issue(what string, withPID bool, d *decision) string {
 	w.nreq++
 	name := fmt.Sprintf("r%d", w.nreq)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s: decided %s", name, what, codeName(d.decided))
+	fmt.Fprintf(&b, "%s %s: decided %s", name, what, codeName(d.Err))
 	switch {
-	case d.own != nil:
-	case d.after != nil:
-		b.WriteString(", writes nothing, rests on " + w.writeName(d.after))
+	case d.own:
+	case d.pos != 0:
+		b.WriteString(", writes nothing, rests on " + w.writeName(d.pos))
 	default:
 		b.WriteString(", writes nothing")
 	}
@@ -119,62 +115,75 @@ func (w *queueWorld) issue(what string, withPID bool, d *decision) string {
 	return b.String()
 }
 
-func (w *queueWorld) writeName(x *write) string {
+func (w *queueWorld) writeName(pos durable.Pos) string {
 	for _, q := range w.writes {
-		if q.d.own == x {
+		if q.pos == pos {
 			return q.name
 		}
 	}
-	return "a finished write"
+	return "a durable write"
 }
 
-// collect records the write d queued (if any), then reports final answers
-// and sent markers.
+// collect records the write d submitted (if any), then reports final
+// answers and markers handed over.
 func (w *queueWorld) collect(b *strings.Builder, d *decision) {
-	if d != nil && d.own != nil {
-		var mw manualWrite
+	if d != nil && d.own {
+		var batch txnlog.Batch
 		select {
-		case mw = <-w.store.submits:
+		case batch = <-w.store.submitted:
 		default:
 			w.t.Fatal("a decision with a write submitted nothing")
 		}
 		w.nwrite++
-		q := queuedWrite{name: fmt.Sprintf("w%d", w.nwrite), mw: mw, d: d}
+		q := queuedWrite{name: fmt.Sprintf("w%d", w.nwrite), pos: d.pos}
 		w.writes = append(w.writes, q)
-		fmt.Fprintf(b, "\n%s queued: %s", q.name, fmtBatch(mw.batch))
+		fmt.Fprintf(b, "\n%s submitted: %s", q.name, fmtBatch(batch))
 	}
 	select {
-	case extra := <-w.store.submits:
-		w.t.Fatalf("unexpected write %s", fmtBatch(extra.batch))
+	case extra := <-w.store.submitted:
+		w.t.Fatalf("unexpected write %s", fmtBatch(extra))
 	default:
 	}
 	w.report(b)
 }
 
-// report lists the answers that are final now and the markers sent.
+// report lists the answers that are final now and the markers handed
+// over.
 func (w *queueWorld) report(b *strings.Builder) {
 	keep := w.waiting[:0]
+	log := w.store.Log()
 	for _, r := range w.waiting {
-		if !ready(r.d) {
+		if r.d.pos != 0 && log.Durable() < r.d.pos && log.Err() == nil {
 			keep = append(keep, r)
 			continue
 		}
-		o := r.d.wait()
+		o := r.d.wait(context.Background())
 		fmt.Fprintf(b, "\n%s answered %s", r.name, codeName(o.Err))
 		if o.Err == 0 && r.withPID {
 			fmt.Fprintf(b, " pid=%d epoch=%d", o.ProducerID, o.ProducerEpoch)
 		}
 	}
 	w.waiting = keep
+	for id, m := range w.gated {
+		switch {
+		case log.Durable() >= m.Pos:
+			fmt.Fprintf(b, "\nmarkers of %s may go to every leader (their Prepare is durable)", id)
+			delete(w.gated, id)
+		case log.Err() != nil:
+			fmt.Fprintf(b, "\nmarkers of %s are never delivered (their Prepare failed)", id)
+			delete(w.gated, id)
+		}
+	}
 	for {
 		select {
 		case m := <-w.markers.sent:
 			w.last[m.TransactionalID] = m
-			gate := ""
-			if m.Durable != nil {
-				gate = " (gated on the Prepare's write)"
+			at := ""
+			if m.At != nil && m.At.Durable() < m.Pos {
+				at = " at " + w.writeName(m.Pos) + " (until it is durable, only to leaders on the same log)"
+				w.gated[m.TransactionalID] = m
 			}
-			fmt.Fprintf(b, "\nmarkers sent: %s%s", fmtTxn(m), gate)
+			fmt.Fprintf(b, "\nmarkers handed over: %s%s", fmtTxn(m), at)
 		case id := <-w.markers.forgot:
 			fmt.Fprintf(b, "\nmarkers of %s withdrawn", id)
 		default:
@@ -183,56 +192,32 @@ func (w *queueWorld) report(b *strings.Builder) {
 	}
 }
 
-func ready(d *decision) bool {
-	select {
-	case <-d.done:
-	default:
-		return false
-	}
-	if d.after != nil {
-		select {
-		case <-d.after.done:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// finishOldest makes the oldest queued write durable (err nil) or fails it,
-// and waits until its decision has released the answer and the markers.
-func (w *queueWorld) finishOldest(b *strings.Builder, err error) {
+// release makes the n oldest writes durable, or with err nil fails the
+// log, and reports what that settled.
+func (w *queueWorld) release(b *strings.Builder, n int, fail bool) {
 	if len(w.writes) == 0 {
-		w.t.Fatal("no write queued")
+		w.t.Fatal("no write in flight")
 	}
-	q := w.writes[0]
-	w.writes = w.writes[1:]
-	if err == nil {
-		w.store.commit(q.mw)
-		fmt.Fprintf(b, "%s durable", q.name)
-	} else {
-		q.mw.result <- err
-		fmt.Fprintf(b, "%s failed", q.name)
-	}
-	<-q.d.done
-	if q.d.asDecided.Markers != nil && w.early {
-		if m, ok := w.last[q.d.asDecided.Markers.TransactionalID]; ok && m.Durable != nil {
-			select {
-			case <-m.Durable:
-				fmt.Fprintf(b, "\nmarkers of %s released to every leader (Prepare durable)", m.TransactionalID)
-			default:
-				fmt.Fprintf(b, "\nmarkers of %s stay gated (the Prepare is not durable)", m.TransactionalID)
+	if fail {
+		w.store.Fail(errors.New("injected write failure"))
+		for i, q := range w.writes {
+			if i > 0 {
+				b.WriteString("\n")
 			}
+			fmt.Fprintf(b, "%s failed", q.name)
 		}
-	}
-	if err == nil && q.d.asDecided.Markers != nil && !w.early {
-		// Sent right after the answer is released.
-		select {
-		case m := <-w.markers.sent:
-			w.markers.sent <- m // report reads it
-		case <-time.After(10 * time.Second): // a failure bound
-			w.t.Fatalf("%s: no markers sent after the Prepare was durable", q.name)
+		w.writes = nil
+	} else {
+		for i := range min(n, len(w.writes)) {
+			if i > 0 {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(b, "%s durable", w.writes[0].name)
+			w.store.Release(1)
+			w.writes = w.writes[1:]
+			w.report(b)
 		}
+		return
 	}
 	w.report(b)
 }
@@ -296,7 +281,7 @@ func (w *queueWorld) run(t *testing.T, c *datadriven.Case) string {
 	fmt.Sscanf(c.Arg("n", "1"), "%d", &n)
 	switch c.Cmd {
 	case "open":
-		return w.open(c.Has("early"))
+		return w.open()
 	case "init":
 		d := w.c.step(id, true, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
 			return txncore.InitProducerID(cur, pending, txncore.InitPIDRequest{TransactionalID: id, TimeoutMs: 60000, ProducerID: -1, ProducerEpoch: -1},
@@ -325,16 +310,7 @@ func (w *queueWorld) run(t *testing.T, c *datadriven.Case) string {
 		return w.issue(fmt.Sprintf("endtxn %s %s", id, what), true, d)
 	case "durable", "fail":
 		var b strings.Builder
-		for i := range n {
-			if i > 0 {
-				b.WriteString("\n")
-			}
-			var err error
-			if c.Cmd == "fail" {
-				err = errors.New("injected write failure")
-			}
-			w.finishOldest(&b, err)
-		}
+		w.release(&b, n, c.Cmd == "fail")
 		return b.String()
 	case "markers-written":
 		m, ok := w.last[id]
@@ -358,15 +334,16 @@ func (w *queueWorld) run(t *testing.T, c *datadriven.Case) string {
 			return "no entry"
 		}
 		defer e.mu.Unlock()
+		e.settle(w.c.storeLog)
 		var b strings.Builder
 		if e.md == nil {
 			b.WriteString("durable: none")
 		} else {
 			fmt.Fprintf(&b, "durable: %s", fmtBatch(txnlog.Batch{Puts: []txnlog.TxnMetadata{*e.md}}))
 		}
-		fmt.Fprintf(&b, "\nin flight: %d pending=%v", e.inflight, e.pending)
-		if e.spec != nil {
-			fmt.Fprintf(&b, "\nspec: %s", fmtBatch(txnlog.Batch{Puts: []txnlog.TxnMetadata{*e.spec}}))
+		fmt.Fprintf(&b, "\nin flight: %d", len(e.writes))
+		if spec, _, speculated := e.view(true); speculated {
+			fmt.Fprintf(&b, "\nspec: %s", fmtBatch(txnlog.Batch{Puts: []txnlog.TxnMetadata{*spec}}))
 		}
 		return b.String()
 	}
@@ -376,7 +353,7 @@ func (w *queueWorld) run(t *testing.T, c *datadriven.Case) string {
 
 func TestIDQueueScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/idqueue*.txt", func(t *testing.T, path string) {
-		w := &queueWorld{t: t, last: map[string]markersender.Txn{}}
+		w := &queueWorld{t: t, last: map[string]markersender.Txn{}, gated: map[string]markersender.Txn{}}
 		datadriven.RunFile(t, path, func(t *testing.T, c *datadriven.Case) string {
 			return w.run(t, c)
 		})
@@ -391,60 +368,4 @@ func codeName(code int16) string {
 		return e.Message
 	}
 	return fmt.Sprint(code)
-}
-
-// gatedApplyStore is a store without Submit whose Apply calls wait for the
-// test, one release per call, and report when they start.
-type gatedApplyStore struct {
-	*txnlog.MemoryStore
-	started chan string
-	release chan struct{}
-}
-
-func (s *gatedApplyStore) Apply(ctx context.Context, b txnlog.Batch) error {
-	id := "?"
-	if len(b.Puts) > 0 {
-		id = b.Puts[0].TransactionalID
-	}
-	s.started <- id
-	<-s.release
-	return s.MemoryStore.Apply(ctx, b)
-}
-
-// TestOrderedApplierOrdersPerID: the adapter that gives a store without
-// Submit the coordinator's one write path applies an id's second write
-// only after its first ended, while another id's write runs meanwhile.
-func TestOrderedApplierOrdersPerID(t *testing.T) {
-	s := &gatedApplyStore{MemoryStore: txnlog.NewMemory(), started: make(chan string, 8), release: make(chan struct{})}
-	submit, native := storeSubmit(context.Background(), s)
-	if native {
-		t.Fatal("a store without Submit taken as a Submitter")
-	}
-	put := func(id string) txnlog.Batch { return txnlog.Batch{Puts: []txnlog.TxnMetadata{{TransactionalID: id}}} }
-	a1 := submit("a", put("a"))
-	a2 := submit("a", put("a"))
-	b1 := submit("b", put("b"))
-	got := map[string]int{}
-	for range 2 {
-		got[<-s.started]++
-	}
-	if got["a"] != 1 || got["b"] != 1 {
-		t.Fatalf("started %v, want a's first write and b's", got)
-	}
-	select {
-	case id := <-s.started:
-		t.Fatalf("%s's write started before a's first ended", id)
-	case <-time.After(50 * time.Millisecond): // nothing else may start; a short look
-	}
-	s.release <- struct{}{}
-	s.release <- struct{}{}
-	if id := <-s.started; id != "a" {
-		t.Fatalf("started %s, want a's second write", id)
-	}
-	s.release <- struct{}{}
-	for _, ch := range []<-chan error{a1, a2, b1} {
-		if err := <-ch; err != nil {
-			t.Fatal(err)
-		}
-	}
 }

@@ -49,7 +49,7 @@ func TestMillionIdleIDs(t *testing.T) {
 				ProducerID: int64(i), PrevProducerID: -1, NextProducerID: -1, ProducerEpoch: 3, LastProducerEpoch: 2,
 				TimeoutMs: 60000, State: state, StartTimestamp: now, LastUpdateTimestamp: now, ClientTransactionVersion: 2})
 		}
-		if err := store.Apply(context.Background(), b); err != nil {
+		if err := txnlog.Apply(context.Background(), store, b); err != nil {
 			t.Fatal(err)
 		}
 	}

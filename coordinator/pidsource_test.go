@@ -10,21 +10,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/txnlog"
 )
 
-// recordingStore is a memory store that keeps every batch applied to it.
+// recordingStore is a memory store that keeps every batch submitted to it.
 type recordingStore struct {
 	*txnlog.MemoryStore
 	mu      sync.Mutex
 	batches []txnlog.Batch
 }
 
-func (s *recordingStore) Apply(ctx context.Context, b txnlog.Batch) error {
+func (s *recordingStore) Submit(b txnlog.Batch) (durable.Pos, error) {
 	s.mu.Lock()
 	s.batches = append(s.batches, b)
 	s.mu.Unlock()
-	return s.MemoryStore.Apply(ctx, b)
+	return s.MemoryStore.Submit(b)
 }
 
 func (s *recordingStore) highWaterWrites() []int64 {
@@ -39,22 +40,23 @@ func (s *recordingStore) highWaterWrites() []int64 {
 	return out
 }
 
-// countingPIDs is a ProducerIDSource handing out 1000, 1001, ... or err.
-type countingPIDs struct {
+// countingBlocks is a ProducerIDBlocks handing out blocks from 1000 up,
+// or err.
+type countingBlocks struct {
 	mu   sync.Mutex
 	next int64
 	err  error
 }
 
-func (p *countingPIDs) NextID(context.Context) (int64, error) {
+func (p *countingBlocks) Reserve(_ context.Context, n int64) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.err != nil {
 		return -1, p.err
 	}
-	id := p.next
-	p.next++
-	return id, nil
+	first := p.next
+	p.next += n
+	return first, nil
 }
 
 func initPIDNull(c *Coordinator) *kmsg.InitProducerIDResponse {
@@ -64,8 +66,9 @@ func initPIDNull(c *Coordinator) *kmsg.InitProducerIDResponse {
 	return call(c, 22, req).(*kmsg.InitProducerIDResponse)
 }
 
-// The default source writes exactly what it always wrote: the epoch with
-// the first block's end at Open, then one high-water raise per block.
+// The default pool writes the epoch with the first block's end at Open,
+// then one high-water raise per block, reserved when half the block is
+// handed out.
 func TestDefaultPIDSourceWritesHighWater(t *testing.T) {
 	store := &recordingStore{MemoryStore: txnlog.NewMemory()}
 	c, err := Open(Config{View: testView("127.0.0.1:1"), Store: store, Markers: &fakeMarkers{}, PIDBlockSize: 10, Log: zerolog.Nop()})
@@ -76,7 +79,7 @@ func TestDefaultPIDSourceWritesHighWater(t *testing.T) {
 	if len(store.batches) != 1 || store.batches[0].CoordinatorEpoch != 1 || store.batches[0].ProducerIDHighWater != 10 {
 		t.Fatalf("Open wrote %+v, want one batch {epoch 1, high water 10}", store.batches)
 	}
-	for want := int64(0); want < 12; want++ {
+	for want := int64(0); want < 12; want++ { // 12: half of the second block not yet handed out
 		if r := initPIDNull(c); r.ErrorCode != 0 || r.ProducerID != want {
 			t.Fatalf("id %d: %+v", want, r)
 		}
@@ -86,14 +89,14 @@ func TestDefaultPIDSourceWritesHighWater(t *testing.T) {
 	}
 }
 
-// With a source of its own (etcd blocks, next session) the coordinator
-// takes every id from it and never writes a high-water mark, which a
+// With a pool of its own (etcd blocks) the coordinator takes every id
+// from it and never writes a high-water mark, which a
 // txnetcd.PartitionStore would refuse.
 func TestConfiguredPIDSource(t *testing.T) {
 	store := &recordingStore{MemoryStore: txnlog.NewMemory()}
-	src := &countingPIDs{next: 1000}
+	src := &countingBlocks{next: 1000}
 	fm := &fakeMarkers{complete: true}
-	c, err := Open(Config{View: testView("127.0.0.1:1"), Store: store, Markers: fm, ProducerIDs: src, KafkaVersion: "4.2", Log: zerolog.Nop()})
+	c, err := Open(Config{View: testView("127.0.0.1:1"), Store: store, Markers: fm, ProducerIDs: NewProducerIDPool(src, 2), KafkaVersion: "4.2", Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,13 +127,20 @@ func TestConfiguredPIDSource(t *testing.T) {
 		t.Fatalf("high-water writes %v with a configured source", hw)
 	}
 
-	// The source failing fails the request with a store error code, as
-	// the default allocator's failed block write does.
+	// The blocks failing fail the request with a store error code once
+	// the ids in hand are used up, as the default pool's failed block
+	// write does.
 	src.mu.Lock()
 	src.err = errors.New("etcd unreachable")
 	src.mu.Unlock()
-	if r := initPIDNull(c); r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
-		t.Fatalf("source failing, idempotent InitProducerId: %+v", r)
+	var r *kmsg.InitProducerIDResponse
+	for range 10 {
+		if r = initPIDNull(c); r.ErrorCode != 0 {
+			break
+		}
+	}
+	if r.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Fatalf("blocks failing, idempotent InitProducerId: %+v", r)
 	}
 	req := kmsg.NewPtrInitProducerIDRequest()
 	req.SetVersion(4)

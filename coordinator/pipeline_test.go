@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -13,50 +12,30 @@ import (
 	"github.com/txncoord/txncoord/txnlog"
 )
 
-// submitGate is a store with Submit (as BoltStore) whose transaction
-// writes wait for release: it shows which writes are queued while an
-// earlier one of the same id is not yet durable.
-type submitGate struct {
-	*txnlog.MemoryStore
-	gate   chan struct{}
-	queued chan txnlog.Batch
-}
-
-func (s *submitGate) Submit(b txnlog.Batch) <-chan error {
-	out := make(chan error, 1)
-	gate := s.gate // read before the test may replace it
-	s.queued <- b
-	go func() {
-		<-gate
-		out <- s.MemoryStore.Apply(context.Background(), b)
-	}()
-	return out
-}
-
 // TestRegistrationsPipelined: while one leader's registration (Ongoing +
 // partition 0) is still being written, the transaction's second leader
 // registers partition 1. It is decided on the pending state and its write
-// is queued at once behind the first (one group commit for both, instead
-// of a CONCURRENT_TRANSACTIONS wait and a second fsync), and neither
-// answer comes before the writes are durable.
+// is submitted at once behind the first (one group commit for both,
+// instead of a CONCURRENT_TRANSACTIONS wait and a second fsync), and
+// neither answer comes before the writes are durable.
 func TestRegistrationsPipelined(t *testing.T) {
-	g := &submitGate{MemoryStore: txnlog.NewMemory(), gate: make(chan struct{}), queued: make(chan txnlog.Batch, 16)}
-	close(g.gate)
-	c, _ := openTest(t, testView("127.0.0.1:1"), g, false)
+	s := newObservedStore()
+	c, _ := openTest(t, testView("127.0.0.1:1"), s, false)
 	pid, epoch := initPID(t, c, "t")
-	<-g.queued // InitProducerId's write
-	g.gate = make(chan struct{})
+	<-s.submitted // Open's
+	<-s.submitted // InitProducerId's
+	s.Hold()
 
 	answers := make(chan int16, 2)
 	go func() { answers <- addPartitionsV5(c, "t", pid, epoch, "orders", 0) }()
-	first := <-g.queued
+	first := <-s.submitted
 	go func() { answers <- addPartitionsV5(c, "t", pid, epoch, "orders", 1) }()
 	var second txnlog.Batch
 	select {
-	case second = <-g.queued: // queued before the first is durable
+	case second = <-s.submitted: // submitted before the first is durable
 	case <-time.After(10 * time.Second): // a failure bound, not a synchronization
-		close(g.gate)
-		t.Fatal("the second registration's write was not queued while the first was pending")
+		s.Release(10)
+		t.Fatal("the second registration's write was not submitted while the first was pending")
 	}
 	if got := first.Puts[0].Partitions; len(got) != 1 {
 		t.Fatalf("first write partitions %v", got)
@@ -67,9 +46,9 @@ func TestRegistrationsPipelined(t *testing.T) {
 	select {
 	case code := <-answers:
 		t.Fatalf("registration answered (%d) before its write was durable", code)
-	default:
+	case <-time.After(50 * time.Millisecond):
 	}
-	close(g.gate)
+	s.Release(2)
 	for range 2 {
 		if code := <-answers; code != 0 {
 			t.Fatalf("registration: %d", code)
@@ -81,69 +60,42 @@ func TestRegistrationsPipelined(t *testing.T) {
 	}
 }
 
-// manualStore hands every Submit to the test, which answers them in any
-// order it likes (a group commit's answers reach their waiters in any
-// order).
-type manualStore struct {
-	*txnlog.MemoryStore
-	submits chan manualWrite
-}
-
-type manualWrite struct {
-	batch  txnlog.Batch
-	result chan error
-}
-
-func (s *manualStore) Submit(b txnlog.Batch) <-chan error {
-	w := manualWrite{batch: b, result: make(chan error, 1)}
-	s.submits <- w
-	return w.result
-}
-
-// commit applies w and answers it.
-func (s *manualStore) commit(w manualWrite) {
-	w.result <- s.MemoryStore.Apply(context.Background(), w.batch)
-}
-
-// TestPipelinedWritesFinishInOrder: a registration, a second leader's
-// registration and the EndTxn are queued back to back; their answers
-// arrive newest first. The Prepare's markers still go out only once every
-// earlier write is accounted for, so their completion is not refused as
-// "pending" and the transaction reaches CompleteCommit.
-func TestPipelinedWritesFinishInOrder(t *testing.T) {
-	s := &manualStore{MemoryStore: txnlog.NewMemory(), submits: make(chan manualWrite, 16)}
+// TestPipelinedWritesThenMarkers: a registration, a second leader's
+// registration and the EndTxn are submitted back to back, and made
+// durable together (one group commit). The Prepare's markers reach a
+// leader elsewhere only then; their completion is decided on the durable
+// Prepare and the transaction reaches CompleteCommit.
+func TestPipelinedWritesThenMarkers(t *testing.T) {
+	s := newObservedStore()
 	c, fm := openTest(t, testView("127.0.0.1:1"), s, true)
-	go func() { // InitProducerId's write
-		s.commit(<-s.submits)
-	}()
 	pid, epoch := initPID(t, c, "t")
+	<-s.submitted // Open's
+	<-s.submitted // InitProducerId's
+	s.Hold()
 
 	done := make(chan struct{}, 3)
 	go func() { addPartitionsV5(c, "t", pid, epoch, "orders", 0); done <- struct{}{} }()
-	w1 := <-s.submits
+	<-s.submitted
 	go func() { addPartitionsV5(c, "t", pid, epoch, "orders", 1); done <- struct{}{} }()
-	w2 := <-s.submits
+	<-s.submitted
 	go func() { endTxn(c, 5, "t", pid, epoch, true); done <- struct{}{} }()
-	w3 := <-s.submits
-	if w3.batch.Puts[0].State != txnlog.PrepareCommit {
-		t.Fatalf("third write %v, want PrepareCommit", w3.batch.Puts[0].State)
+	if w3 := <-s.submitted; w3.Puts[0].State != txnlog.PrepareCommit {
+		t.Fatalf("third write %v, want PrepareCommit", w3.Puts[0].State)
 	}
-	s.commit(w3)
-	s.commit(w2)
 	if n := len(fm.snapshot()); n != 0 {
-		t.Fatalf("%d markers sent before every earlier write finished", n)
+		t.Fatalf("%d markers delivered before the Prepare was durable", n)
 	}
-	s.commit(w1)
-	var complete manualWrite
+	s.Release(3)
+	var complete txnlog.Batch
 	select {
-	case complete = <-s.submits: // the Complete write, after the markers
+	case complete = <-s.submitted: // the Complete write, after the markers
 	case <-time.After(10 * time.Second): // a failure bound, not a synchronization
-		t.Fatalf("no Complete write: the markers' completion was refused (markers sent: %d)", len(fm.snapshot()))
+		t.Fatalf("no Complete write: the markers' completion was refused (markers delivered: %d)", len(fm.snapshot()))
 	}
-	if complete.batch.Puts[0].State != txnlog.CompleteCommit {
-		t.Fatalf("fourth write %v, want CompleteCommit", complete.batch.Puts[0].State)
+	if complete.Puts[0].State != txnlog.CompleteCommit {
+		t.Fatalf("fourth write %v, want CompleteCommit", complete.Puts[0].State)
 	}
-	s.commit(complete)
+	s.Release(1)
 	for range 3 {
 		<-done
 	}
@@ -152,24 +104,26 @@ func TestPipelinedWritesFinishInOrder(t *testing.T) {
 
 // TestSpeculatedAnswerFailsWithTheWriteItRestsOn: a registration of a
 // partition already in the pending state writes nothing itself; it rests
-// on the write in flight (decision.after). When that write fails, the
-// answer must fail too, not claim a registration that is not on disk.
+// on the write in flight (its position). When that write fails, the answer
+// must fail too, not claim a registration that is not on disk.
 func TestSpeculatedAnswerFailsWithTheWriteItRestsOn(t *testing.T) {
-	s := &manualStore{MemoryStore: txnlog.NewMemory(), submits: make(chan manualWrite, 16)}
+	s := newObservedStore()
 	c, _ := openTest(t, testView("127.0.0.1:1"), s, false)
-	go func() { s.commit(<-s.submits) }() // InitProducerId's write
 	pid, epoch := initPID(t, c, "t")
+	<-s.submitted // Open's
+	<-s.submitted // InitProducerId's
+	s.Hold()
 
 	answers := make(chan int16, 2)
 	go func() { answers <- addPartitionsV5(c, "t", pid, epoch, "orders", 0) }()
-	w := <-s.submits
+	<-s.submitted
 	go func() { answers <- addPartitionsV5(c, "t", pid, epoch, "orders", 0) }()
 	select {
-	case extra := <-s.submits:
-		t.Fatalf("the repeated registration wrote %+v; it should rest on the pending write", extra.batch)
+	case extra := <-s.submitted:
+		t.Fatalf("the repeated registration wrote %+v; it should rest on the pending write", extra)
 	case <-time.After(200 * time.Millisecond): // decided by now; nothing else to write
 	}
-	w.result <- errors.New("disk on fire")
+	s.Fail(errors.New("disk on fire"))
 	for range 2 {
 		if code := <-answers; code == 0 {
 			t.Fatal("a registration was answered 0 although the write it rests on failed")

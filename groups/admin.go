@@ -151,7 +151,7 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, id string) error {
 	if pos == 0 {
 		return nil
 	}
-	return c.space.WaitDurable(ctx, pos)
+	return c.space.Log().WaitDurable(ctx, pos)
 }
 
 func offsetInfo(tp TP, o Offset) OffsetInfo {

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wire"
@@ -312,14 +313,14 @@ func storeErrCode(err error) int16 {
 	return kerr.KafkaStorageError.Code
 }
 
-// durable waits until pos is durable, unless the caller is in-process
-// and shares the log (whatever it appends next is durable only with
-// this) or pos is 0.
+// durable waits until pos is durable, unless the caller appends to the
+// same log (whatever it appends next is durable only with this) or pos is
+// 0.
 func (c *Coordinator) durable(ctx context.Context, r *wire.Request, pos wal.Pos) error {
-	if pos == 0 || (r.InProcess() && c.space.SharedWithProcess()) {
+	if pos == 0 || durable.Shares(r.CallerLog(), c.space.Log()) {
 		return nil
 	}
-	return c.space.WaitDurable(ctx, pos)
+	return c.space.Log().WaitDurable(ctx, pos)
 }
 
 // committed answers a commit the core took (OffsetCommit, TxnOffsetCommit)
@@ -342,10 +343,10 @@ func (c *Coordinator) readable(ctx context.Context) error {
 	c.mu.Lock()
 	pos := c.lastPos
 	c.mu.Unlock()
-	if pos == 0 || c.space.Durable() >= pos {
+	if pos == 0 || c.space.Log().Durable() >= pos {
 		return nil
 	}
-	return c.space.WaitDurable(ctx, pos)
+	return c.space.Log().WaitDurable(ctx, pos)
 }
 
 // wait blocks a Reply until w is answered and durable. An error means no

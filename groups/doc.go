@@ -48,8 +48,9 @@
 // happened. An answer that acknowledges a change (OffsetCommit,
 // TxnOffsetCommit, a SyncGroup that stored the leader's assignment, a
 // JoinGroup that stored a static member's new id, DeleteGroups,
-// WriteTxnMarkers) is given only once its record is durable; an
-// in-process caller (the marker sender of the same process) once it is
+// WriteTxnMarkers) is given only once its record is durable; a caller
+// appending to the same log (the marker sender of the same process, when
+// the transaction log is on the process log: durable.Shares) once it is
 // appended. OffsetFetch and DescribeProducers answer only durable state.
 // A TxnOffsetCommit's pending offsets are appended after the transaction
 // coordinator registered the partition (appended first, so never durable

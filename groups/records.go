@@ -1,9 +1,9 @@
 package groups
 
 import (
-	"context"
 	"fmt"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/wal"
 )
@@ -14,18 +14,13 @@ import (
 // groupsetcd), where a partition's owner writes fenced by its lease.
 type RecordLog interface {
 	// Append queues one record (EncodeRecord's form) and returns its
-	// position; positions rise with every Append.
+	// position in Log; positions rise with every Append.
 	Append(rec []byte) (wal.Pos, error)
-	// WaitDurable returns once every record up to pos is durable, or
-	// the error that means it never will be.
-	WaitDurable(ctx context.Context, pos wal.Pos) error
-	// Durable is the highest position known durable.
-	Durable() wal.Pos
-	// SharedWithProcess: in-process callers append to this same log,
-	// so they may be answered once a record is appended: whatever they
-	// write next is durable only with it (the process log). A log of
-	// its own (etcd) answers every caller once durable.
-	SharedWithProcess() bool
+	// Log is the log Append's positions are in: a record is durable once
+	// Log is durable up to its position; a caller appending to the same
+	// log (the process log) may be answered once a record is appended
+	// (durable.Shares).
+	Log() durable.Log
 	// Load calls fn once, with each: each(bucket, f) calls f for every
 	// stored key of the bucket (keys as the records' ops name them).
 	Load(fn func(each func(bucket []byte, f func(k, v []byte) error) error) error) error
@@ -83,12 +78,8 @@ func bucketByName(name []byte) (bucketID, bool) {
 type spaceLog struct{ space *storage.Space }
 
 func (s spaceLog) Append(rec []byte) (wal.Pos, error) { return s.space.Append(rec) }
-func (s spaceLog) WaitDurable(ctx context.Context, pos wal.Pos) error {
-	return s.space.Store().WaitDurable(ctx, pos)
-}
-func (s spaceLog) Durable() wal.Pos        { return s.space.Store().Durable() }
-func (s spaceLog) SharedWithProcess() bool { return true }
-func (s spaceLog) Close() error            { return s.space.Close() }
+func (s spaceLog) Log() durable.Log                   { return s.space.Store() }
+func (s spaceLog) Close() error                       { return s.space.Close() }
 
 func (s spaceLog) Load(fn func(each func(bucket []byte, f func(k, v []byte) error) error) error) error {
 	return s.space.View(func(root storage.Root) error {

@@ -79,7 +79,7 @@ func BenchmarkAppendWaitDurable(b *testing.B) {
 				for pb.Next() {
 					pos, err := log.Append(recs[next.Add(1)%int64(len(recs))])
 					if err == nil {
-						err = log.WaitDurable(ctx, pos)
+						err = log.Log().WaitDurable(ctx, pos)
 					}
 					if err != nil {
 						b.Error(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/txnetcd"
 	"github.com/txncoord/txncoord/wal"
@@ -52,14 +53,13 @@ type Log struct {
 	wake   chan struct{} // buffered 1: the queue is not empty
 	done   chan struct{} // closed when the writer has stopped
 
+	// positions is the log's durability: positions handed out at
+	// Append, durable as the writer commits them, failed for good at the
+	// first failure (what every later call returns).
+	positions durable.Tracker
+
 	mu      sync.Mutex
 	queue   []pending
-	last    wal.Pos // the last position handed out
-	durable wal.Pos
-	// err, once set, is what every later call returns (sticky).
-	err error
-	// changed is closed (and replaced) whenever durable or err changes.
-	changed chan struct{}
 	stats   Stats
 	closing sync.Once
 
@@ -106,7 +106,7 @@ func Open(store *txnetcd.Store, f txnetcd.Fence, opts Options) *Log {
 	}
 	l := &Log{store: store, fence: f, opts: opts, dataPrefix: DataPrefix(store.Layout()),
 		log:  opts.Log.With().Str("component", "groupsetcd").Int32("partition", f.Partition).Logger(),
-		wake: make(chan struct{}, 1), done: make(chan struct{}), changed: make(chan struct{})}
+		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	go l.write()
 	return l
@@ -138,12 +138,11 @@ func (l *Log) Append(rec []byte) (wal.Pos, error) {
 		}
 	}
 	l.mu.Lock()
-	if l.err != nil {
-		defer l.mu.Unlock()
-		return 0, l.err
+	pos, err := l.positions.Next(nil)
+	if err != nil {
+		l.mu.Unlock()
+		return 0, err
 	}
-	l.last++
-	pos := l.last
 	l.queue = append(l.queue, pending{pos: pos, ops: ops})
 	l.mu.Unlock()
 	select {
@@ -153,47 +152,12 @@ func (l *Log) Append(rec []byte) (wal.Pos, error) {
 	return pos, nil
 }
 
-// WaitDurable returns once every record up to pos is in etcd, or the
-// log's error (wrapping groups.ErrClosed) once it failed or closed first.
-func (l *Log) WaitDurable(ctx context.Context, pos wal.Pos) error {
-	for {
-		l.mu.Lock()
-		durable, err, last, changed := l.durable, l.err, l.last, l.changed
-		l.mu.Unlock()
-		switch {
-		case pos <= durable:
-			return nil
-		case err != nil:
-			return err
-		case pos > last:
-			return fmt.Errorf("groupsetcd: position %d was not appended (last %d)", pos, last)
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// Durable is the highest position whose record, and every one before it,
-// is in etcd.
-func (l *Log) Durable() wal.Pos {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.durable
-}
-
-// SharedWithProcess is false: nobody else appends to this log, so every
-// caller, in-process or not, is answered once its record is durable.
-func (l *Log) SharedWithProcess() bool { return false }
+// Log is the log itself: nobody else appends to it, so every caller,
+// in-process or not, is answered once its record is durable.
+func (l *Log) Log() durable.Log { return &l.positions }
 
 // Err is the error that failed or closed the log (nil while it works).
-func (l *Log) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
-}
+func (l *Log) Err() error { return l.positions.Err() }
 
 // Stats is what the log has committed so far.
 func (l *Log) Stats() Stats {
@@ -224,19 +188,14 @@ func (l *Log) Close() error {
 // whether err is now the log's error.
 func (l *Log) setErr(err error) bool {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err != nil {
+	if l.positions.Err() != nil {
+		l.mu.Unlock()
 		return false
 	}
-	l.err = err
 	l.queue = nil
-	l.broadcastLocked()
-	return true
-}
-
-func (l *Log) broadcastLocked() {
-	close(l.changed)
-	l.changed = make(chan struct{})
+	l.mu.Unlock()
+	l.positions.Fail(err)
+	return l.positions.Err() == err
 }
 
 // failure is the sticky error of a failed commit: it wraps

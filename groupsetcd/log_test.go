@@ -81,10 +81,10 @@ func TestOrderAndFolding(t *testing.T) {
 		t.Fatal("a record that does not decode was appended")
 	}
 	close(release)
-	if err := log.WaitDurable(ctxT(t), last); err != nil {
+	if err := log.Log().WaitDurable(ctxT(t), last); err != nil {
 		t.Fatal(err)
 	}
-	if d := log.Durable(); d != last {
+	if d := log.Log().Durable(); d != last {
 		t.Fatalf("Durable %d, want %d", d, last)
 	}
 
@@ -147,7 +147,7 @@ func TestFencedOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := log.WaitDurable(ctxT(t), p1); err != nil {
+	if err := log.Log().WaitDurable(ctxT(t), p1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -160,7 +160,7 @@ func TestFencedOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = log.WaitDurable(ctxT(t), p2)
+	err = log.Log().WaitDurable(ctxT(t), p2)
 	if !errors.Is(err, groups.ErrClosed) || !errors.Is(err, txnetcd.ErrNotOwner) {
 		t.Fatalf("WaitDurable after the takeover: %v, want groups.ErrClosed and txnetcd.ErrNotOwner in its chain", err)
 	}
@@ -172,7 +172,7 @@ func TestFencedOut(t *testing.T) {
 	if _, err := log.Append(rec(t, "offsets", "later", "3")); !errors.Is(err, groups.ErrClosed) {
 		t.Errorf("Append after the failure: %v, want groups.ErrClosed", err)
 	}
-	if err := log.WaitDurable(ctxT(t), p1); err != nil {
+	if err := log.Log().WaitDurable(ctxT(t), p1); err != nil {
 		t.Errorf("WaitDurable of a record durable before the takeover: %v", err)
 	}
 	log.Close()
@@ -219,7 +219,7 @@ func TestEtcdDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := log.WaitDurable(ctxT(t), p1); err != nil {
+	if err := log.Log().WaitDurable(ctxT(t), p1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -232,7 +232,7 @@ func TestEtcdDown(t *testing.T) {
 	// come from the log, not from this context.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err = log.WaitDurable(ctx, p2)
+	err = log.Log().WaitDurable(ctx, p2)
 	if err == nil || ctx.Err() != nil || !errors.Is(err, groups.ErrClosed) || errors.Is(err, txnetcd.ErrNotOwner) {
 		t.Fatalf("WaitDurable with etcd down: %v (test context: %v), want the log's failure wrapping groups.ErrClosed", err, ctx.Err())
 	}
@@ -241,7 +241,7 @@ func TestEtcdDown(t *testing.T) {
 	if _, err := log.Append(rec(t, "groups", "g", "3")); !errors.Is(err, groups.ErrClosed) {
 		t.Errorf("Append after the failure: %v", err)
 	}
-	if err := log.WaitDurable(ctx, p2); !errors.Is(err, groups.ErrClosed) {
+	if err := log.Log().WaitDurable(ctx, p2); !errors.Is(err, groups.ErrClosed) {
 		t.Errorf("WaitDurable again: %v", err)
 	}
 	log.Close()
@@ -280,10 +280,10 @@ func TestClose(t *testing.T) {
 	}
 	close(release)
 	<-closed
-	if err := log.WaitDurable(ctxT(t), pos); !errors.Is(err, groups.ErrClosed) {
+	if err := log.Log().WaitDurable(ctxT(t), pos); !errors.Is(err, groups.ErrClosed) {
 		t.Errorf("WaitDurable of the record cut by Close: %v", err)
 	}
-	if d := log.Durable(); d != 0 {
+	if d := log.Log().Durable(); d != 0 {
 		t.Errorf("Durable %d after a cut Txn", d)
 	}
 	if _, err := log.Append(rec(t, "groups", "g", "2")); !errors.Is(err, groups.ErrClosed) {

@@ -75,14 +75,13 @@ func (l *Log) commit(t txn) error {
 		return fmt.Errorf("commit of records %d-%d: %w", t.from, t.upTo, err)
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.stats.Txns++
 	l.stats.Keys += uint64(len(t.ops))
-	if t.upTo > l.durable {
-		l.stats.Records += uint64(t.upTo - l.durable)
-		l.durable = t.upTo
-		l.broadcastLocked()
+	if d := l.positions.Durable(); t.upTo > d {
+		l.stats.Records += uint64(t.upTo - d)
 	}
+	l.mu.Unlock()
+	l.positions.Advance(t.upTo)
 	return nil
 }
 

@@ -39,6 +39,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -58,10 +59,10 @@ type markerResult struct {
 
 func (l *Leader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
-	// An in-process caller (the marker sender of `txncoord up`) shares
-	// this process's log: it is answered once the markers are appended,
-	// and the Complete record it appends next is durable only with them.
-	inProcess := r.InProcess()
+	// A caller appending to this leader's log (the marker sender of
+	// `txncoord up`) is answered once the markers are appended: the
+	// Complete record it appends next is durable only with them.
+	inProcess := durable.Shares(r.CallerLog(), l.space.Store())
 	version := r.Version
 	var results []*markerResult
 	for _, m := range req.Markers {

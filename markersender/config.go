@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/negotiation"
 )
 
@@ -53,10 +54,11 @@ type Config struct {
 	Log           zerolog.Logger
 	// Metrics registers the txncoord_marker* collectors; nil skips it.
 	Metrics prometheus.Registerer
-	// InProcess reports whether the leader at addr runs in this process
-	// and writes in its log (`txncoord up`): it may get markers whose
-	// Prepare is not durable yet (Txn.Durable). Nil: none does.
-	InProcess func(addr string) bool
+	// LeaderLog is the log the leader at addr appends to, when it is one
+	// of this process (`txncoord up`), nil otherwise: a leader whose log
+	// is a transaction's Txn.At may get its markers before the Prepare is
+	// durable. Nil: every leader waits for durability.
+	LeaderLog func(addr string) durable.Log
 	// Dial opens a connection to a leader (a TCP wire.Client, or an
 	// in-process wire.LocalClient for a leader in this process); nil uses
 	// wire.Dial.

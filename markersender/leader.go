@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/negotiation"
 )
 
@@ -63,7 +64,10 @@ func (s *Sender) connect(l *leaderState, conn *negotiation.LeaderConn) {
 // Entries made stale by Forget, Enqueue (replace), stuck or re-routing are
 // dropped here.
 func (s *Sender) takeBatch(l *leaderState) []queued {
-	inProcess := s.cfg.InProcess != nil && s.cfg.InProcess(l.node.Addr)
+	var leaderLog durable.Log
+	if s.cfg.LeaderLog != nil {
+		leaderLog = s.cfg.LeaderLog(l.node.Addr)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var batch []queued
@@ -80,9 +84,9 @@ func (s *Sender) takeBatch(l *leaderState) []queued {
 			q.ps.queued = false
 			continue
 		}
-		// A Prepare not durable yet: only a leader of this process,
-		// which appends the marker after it, may have it.
-		if !q.ts.txn.durable() && !inProcess {
+		// A Prepare not durable yet: only a leader appending to the
+		// same log, which writes the marker after it, may have it.
+		if !q.ts.txn.durable() && !durable.Shares(leaderLog, q.ts.txn.At) {
 			keep = append(keep, q)
 			continue
 		}

@@ -172,14 +172,24 @@ func (s *Sender) Enqueue(txn Txn) {
 		s.kickRouter()
 	}
 	if !txn.durable() {
-		// Held back from leaders elsewhere until durable: wake them then.
-		go func() {
-			select {
-			case <-txn.Durable:
-				s.wakeLeadersOf(ts)
-			case <-s.ctx.Done():
+		// Held back from leaders elsewhere until durable: wake them then;
+		// a Prepare that is never durable has no markers.
+		txn.At.OnDurable(txn.Pos, func(err error) {
+			if err != nil {
+				s.drop(ts)
+				return
 			}
-		}()
+			s.wakeLeadersOf(ts)
+		})
+	}
+}
+
+// drop forgets ts if it is still the pending entry of its id.
+func (s *Sender) drop(ts *txnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.txns[ts.txn.TransactionalID] == ts {
+		s.forgetLocked(ts.txn.TransactionalID)
 	}
 }
 
@@ -245,6 +255,10 @@ func (s *Sender) Undelivered(txnID string) []TopicPartition {
 func (s *Sender) Forget(txnID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.forgetLocked(txnID)
+}
+
+func (s *Sender) forgetLocked(txnID string) {
 	if ts := s.txns[txnID]; ts != nil {
 		if ts.stuck != "" {
 			s.m.stuck.Dec()

@@ -2,6 +2,7 @@ package markersender_test
 
 import (
 	"encoding/json"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation/testkit"
 )
@@ -293,4 +295,49 @@ func TestCloseStopsGoroutines(t *testing.T) {
 		}
 	}()
 	waitFor(t, 5*time.Second, func() (int, bool) { n := runtime.NumGoroutine(); return n, n <= before })
+}
+
+// TestHeldUntilDurable: a transaction handed over with a Prepare not yet
+// durable (Txn.At, Pos) goes at once to a leader appending to the same log
+// (Config.LeaderLog), and to a leader elsewhere only once At is durable up
+// to Pos; a Prepare whose log fails first has no markers at all.
+func TestHeldUntilDurable(t *testing.T) {
+	same, nSame := startLeader(t, 1, "4.2")
+	other, nOther := startLeader(t, 2, "4.2")
+	rt := newRouter()
+	rt.set("same", -1, nSame)
+	rt.set("other", -1, nOther)
+	var log durable.Tracker
+	s := newSender(t, markersender.Config{Router: rt, LeaderLog: func(addr string) durable.Log {
+		if addr == nSame.Addr {
+			return &log
+		}
+		return nil
+	}})
+	rec := &recorder{}
+	s.Start(rec)
+	prepare, _ := log.Next(nil)
+	t1 := txn("t1", 7, 3, append(tps("same", 0), tps("other", 0)...))
+	t1.At, t1.Pos = &log, prepare
+	s.Enqueue(t1)
+	waitFor(t, 5*time.Second, func() (int, bool) { return len(same.Received()), len(same.Received()) == 1 })
+	time.Sleep(50 * time.Millisecond) // what is held stays held: a short look
+	if n := len(other.Received()); n != 0 || len(rec.snapshot()) != 0 {
+		t.Fatalf("before the Prepare was durable: leader elsewhere got %d requests, %d completions", n, len(rec.snapshot()))
+	}
+	log.Advance(prepare)
+	if ev := rec.waitEvents(t, 1); ev[0].stuck || len(other.Received()) != 1 {
+		t.Fatalf("after the Prepare was durable: %+v, leader elsewhere got %d requests", ev, len(other.Received()))
+	}
+
+	failed, _ := log.Next(nil)
+	t2 := txn("t2", 8, 3, tps("other", 1))
+	t2.At, t2.Pos = &log, failed
+	s.Enqueue(t2)
+	log.Fail(errors.New("disk gone"))
+	waitFor(t, 5*time.Second, func() (int, bool) { n := len(s.Undelivered("t2")); return n, n == 0 })
+	time.Sleep(50 * time.Millisecond)
+	if n := len(other.Received()); n != 1 || len(rec.snapshot()) != 1 {
+		t.Fatalf("a Prepare that failed: leader elsewhere got %d requests (want still 1), %d completions", n, len(rec.snapshot()))
+	}
 }

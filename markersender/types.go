@@ -2,6 +2,7 @@ package markersender
 
 import (
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/durable"
 )
 
 // TopicPartition names one partition.
@@ -10,9 +11,9 @@ type TopicPartition struct {
 	Partition int32  `json:"partition"`
 }
 
-// Txn is one transaction's markers, handed over by the coordinator once its
-// Prepare record is durable, or with a Durable gate. Every partition gets a marker with the same
-// fields.
+// Txn is one transaction's markers, handed over by the coordinator when
+// it decides the Prepare, with the position of that write in its log
+// (At, Pos). Every partition gets a marker with the same fields.
 type Txn struct {
 	TransactionalID string
 	ProducerID      int64
@@ -26,25 +27,18 @@ type Txn struct {
 	// WriteTxnMarkers v2.
 	TransactionVersion int8
 	Partitions         []TopicPartition
-	// Durable, when set, is closed once the coordinator's Prepare record
-	// is durable: until then the markers go only to leaders of this
-	// process (Config.InProcess), which append them to the same log after
-	// the Prepare, never to a leader elsewhere. Nil: durable already.
-	Durable <-chan struct{}
+	// At and Pos are the log and the position of the Prepare the markers
+	// rest on (At nil: durable already). Until At is durable up to Pos
+	// the markers go only to leaders that append to At themselves
+	// (Config.LeaderLog), which write them after the Prepare; a leader
+	// elsewhere could apply a marker of a Prepare a crash takes back. If
+	// At fails first, the markers are dropped.
+	At  durable.Log
+	Pos durable.Pos
 }
 
 // durable reports whether the transaction's Prepare is durable.
-func (t *Txn) durable() bool {
-	if t.Durable == nil {
-		return true
-	}
-	select {
-	case <-t.Durable:
-		return true
-	default:
-		return false
-	}
-}
+func (t *Txn) durable() bool { return t.At == nil || t.At.Durable() >= t.Pos }
 
 // Completer receives the outcome of a transaction's markers. The coordinator
 // implements it; this package must not import the coordinator.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/markersender"
@@ -242,14 +243,13 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		}
 	}
 	var ownServer atomic.Pointer[wire.Server]
-	sender := newMarkerSender(cfg, self, dial, &ownServer, log)
+	sender := newMarkerSender(cfg, self, dial, &ownServer, store.Log(), log)
 	coord, err := coordinator.Open(coordinator.Config{
 		NodeID:       self.NodeID,
 		KafkaVersion: self.KafkaVersion,
 		View:         cfg.View,
 		Store:        store,
 		Markers:      sender,
-		EarlyMarkers: cfg.Shared != nil && cfg.InProcessLeader != nil,
 		Log:          log,
 		Metrics:      cfg.Metrics,
 	})
@@ -290,7 +290,11 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		closeStores()
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	txnClient.Store(srv.Local(clusterPrincipal(cfg.View)).WithClientID(groupsClientID).Inline())
+	// The group coordinator's records go to groupStore's log: the
+	// transaction coordinator, on the same log, answers its
+	// registrations at append (the pending offsets, appended after, are
+	// durable only with them).
+	txnClient.Store(srv.Local(clusterPrincipal(cfg.View)).WithClientID(groupsClientID).Inline().FromLog(groupStore))
 	ownServer.Store(srv)
 	return &Coordinator{view: cfg.View, Groups: grp, Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
 		Controller: ctl, ownController: ownController, ownStore: own}, nil
@@ -307,21 +311,23 @@ func openGroups(cfg CoordinatorConfig, self cluster.Node, store *storage.Store, 
 // server once it listens: the markers of __consumer_offsets, whose leader
 // is the group coordinator's node, go to it in-process when that is this
 // node, in `txncoord up` and in a coordinator process of its own alike,
-// never over a TCP connection to itself. The group coordinator appends to
-// this store's log, so it may take them before the Prepare is durable, as
-// an in-process leader does.
-func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialConfig, ownServer *atomic.Pointer[wire.Server], log zerolog.Logger) *markersender.Sender {
+// never over a TCP connection to itself; so do those of the leaders of
+// this process (cfg.InProcessLeader). txnLog is the transaction log's log
+// when it is this process's (nil with etcd): the group coordinator of this
+// node and the leaders of `txncoord up` append to it too, so they may get
+// a Prepare's markers before it is durable, and answer them at append,
+// since the Complete record, appended next, is durable only with them.
+// With etcd they wait for durability both ways.
+func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialConfig, ownServer *atomic.Pointer[wire.Server], txnLog durable.Log, log zerolog.Logger) *markersender.Sender {
 	isOwn := func(addr string) bool { return addr == self.Addr }
-	// With etcd the Complete record goes to etcd, not after the markers
-	// in this process's log: an in-process leader must answer a marker
-	// once it is durable, or a crash could lose markers of a transaction
-	// etcd records complete.
-	local := func(srv *wire.Server) negotiation.Transport {
-		cl := srv.Local(clusterPrincipal(cfg.View)).WithClientID(markerClientID).AtCallerVersion().Inline()
-		if etcdMode(cfg) {
-			cl = cl.OwnLog()
+	inProcess := func(addr string) *wire.Server {
+		if cfg.InProcessLeader != nil {
+			return cfg.InProcessLeader(addr)
 		}
-		return cl
+		return nil
+	}
+	local := func(srv *wire.Server) negotiation.Transport {
+		return srv.Local(clusterPrincipal(cfg.View)).WithClientID(markerClientID).AtCallerVersion().Inline().FromLog(txnLog)
 	}
 	return markersender.New(markersender.Config{
 		CoordinatorVersion: self.KafkaVersion,
@@ -331,11 +337,11 @@ func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialCon
 		RequestTimeout:     cfg.MarkerRequestTimeout,
 		Log:                log,
 		Metrics:            cfg.Metrics,
-		// The leaders of `txncoord up` append to the coordinator's log:
-		// they may get markers before the Prepare is durable (not with
-		// etcd, whose coordinators never send them early).
-		InProcess: func(addr string) bool {
-			return !etcdMode(cfg) && (isOwn(addr) || (cfg.Shared != nil && cfg.InProcessLeader != nil && cfg.InProcessLeader(addr) != nil))
+		LeaderLog: func(addr string) durable.Log {
+			if isOwn(addr) || inProcess(addr) != nil {
+				return txnLog
+			}
+			return nil
 		},
 		Dial: func(ctx context.Context, addr string) (negotiation.Transport, error) {
 			if isOwn(addr) {
@@ -347,10 +353,8 @@ func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialCon
 				}
 				return local(srv), nil
 			}
-			if cfg.InProcessLeader != nil {
-				if srv := cfg.InProcessLeader(addr); srv != nil {
-					return local(srv), nil
-				}
+			if srv := inProcess(addr); srv != nil {
+				return local(srv), nil
 			}
 			cl, err := wire.DialWith(ctx, addr, markerClientID, dial)
 			if err != nil {

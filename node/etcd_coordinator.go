@@ -106,16 +106,17 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		return nil, fmt.Errorf("coordinator %d: ownership: %w", self.NodeID, err)
 	}
 	cleanup = append(cleanup, func() { c.Member.Close() })
-	c.Sender = newMarkerSender(cfg, self, dial, &ownServer, log)
+	c.Sender = newMarkerSender(cfg, self, dial, &ownServer, nil, log)
 	cleanup = append(cleanup, c.Sender.Close)
 	nodes := map[int32]string{}
 	for _, n := range cfg.View.Coordinators() {
 		nodes[n.NodeID] = n.Addr
 	}
 	if c.Router, err = txnrouter.New(txnrouter.Config{
-		Member: c.Member, Store: c.Etcd, Partitions: parts, ProducerIDs: c.Etcd.ProducerIDs(0), Markers: c.Sender,
-		// EarlyMarkers stays off: a leader must never hold a marker of a
-		// Prepare that etcd has not committed.
+		Member: c.Member, Store: c.Etcd, Partitions: parts, ProducerIDs: coordinator.NewProducerIDPool(c.Etcd, 0), Markers: c.Sender,
+		// A leader never holds a marker of a Prepare that etcd has not
+		// committed: no leader appends to an etcd partition's log
+		// (newMarkerSender's txnLog is nil).
 		Coordinator: coordinator.Config{NodeID: self.NodeID, KafkaVersion: self.KafkaVersion, View: cfg.View},
 		Nodes:       nodes, Log: log, Metrics: cfg.Metrics,
 	}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -24,16 +25,21 @@ import (
 // processes (`txncoord leader`) dial the coordinator over TCP.
 type inProcessCoordinator struct {
 	principal string
-	client    atomic.Pointer[wire.LocalClient]
+	// from is the log the leaders append to (the process log of
+	// `txncoord up`): a coordinator writing to the same log answers their
+	// registrations at append.
+	from   durable.Log
+	client atomic.Pointer[wire.LocalClient]
 }
 
 // errCoordinatorNotStarted is the answer before bind (and after a failed
 // coordinator start).
 var errCoordinatorNotStarted = fmt.Errorf("node: in-process coordinator not started: %w", kerr.CoordinatorNotAvailable)
 
-// newInProcessCoordinator returns an unbound client for v's cluster.
-func newInProcessCoordinator(v *cluster.View) *inProcessCoordinator {
-	return &inProcessCoordinator{principal: clusterPrincipal(v)}
+// newInProcessCoordinator returns an unbound client for v's cluster, for
+// leaders appending to from.
+func newInProcessCoordinator(v *cluster.View, from durable.Log) *inProcessCoordinator {
+	return &inProcessCoordinator{principal: clusterPrincipal(v), from: from}
 }
 
 // clusterPrincipal is the principal leaders authenticate to the coordinator
@@ -51,7 +57,7 @@ func clusterPrincipal(v *cluster.View) string {
 
 // bind makes every client call srv from now on.
 func (c *inProcessCoordinator) bind(srv *wire.Server) {
-	c.client.Store(srv.Local(c.principal).WithClientID(cluster.LeaderClientID).Inline())
+	c.client.Store(srv.Local(c.principal).WithClientID(cluster.LeaderClientID).Inline().FromLog(c.from))
 }
 
 // do sends req to the bound coordinator.

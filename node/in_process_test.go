@@ -276,7 +276,7 @@ func TestEmbeddedRegistersInProcessSecure(t *testing.T) {
 // after bind it calls the coordinator's handlers.
 func TestInProcessCoordinatorBinding(t *testing.T) {
 	e, _, _ := startInProcessCluster(t, nil)
-	c := newInProcessCoordinator(e.View)
+	c := newInProcessCoordinator(e.View, e.Shared)
 	cl := c.leaderClient()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -160,7 +160,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	e.View.OnTopicRemoved(e.dropTopic)
 	e.byNode = map[int32]*inProcessCoordinator{}
 	for _, n := range e.View.Coordinators() {
-		e.byNode[n.NodeID] = newInProcessCoordinator(e.View)
+		e.byNode[n.NodeID] = newInProcessCoordinator(e.View, e.Shared)
 	}
 	e.inProcess = e.byNode[e.View.Coordinator().NodeID]
 	if err := e.startEtcd(); err != nil {

@@ -7,8 +7,10 @@
 // injected PIDSource. Its outputs are plain values: the record to append
 // (Outcome.Persist, Outcome.Delete), the markers to send (Outcome.Markers)
 // and the answer to give (Outcome.Err, ProducerID/ProducerEpoch,
-// PartitionErrs). Package coordinator persists the record, answers once it
-// is durable and then hands the markers to the marker sender.
+// PartitionErrs). Package coordinator submits the record, hands the
+// markers to the marker sender with the record's position (delivered to a
+// leader elsewhere only once it is durable), and answers once the record is
+// durable (or appended, to a caller on the same log).
 //
 // It imports only the standard library and franz-go's kerr (the error
 // codes are its answers): nothing of the network, storage or marker

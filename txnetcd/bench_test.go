@@ -51,7 +51,7 @@ func BenchmarkApply(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer ps.Close()
-				apply = func(batch txnlog.Batch) error { return ps.Apply(ctx, batch) }
+				apply = func(batch txnlog.Batch) error { return txnlog.Apply(ctx, ps, batch) }
 			}
 			b.ResetTimer()
 			if bc.parallel > 0 {
@@ -133,7 +133,7 @@ func BenchmarkPartitions(b *testing.B) {
 				m := txnlog.TxnMetadata{TransactionalID: id, ProducerID: i, NextProducerID: -1, PrevProducerID: -1,
 					LastProducerEpoch: -1, TimeoutMs: 60000, State: txncore.Ongoing, ClientTransactionVersion: 2,
 					Partitions: []txnlog.TopicPartition{{Topic: "orders", Partition: int32(i % 12)}, {Topic: "__consumer_offsets", Partition: 7}}}
-				if err := ps.Apply(ctx, txnlog.Batch{Puts: []txnlog.TxnMetadata{m}}); err != nil {
+				if err := txnlog.Apply(ctx, ps, txnlog.Batch{Puts: []txnlog.TxnMetadata{m}}); err != nil {
 					b.Error(err)
 					return
 				}

@@ -24,8 +24,9 @@
 // keys of the same Layout; this package only reads them (Load) and
 // conditions on the owner key (Apply).
 //
-// PartitionStore adapts one owned partition to txnlog.Store (and
-// txnlog.Submitter), so a coordinator can be opened over it. The
+// PartitionStore adapts one owned partition to txnlog.Store (positions
+// in a log of its own, durable as etcd commits them), so a coordinator can
+// be opened over it. The
 // PartitionStores of one Store (the partitions a coordinator owns) share
 // one writer with a group commit: the writes queued while one etcd Txn is
 // in flight, of whichever partitions, go in the next, fenced on each of

@@ -9,6 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/txnlog"
 )
 
@@ -34,7 +35,7 @@ const LoadTimeout = 30 * time.Second
 // whatever its size: etcd's CPU, which bounds the etcd mode, scales with
 // proposals, not keys. The queue keeps submission order, so one id's
 // writes are committed in the order they were submitted
-// (txnlog.Submitter's promise).
+// (txnlog.Store's promise).
 type PartitionStore struct {
 	s      *Store
 	fence  Fence
@@ -51,6 +52,8 @@ type PartitionStore struct {
 	// onUnknown is told of it once (OnUnknownOutcome).
 	unknown   atomic.Pointer[error]
 	onUnknown func(error)
+	// log holds the positions of the batches submitted (Submit).
+	log durable.Tracker
 }
 
 // OnUnknownOutcome sets fn, called once (on its own goroutine) when a
@@ -86,10 +89,7 @@ func (s *Store) Partition(f Fence) (*PartitionStore, error) {
 	return &PartitionStore{s: s, fence: f, epoch: o.Epoch}, nil
 }
 
-var (
-	_ txnlog.Store     = (*PartitionStore)(nil)
-	_ txnlog.Submitter = (*PartitionStore)(nil)
-)
+var _ txnlog.Store = (*PartitionStore)(nil)
 
 // Fence is the store's fence.
 func (ps *PartitionStore) Fence() Fence { return ps.fence }
@@ -122,46 +122,52 @@ func (ps *PartitionStore) Load() (txnlog.LoadedState, error) {
 	return txnlog.LoadedState{Txns: st.Txns, CoordinatorEpoch: ps.epoch - 1}, nil
 }
 
-// Apply writes b in one fenced etcd Txn, possibly shared with other
-// batches, of this partition and others of the Store, queued at the same
-// time, and returns once etcd has committed it. It fails with ErrNotOwner
-// only when this partition is fenced out (nothing of it was written);
-// another partition's fencing only delays it to the next Txn. An etcd
-// error or the Store's CommitTimeout fails every batch of the Txn. A batch
-// whose only change is the coordinator epoch (the owner's own, as Load
-// arranges) is a fence check: it succeeds only while the partition is
-// still owned.
-//
-// When ctx ends first Apply returns ctx's error, and the batch may still
-// be written (as a Txn whose answer was lost may have been).
-func (ps *PartitionStore) Apply(ctx context.Context, b txnlog.Batch) error {
-	select {
-	case err := <-ps.Submit(b):
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Submit queues b behind every write submitted to the Store before it; the
-// channel gets its outcome. A batch that cannot be written (another
-// partition's id, a producer-id high-water mark, an epoch other than the
-// owner's, more keys than one Txn holds) fails alone at once.
-func (ps *PartitionStore) Submit(b txnlog.Batch) <-chan error {
-	result := make(chan error, 1)
+// Submit queues b behind every write submitted to the Store before it and
+// returns its position in the partition's log (Log): b goes in one fenced
+// etcd Txn, possibly shared with other batches of this partition and
+// others queued at the same time, and is durable once etcd committed that
+// Txn. Its failure stops the log (every later batch fails alike): the
+// partition fenced out (ErrNotOwner, nothing of it written; another
+// partition's fencing only delays it to the next Txn), an etcd error or
+// the Store's CommitTimeout (the outcome unknown: OnUnknownOutcome),
+// Close. A batch that cannot be written (another partition's id, a
+// producer-id high-water mark, an epoch other than the owner's, more keys
+// than one Txn holds) is refused alone at once. A batch whose only change
+// is the coordinator epoch (the owner's own, as Load arranges) is a fence
+// check: it is durable only while the partition is still owned.
+func (ps *PartitionStore) Submit(b txnlog.Batch) (durable.Pos, error) {
 	if unknown := ps.unknown.Load(); unknown != nil {
-		result <- fmt.Errorf("txnetcd: partition %d: an earlier write's outcome is unknown (%w): its state is being reloaded from etcd", ps.fence.Partition, *unknown)
-		return result
+		return 0, fmt.Errorf("txnetcd: partition %d: an earlier write's outcome is unknown (%w): its state is being reloaded from etcd", ps.fence.Partition, *unknown)
 	}
 	ops, err := ps.validate(b)
 	if err != nil {
-		result <- err
-		return result
+		return 0, err
 	}
-	if !ps.s.enqueue(&queued{ps: ps, ops: ops, result: result}) {
-		result <- txnlog.ErrClosed
+	q := &queued{ps: ps, ops: ops}
+	if err := ps.s.enqueue(q, &ps.log); err != nil {
+		return 0, err
 	}
-	return result
+	return q.pos, nil
+}
+
+// Log is the partition's log: its positions are Submit's, durable in
+// order as etcd commits them.
+func (ps *PartitionStore) Log() durable.Log { return &ps.log }
+
+// Err is nil: a partition store is never stopped for good. One fenced out,
+// or whose write's outcome is unknown, fails its writes (Log) and is
+// replaced by the next owner's, or by a reload (txnrouter).
+func (ps *PartitionStore) Err() error { return nil }
+
+// settled records the writer's answer for the batch at pos: durable, or
+// the log stopped.
+func (ps *PartitionStore) settled(pos durable.Pos, err error) {
+	ps.outcome(err)
+	if err != nil {
+		ps.log.Fail(err)
+		return
+	}
+	ps.log.Advance(pos)
 }
 
 func (ps *PartitionStore) validate(b txnlog.Batch) ([]clientv3.Op, error) {
@@ -195,8 +201,8 @@ func (ps *PartitionStore) Stats() txnlog.Stats {
 // ErrNotOwner, an etcd error or the commit timeout), so they may be
 // committed after Close returns.
 func (ps *PartitionStore) Close() error {
-	for _, q := range ps.s.dropQueued(ps) {
-		q.result <- txnlog.ErrClosed
-	}
+	_, inFlight := ps.s.dropQueued(ps)
+	// Never under the writer's lock: the log's callbacks may submit.
+	ps.log.FailAfter(inFlight, txnlog.ErrClosed)
 	return nil
 }

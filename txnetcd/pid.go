@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"sync"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -92,40 +91,10 @@ func (s *Store) EnsureProducerIDsFrom(ctx context.Context, floor int64) (found i
 	}
 }
 
-// ProducerIDs hands out producer ids one at a time from blocks reserved by
-// AllocateProducerIDs, as the coordinator's allocator does from its store's
-// high-water mark; here the blocks of one process need not be contiguous.
-// Ids left in a block when the process stops are never used (as in Kafka).
-type ProducerIDs struct {
-	store *Store
-	block int64
-
-	mu          sync.Mutex
-	next, limit int64
-}
-
-// ProducerIDs returns a source that reserves blockSize ids at a time
-// (default 1000, Kafka's PRODUCER_ID_BLOCK_SIZE).
-func (s *Store) ProducerIDs(blockSize int64) *ProducerIDs {
-	if blockSize <= 0 {
-		blockSize = 1000
-	}
-	return &ProducerIDs{store: s, block: blockSize}
-}
-
-// NextID returns an id no other caller, in this process or another member,
-// has had or will have.
-func (a *ProducerIDs) NextID(ctx context.Context) (int64, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.next >= a.limit {
-		first, err := a.store.AllocateProducerIDs(ctx, a.block)
-		if err != nil {
-			return -1, err
-		}
-		a.next, a.limit = first, first+a.block
-	}
-	id := a.next
-	a.next++
-	return id, nil
+// Reserve is AllocateProducerIDs: the Store is the producer-id blocks of
+// every coordinator on etcd (coordinator.ProducerIDBlocks); one pool of a
+// process hands the ids out (coordinator.ProducerIDPool). Ids left in a
+// block when the process stops are never used (as in Kafka).
+func (s *Store) Reserve(ctx context.Context, n int64) (int64, error) {
+	return s.AllocateProducerIDs(ctx, n)
 }

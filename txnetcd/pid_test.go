@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/txncoord/txncoord/coordinator"
 )
 
 // Three members (three clients) allocating blocks of different sizes at
@@ -59,8 +61,8 @@ func TestConcurrentAllocatorsGetDisjointBlocks(t *testing.T) {
 	}
 }
 
-// ProducerIDs of several members, and of a member restarted with nothing
-// on disk (a new source on a new client), never hand out an id twice.
+// The pools of several members, and of a member restarted with nothing on
+// disk (a new pool on a new client), never hand out an id twice.
 func TestProducerIDsUniqueAcrossMembersAndRestarts(t *testing.T) {
 	l := newLayout(t)
 	var mu sync.Mutex
@@ -69,7 +71,7 @@ func TestProducerIDsUniqueAcrossMembersAndRestarts(t *testing.T) {
 	for range 3 {
 		wg.Go(func() {
 			for range 2 { // a restart: a new client and source
-				src := NewStore(newClient(t), Options{Layout: l}).ProducerIDs(7)
+				src := coordinator.NewProducerIDPool(NewStore(newClient(t), Options{Layout: l}), 7)
 				for range 20 {
 					id, err := src.NextID(ctxT(t))
 					if err != nil {

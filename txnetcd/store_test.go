@@ -72,7 +72,7 @@ func TestLoadApplyRoundTripEveryState(t *testing.T) {
 		if err := s.Apply(ctxT(t), fence, b); err != nil {
 			t.Fatal(err)
 		}
-		if err := mem.Apply(ctxT(t), b); err != nil {
+		if err := txnlog.Apply(ctxT(t), mem, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -306,18 +306,18 @@ func TestPartitionStoreAsTxnlogStore(t *testing.T) {
 	if loaded.CoordinatorEpoch+1 != 2 || len(loaded.Txns) != 0 || loaded.ProducerIDHighWater != 0 {
 		t.Fatalf("loaded %+v", loaded)
 	}
-	if err := store.Apply(ctxT(t), txnlog.Batch{CoordinatorEpoch: loaded.CoordinatorEpoch + 1}); err != nil {
+	if err := txnlog.Apply(ctxT(t), store, txnlog.Batch{CoordinatorEpoch: loaded.CoordinatorEpoch + 1}); err != nil {
 		t.Fatalf("writing the owner's epoch: %v", err)
 	}
-	if err := store.Apply(ctxT(t), txnlog.Batch{CoordinatorEpoch: 5}); err == nil {
+	if err := txnlog.Apply(ctxT(t), store, txnlog.Batch{CoordinatorEpoch: 5}); err == nil {
 		t.Fatal("an epoch other than the owner's was accepted")
 	}
-	if err := store.Apply(ctxT(t), txnlog.Batch{ProducerIDHighWater: 1000}); !errors.Is(err, ErrProducerIDs) {
+	if err := txnlog.Apply(ctxT(t), store, txnlog.Batch{ProducerIDHighWater: 1000}); !errors.Is(err, ErrProducerIDs) {
 		t.Fatalf("producer-id high water: %v", err)
 	}
 	id := idsIn(p, 1, "ps")[0]
 	m := txnlog.TxnMetadata{TransactionalID: id, ProducerID: 9, NextProducerID: -1, LastProducerEpoch: -1, State: txncore.Empty, ClientTransactionVersion: 2}
-	if err := store.Apply(ctxT(t), txnlog.Batch{Puts: []txnlog.TxnMetadata{m}}); err != nil {
+	if err := txnlog.Apply(ctxT(t), store, txnlog.Batch{Puts: []txnlog.TxnMetadata{m}}); err != nil {
 		t.Fatal(err)
 	}
 	if loaded, err = store.Load(); err != nil || !reflect.DeepEqual(loaded.Txns[id], m) {
@@ -325,14 +325,14 @@ func TestPartitionStoreAsTxnlogStore(t *testing.T) {
 	}
 
 	acquire(t, cli, l, p, 2) // taken over
-	if err := store.Apply(ctxT(t), txnlog.Batch{CoordinatorEpoch: 2}); !errors.Is(err, ErrNotOwner) {
+	if err := txnlog.Apply(ctxT(t), store, txnlog.Batch{CoordinatorEpoch: 2}); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("fence check after a takeover: %v", err)
 	}
 	if _, err := store.Load(); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("load after a takeover: %v", err)
 	}
 	store.Close()
-	if err := store.Apply(ctxT(t), txnlog.Batch{}); !errors.Is(err, txnlog.ErrClosed) {
+	if err := txnlog.Apply(ctxT(t), store, txnlog.Batch{}); !errors.Is(err, txnlog.ErrClosed) {
 		t.Fatalf("apply after close: %v", err)
 	}
 }
@@ -363,17 +363,17 @@ func TestPartitionStoreGroupCommit(t *testing.T) {
 		return txnlog.TxnMetadata{TransactionalID: ids[i%len(ids)], ProducerID: int64(i), NextProducerID: -1, LastProducerEpoch: -1, State: txncore.Ongoing}
 	}
 	var results []<-chan error
-	results = append(results, ps.Submit(txnlog.Batch{Puts: []txnlog.TxnMetadata{rec(0)}}))
+	results = append(results, submit(ps, txnlog.Batch{Puts: []txnlog.TxnMetadata{rec(0)}}))
 	<-entered // the first group, that write alone, is in flight
 	for i := 1; i <= 40; i++ {
 		b := txnlog.Batch{Puts: []txnlog.TxnMetadata{rec(i)}}
 		if i%10 == 3 {
 			b = txnlog.Batch{Deletes: []string{ids[3]}}
 		}
-		results = append(results, ps.Submit(b))
+		results = append(results, submit(ps, b))
 	}
-	results = append(results, ps.Submit(txnlog.Batch{CoordinatorEpoch: ps.Epoch()}))
-	foreign := ps.Submit(txnlog.Batch{Deletes: idsIn(p+1, 1, "group")})
+	results = append(results, submit(ps, txnlog.Batch{CoordinatorEpoch: ps.Epoch()}))
+	foreign := submit(ps, txnlog.Batch{Deletes: idsIn(p+1, 1, "group")})
 	if err := <-foreign; !errors.Is(err, ErrWrongPartition) {
 		t.Fatalf("batch of another partition: %v", err)
 	}
@@ -420,7 +420,7 @@ func TestPartitionStoreGroupCommit(t *testing.T) {
 	}
 	var stale []<-chan error
 	for i := range 3 {
-		stale = append(stale, ps.Submit(txnlog.Batch{Puts: []txnlog.TxnMetadata{rec(100 + i)}}))
+		stale = append(stale, submit(ps, txnlog.Batch{Puts: []txnlog.TxnMetadata{rec(100 + i)}}))
 	}
 	<-entered
 	release <- struct{}{}
@@ -434,4 +434,17 @@ func TestPartitionStoreGroupCommit(t *testing.T) {
 		t.Fatal("a fenced-out group changed the partition")
 	}
 	ps.beforeCommit = nil
+}
+
+// submit is PartitionStore.Submit with its outcome as a channel: the
+// error of the refusal, or of the batch's position once the log knows it.
+func submit(ps *PartitionStore, b txnlog.Batch) <-chan error {
+	ch := make(chan error, 1)
+	pos, err := ps.Submit(b)
+	if err != nil {
+		ch <- err
+		return ch
+	}
+	ps.Log().OnDurable(pos, func(err error) { ch <- err })
+	return ch
 }

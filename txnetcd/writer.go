@@ -8,6 +8,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/txnlog"
 )
 
@@ -32,11 +33,12 @@ import (
 // when none runs, and it ends when it finds the queue empty, so the Store
 // needs no Close and an idle Store holds no goroutine.
 
-// queued is one batch waiting for the writer.
+// queued is one batch waiting for the writer, at its position in its
+// PartitionStore's log.
 type queued struct {
-	ps     *PartitionStore
-	ops    []clientv3.Op
-	result chan error
+	ps  *PartitionStore
+	ops []clientv3.Op
+	pos durable.Pos
 }
 
 // writer is a Store's queue and the state of its writer goroutine.
@@ -45,6 +47,8 @@ type writer struct {
 	queue   []*queued
 	running bool // a writer goroutine is running; it clears this when it ends
 	stats   StoreStats
+	// inFlight is the plan the writer is committing (nil: none).
+	inFlight *txnPlan
 
 	// beforeTxn, when set (tests), runs before each Txn is sent, with
 	// what it holds.
@@ -73,15 +77,22 @@ func (s *Store) Stats() StoreStats {
 	return s.w.stats
 }
 
-// enqueue appends q to the queue and starts the writer if none runs. It
-// returns false, queueing nothing, when q's store is closed.
-func (s *Store) enqueue(q *queued) bool {
+// enqueue gives q its position in log and appends it to the queue, and
+// starts the writer if none runs. It fails, queueing nothing, when q's
+// store is closed or its log stopped.
+func (s *Store) enqueue(q *queued, log *durable.Tracker) error {
 	w := &s.w
 	w.mu.Lock()
 	if q.ps.closed.Load() {
 		w.mu.Unlock()
-		return false
+		return txnlog.ErrClosed
 	}
+	pos, err := log.Next(nil)
+	if err != nil {
+		w.mu.Unlock()
+		return err
+	}
+	q.pos = pos
 	w.queue = append(w.queue, q)
 	start := !w.running
 	w.running = true
@@ -89,17 +100,18 @@ func (s *Store) enqueue(q *queued) bool {
 	if start {
 		go s.write()
 	}
-	return true
+	return nil
 }
 
-// dropQueued closes ps and removes its queued batches, which the caller
-// answers. Batches of ps in a Txn in flight stay there.
-func (s *Store) dropQueued(ps *PartitionStore) []*queued {
+// dropQueued closes ps and removes its queued batches, and returns the
+// position of its last batch in the Txn in flight (which gets that Txn's
+// outcome; 0: none), after which the caller fails its log.
+func (s *Store) dropQueued(ps *PartitionStore) ([]*queued, durable.Pos) {
 	w := &s.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if ps.closed.Swap(true) {
-		return nil
+		return nil, 0
 	}
 	var dropped []*queued
 	kept := w.queue[:0:0]
@@ -111,7 +123,7 @@ func (s *Store) dropQueued(ps *PartitionStore) []*queued {
 		}
 	}
 	w.queue = kept
-	return dropped
+	return dropped, w.lastInFlight(ps)
 }
 
 // write is the writer goroutine: it takes the longest prefix of the queue
@@ -135,10 +147,10 @@ func (s *Store) write() {
 		resp, err := s.commitPlan(plan)
 		w.mu.Lock()
 		answers := w.settle(plan, resp, err)
+		w.inFlight = nil
 		w.mu.Unlock()
 		for _, a := range answers {
-			a.q.ps.outcome(a.err)
-			a.q.result <- a.err
+			a.q.ps.settled(a.q.pos, a.err)
 		}
 	}
 }
@@ -209,7 +221,22 @@ func (w *writer) take(maxOps int) *txnPlan {
 	}
 	plan.batches = append([]*queued(nil), w.queue[:n]...)
 	w.queue = w.queue[n:]
+	w.inFlight = plan
 	return plan
+}
+
+// lastInFlight is the position of ps's last batch in the Txn in flight (0:
+// none).
+func (w *writer) lastInFlight(ps *PartitionStore) durable.Pos {
+	var last durable.Pos
+	if w.inFlight != nil {
+		for _, q := range w.inFlight.batches {
+			if q.ps == ps {
+				last = max(last, q.pos)
+			}
+		}
+	}
+	return last
 }
 
 // hooks are the test hooks to run before the plan's Txn is sent.

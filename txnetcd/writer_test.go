@@ -145,7 +145,7 @@ func TestWriterGroupsPartitions(t *testing.T) {
 	}
 
 	g := newGate(s)
-	blocker := stores[0].Submit(txnlog.Batch{CoordinatorEpoch: stores[0].Epoch()}) // a fence check
+	blocker := submit(stores[0], txnlog.Batch{CoordinatorEpoch: stores[0].Epoch()}) // a fence check
 	if p := g.next(t); len(p.batches) != 1 {
 		t.Fatalf("first Txn carries %d batches", len(p.batches))
 	}
@@ -163,7 +163,7 @@ func TestWriterGroupsPartitions(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					for pid := from; pid < from+writes; pid++ {
-						r := ps.Submit(put(pid, id))
+						r := submit(ps, put(pid, id))
 						mu.Lock()
 						results = append(results, r)
 						mu.Unlock()
@@ -282,15 +282,15 @@ func TestWriterFencedPartitionFailsAlone(t *testing.T) {
 	fencedID, keptIDs, closedID := idsIn(pFenced, 1, "fenced")[0], idsIn(pKept, 2, "fenced"), idsIn(pClosed, 1, "fenced")[0]
 
 	g := newGate(s)
-	first := blocker.Submit(put(1, idsIn(pBlocker, 1, "fenced")...))
+	first := submit(blocker, put(1, idsIn(pBlocker, 1, "fenced")...))
 	g.next(t)
 	results := []<-chan error{
-		fenced.Submit(put(1, fencedID)),
-		kept.Submit(put(1, keptIDs[0])),
-		fenced.Submit(put(2, fencedID)),
-		kept.Submit(put(2, keptIDs[0], keptIDs[1])),
-		closed.Submit(put(1, closedID)),
-		kept.Submit(put(3, keptIDs[0])),
+		submit(fenced, put(1, fencedID)),
+		submit(kept, put(1, keptIDs[0])),
+		submit(fenced, put(2, fencedID)),
+		submit(kept, put(2, keptIDs[0], keptIDs[1])),
+		submit(closed, put(1, closedID)),
+		submit(kept, put(3, keptIDs[0])),
 	}
 	acquire(t, cli, l, pFenced, 1) // taken over
 	g.pass()
@@ -299,7 +299,7 @@ func TestWriterFencedPartitionFailsAlone(t *testing.T) {
 		t.Fatalf("second Txn: %d batches of %d fences", len(refused.batches), len(refused.fences))
 	}
 	closed.Close()                           // in flight: the Txn is not cut
-	later := kept.Submit(put(4, keptIDs[0])) // queued behind the refused Txn's batches
+	later := submit(kept, put(4, keptIDs[0])) // queued behind the refused Txn's batches
 	g.pass()
 	retried := g.next(t)
 	if len(retried.batches) != 4 || len(retried.fences) != 1 || retried.fences[0] != kept.Fence() {
@@ -341,10 +341,10 @@ func TestWriterFencedPartitionFailsAlone(t *testing.T) {
 		t.Fatalf("fenced partition's stats %+v", st)
 	}
 	// The fenced store stays fenced; the others write on.
-	if err := fenced.Apply(ctxT(t), put(3, fencedID)); !errors.Is(err, ErrNotOwner) {
+	if err := txnlog.Apply(ctxT(t), fenced, put(3, fencedID)); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("write after the takeover: %v", err)
 	}
-	if err := kept.Apply(ctxT(t), put(4, keptIDs[1])); err != nil {
+	if err := txnlog.Apply(ctxT(t), kept, put(4, keptIDs[1])); err != nil {
 		t.Fatal(err)
 	}
 	noWriterLeft(t)
@@ -363,13 +363,13 @@ func TestWriterCloseAmongOthers(t *testing.T) {
 	closedIDs, otherIDs := idsIn(pClosed, 3, "close"), idsIn(pOther, 2, "close")
 
 	g := newGate(s)
-	inFlight := closing.Submit(put(1, closedIDs[0]))
+	inFlight := submit(closing, put(1, closedIDs[0]))
 	g.next(t)
 	queued := []<-chan error{
-		closing.Submit(put(1, closedIDs[1])),
-		other.Submit(put(1, otherIDs[0])),
-		closing.Submit(put(1, closedIDs[2])),
-		other.Submit(put(1, otherIDs[1])),
+		submit(closing, put(1, closedIDs[1])),
+		submit(other, put(1, otherIDs[0])),
+		submit(closing, put(1, closedIDs[2])),
+		submit(other, put(1, otherIDs[1])),
 	}
 	closing.Close()
 	for _, i := range []int{0, 2} { // answered while the writer is held
@@ -383,7 +383,7 @@ func TestWriterCloseAmongOthers(t *testing.T) {
 			t.Fatalf("queued write %d of the closed store: %v", i, err)
 		}
 	}
-	if err := closing.Apply(ctxT(t), put(2, closedIDs[0])); !errors.Is(err, txnlog.ErrClosed) {
+	if err := txnlog.Apply(ctxT(t), closing, put(2, closedIDs[0])); !errors.Is(err, txnlog.ErrClosed) {
 		t.Fatalf("apply after close: %v", err)
 	}
 	if _, err := closing.Load(); !errors.Is(err, txnlog.ErrClosed) {
@@ -439,7 +439,7 @@ func TestWriterMaxTxnOps(t *testing.T) {
 			<-g.release
 		}
 	}
-	first := stores[0].Submit(put(0, ids[stores[0]][0]))
+	first := submit(stores[0], put(0, ids[stores[0]][0]))
 	g.next(t)
 	want := map[string]int64{ids[stores[0]][0]: 0}
 	var results []<-chan error
@@ -458,7 +458,7 @@ func TestWriterMaxTxnOps(t *testing.T) {
 					want[id] = pid
 				}
 			}
-			results = append(results, ps.Submit(b))
+			results = append(results, submit(ps, b))
 		}
 	}
 	g.openAndPass()
@@ -511,7 +511,7 @@ func TestWriterEtcdUnreachable(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ps.Close()
-		results = append(results, ps.Submit(put(int64(i), idsIn(p, 1, "down")...)))
+		results = append(results, submit(ps, put(int64(i), idsIn(p, 1, "down")...)))
 	}
 	for i, r := range results {
 		err := <-r
@@ -539,7 +539,7 @@ func TestUnknownOutcomeIsSticky(t *testing.T) {
 	defer ps.Close()
 	told := make(chan error, 4)
 	ps.OnUnknownOutcome(func(err error) { told <- err })
-	if err := <-ps.Submit(put(1, idsIn(1, 1, "unknown")...)); err == nil || errors.Is(err, ErrNotOwner) {
+	if err := <-submit(ps, put(1, idsIn(1, 1, "unknown")...)); err == nil || errors.Is(err, ErrNotOwner) {
 		t.Fatalf("first write: %v", err)
 	}
 	select {
@@ -548,7 +548,7 @@ func TestUnknownOutcomeIsSticky(t *testing.T) {
 		t.Fatal("OnUnknownOutcome not called")
 	}
 	before := s.Stats().Batches
-	err = <-ps.Submit(put(2, idsIn(1, 1, "unknown")...))
+	err = <-submit(ps, put(2, idsIn(1, 1, "unknown")...))
 	if err == nil || !strings.Contains(err.Error(), "outcome is unknown") {
 		t.Fatalf("later write: %v, want a refusal naming the unknown outcome", err)
 	}

@@ -1,7 +1,6 @@
 package txnlog
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/storage"
 )
 
@@ -119,36 +119,30 @@ func (s *BoltStore) Load() (LoadedState, error) {
 	return out, nil
 }
 
-// Apply appends b and waits until it is durable. If ctx ends first, Apply
-// returns ctx's error, but the batch may still be committed.
-func (s *BoltStore) Apply(ctx context.Context, b Batch) error {
-	select {
-	case err := <-s.Submit(b):
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+// Submit appends b behind every record appended before it (by any
+// space of the process store) and returns its position in the process log
+// at once.
+func (s *BoltStore) Submit(b Batch) (durable.Pos, error) {
+	if err := b.check(); err != nil {
+		return 0, err
 	}
+	pos, err := s.space.Append(encodeBatch(b))
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	s.stats.Batches++
+	s.stats.Transitions += uint64(len(b.Puts) + len(b.Deletes))
+	s.mu.Unlock()
+	return pos, nil
 }
 
-// Submit appends b behind every record appended before it and returns at
-// once; the channel gets nil once b is durable, or the log's failure.
-// Callers that need their writes committed in order (one transactional
-// id's pipelined transitions) call it in that order.
-func (s *BoltStore) Submit(b Batch) <-chan error {
-	if err := b.check(); err != nil {
-		ch := make(chan error, 1)
-		ch <- err
-		return ch
-	}
-	n := uint64(len(b.Puts) + len(b.Deletes))
-	_, done := s.space.Submit(encodeBatch(b), func() {
-		s.mu.Lock()
-		s.stats.Batches++
-		s.stats.Transitions += n
-		s.mu.Unlock()
-	})
-	return done
-}
+// Log is the process log (the store's: shared with every other space of
+// it, the leaders' of `txncoord up` among them).
+func (s *BoltStore) Log() durable.Log { return s.space.Store() }
+
+// Err is the failure that stopped the process log's writes, nil if none.
+func (s *BoltStore) Err() error { return s.space.Err() }
 
 func (b Batch) check() error {
 	for _, m := range b.Puts {
@@ -168,9 +162,6 @@ func (s *BoltStore) Stats() Stats {
 	st.Commits = s.space.Store().Stats().Syncs
 	return st
 }
-
-// Err is the failure that stopped the process log's writes, nil if none.
-func (s *BoltStore) Err() error { return s.space.Err() }
 
 // Close waits for the queued batches and refuses more with ErrClosed; a
 // store of its own closes its file and log.

@@ -2,10 +2,14 @@
 // transaction's client transaction version), the coordinator epoch and the
 // producer-id block high-water mark.
 //
-// It owns a small Store interface, an in-memory twin for tests, and a bbolt
-// implementation with a single-writer group commit: one goroutine drains
-// every pending change into one bbolt Update, and callers are answered only
-// after that Update's fsync. Records use a versioned codec.
+// It owns the Store contract every transaction store keeps (load, submit,
+// log, err, close: a submitted batch gets a position in the store's log,
+// durable in order, package durable), the in-memory twin of tests
+// (MemoryStore, whose log the test may hold and release), and the store of
+// the process log (BoltStore: a batch is one record of the process's
+// write-ahead log, durable at its next group commit, applied to bbolt in
+// the background by package storage). txnetcd.PartitionStore is the etcd
+// one. Records use a versioned codec.
 //
 // It must not know request formats.
 package txnlog

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"sync"
 	"testing"
+
+	"github.com/txncoord/txncoord/durable"
 )
 
 func sampleTxn(id string) TxnMetadata {
@@ -91,10 +93,10 @@ func FuzzDecodeTxn(f *testing.F) {
 func storeContract(t *testing.T, s Store) {
 	ctx := context.Background()
 	a, b := sampleTxn("a"), sampleTxn("b")
-	if err := s.Apply(ctx, Batch{Puts: []TxnMetadata{a, b}, CoordinatorEpoch: 3, ProducerIDHighWater: 2000}); err != nil {
+	if err := Apply(ctx, s, Batch{Puts: []TxnMetadata{a, b}, CoordinatorEpoch: 3, ProducerIDHighWater: 2000}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Apply(ctx, Batch{Deletes: []string{"a"}, ProducerIDHighWater: 1000}); err != nil {
+	if err := Apply(ctx, s, Batch{Deletes: []string{"a"}, ProducerIDHighWater: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := s.Load()
@@ -121,7 +123,7 @@ func TestBoltStoreDurableAcrossReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Apply(context.Background(), Batch{CoordinatorEpoch: 9}); !errors.Is(err, ErrClosed) {
+	if err := Apply(context.Background(), s, Batch{CoordinatorEpoch: 9}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Apply after Close: %v", err)
 	}
 	s2, err := OpenBolt(path, BoltOptions{})
@@ -155,7 +157,7 @@ func TestBoltGroupCommitBatches(t *testing.T) {
 			for i := 0; i < perWriter; i++ {
 				m := sampleTxn(fmt.Sprintf("w%d", w))
 				m.ProducerEpoch = int16(i)
-				if err := s.Apply(context.Background(), Batch{Puts: []TxnMetadata{m}}); err != nil {
+				if err := Apply(context.Background(), s, Batch{Puts: []TxnMetadata{m}}); err != nil {
 					errs <- err
 					return
 				}
@@ -203,7 +205,7 @@ func TestBoltBadBatchIsolated(t *testing.T) {
 			if i%10 == 0 {
 				id = "" // rejected by writeBatch
 			}
-			results[i] = s.Apply(context.Background(), Batch{Puts: []TxnMetadata{sampleTxn(id)}})
+			results[i] = Apply(context.Background(), s, Batch{Puts: []TxnMetadata{sampleTxn(id)}})
 		}(i)
 	}
 	wg.Wait()
@@ -219,27 +221,30 @@ func TestBoltBadBatchIsolated(t *testing.T) {
 }
 
 // TestBoltSubmitInOrder: writes of one id submitted without waiting are
-// committed in submission order (the last one wins after a reopen), each
-// answered once durable; after Close, Submit answers ErrClosed.
+// committed in submission order (the last one wins after a reopen), at
+// rising positions of the process log; after Close, Submit answers
+// ErrClosed.
 func TestBoltSubmitInOrder(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "txnlog.db")
 	s, err := OpenBolt(path, BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var results []<-chan error
+	var last durable.Pos
 	for epoch := int16(0); epoch < 50; epoch++ {
-		results = append(results, s.Submit(Batch{Puts: []TxnMetadata{{TransactionalID: "t", ProducerID: 1, ProducerEpoch: epoch, State: Ongoing}}}))
-	}
-	for i, r := range results {
-		if err := <-r; err != nil {
-			t.Fatalf("submit %d: %v", i, err)
+		pos, err := s.Submit(Batch{Puts: []TxnMetadata{{TransactionalID: "t", ProducerID: 1, ProducerEpoch: epoch, State: Ongoing}}})
+		if err != nil || pos <= last {
+			t.Fatalf("submit %d: position %d after %d, %v", epoch, pos, last, err)
 		}
+		last = pos
+	}
+	if err := s.Log().WaitDurable(context.Background(), last); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-s.Submit(Batch{Puts: []TxnMetadata{{TransactionalID: "u"}}}); !errors.Is(err, ErrClosed) {
+	if _, err := s.Submit(Batch{Puts: []TxnMetadata{{TransactionalID: "u"}}}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Submit after Close: %v, want ErrClosed", err)
 	}
 	s, err = OpenBolt(path, BoltOptions{})
@@ -253,5 +258,37 @@ func TestBoltSubmitInOrder(t *testing.T) {
 	}
 	if got := st.Txns["t"].ProducerEpoch; got != 49 {
 		t.Fatalf("epoch after reopen %d, want 49 (the last submitted)", got)
+	}
+}
+
+// TestMemoryStoreLog: the in-memory twin has the process log's shape:
+// rising positions, durable in order (at once, or held until Release),
+// and a failure that fails every batch not durable yet and later Submits.
+func TestMemoryStoreLog(t *testing.T) {
+	ctx := context.Background()
+	s := NewMemory()
+	p1, err := s.Submit(Batch{Puts: []TxnMetadata{sampleTxn("a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Log().WaitDurable(ctx, p1); err != nil {
+		t.Fatal(err)
+	}
+	s.Hold()
+	p2, _ := s.Submit(Batch{Puts: []TxnMetadata{sampleTxn("b")}})
+	p3, _ := s.Submit(Batch{Deletes: []string{"a"}})
+	if p2 != p1+1 || p3 != p2+1 || s.Log().Durable() != p1 {
+		t.Fatalf("positions %d %d %d, durable %d: want rising by one, held at %d", p1, p2, p3, s.Log().Durable(), p1)
+	}
+	if got := s.Release(1); got != p2 {
+		t.Fatalf("Release(1): durable %d, want %d", got, p2)
+	}
+	boom := errors.New("disk gone")
+	s.Fail(boom)
+	if err := s.Log().WaitDurable(ctx, p3); !errors.Is(err, boom) {
+		t.Fatalf("the held batch after Fail: %v, want the failure", err)
+	}
+	if _, err := s.Submit(Batch{CoordinatorEpoch: 3}); !errors.Is(err, boom) || !errors.Is(s.Err(), boom) {
+		t.Fatalf("Submit after Fail: %v (Err %v), want the failure", err, s.Err())
 	}
 }

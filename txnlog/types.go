@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/txncoord/txncoord/durable"
+
 	"github.com/txncoord/txncoord/txncore"
 )
 
@@ -53,16 +55,40 @@ type Batch struct {
 	ProducerIDHighWater int64
 }
 
-// Store is the durable transaction log. Implementations are safe for
-// concurrent use.
+// Store is the durable transaction log: one contract for the process log
+// (BoltStore), etcd (txnetcd.PartitionStore) and the in-memory twin of
+// tests (MemoryStore), all driven through the same code. Implementations
+// are safe for concurrent use.
 type Store interface {
 	// Load returns every stored transaction, the coordinator epoch and the
 	// producer-id high-water mark.
 	Load() (LoadedState, error)
-	// Apply makes b durable (fsync'd) before it returns. Concurrent calls
-	// may be committed together; each call's batch is atomic.
-	Apply(ctx context.Context, b Batch) error
+	// Submit queues b behind every batch submitted before it and returns
+	// its position in Log: b is durable once Log is durable up to it, and
+	// never before a batch submitted earlier. An error means b was
+	// refused at once (a malformed batch, the store closed, its log
+	// stopped): nothing was queued.
+	Submit(b Batch) (durable.Pos, error)
+	// Log is the log Submit's positions are in: its failure (Err) fails
+	// every batch not durable yet, and a caller appending to the same log
+	// may be answered as soon as a batch is submitted (durable.Shares).
+	Log() durable.Log
+	// Err is the failure that stopped the store for good (fail-stop:
+	// nothing is written until a restart), nil while it writes. A store
+	// that is replaced rather than stopped (an etcd partition fenced out,
+	// or whose last write's outcome is unknown) answers nil: its Log
+	// still fails its writes.
+	Err() error
 	Close() error
+}
+
+// Apply submits b and waits until it is durable (or failed).
+func Apply(ctx context.Context, s Store, b Batch) error {
+	pos, err := s.Submit(b)
+	if err != nil {
+		return err
+	}
+	return s.Log().WaitDurable(ctx, pos)
 }
 
 // ErrNotOwner is returned (possibly wrapped) by a store shared by several
@@ -74,21 +100,12 @@ type Store interface {
 // single-process stores never return it.
 var ErrNotOwner = errors.New("txnlog: not the owner of the partition")
 
-// Submitter is implemented by stores that can queue a write without
-// waiting for it: writes submitted one after another are committed in that
-// order (a later one is never durable before an earlier one, unless the
-// earlier one failed alone). The coordinator uses it to pipeline one id's
-// transitions; without it, it waits for each write before the next.
-type Submitter interface {
-	Submit(b Batch) <-chan error
-}
-
 // Stats counts a store's work, for metrics and benchmarks.
 type Stats struct {
 	// Commits is the number of group commits (each one fsync round).
 	Commits uint64
-	// Batches is the number of Apply calls committed.
+	// Batches is the number of batches submitted.
 	Batches uint64
-	// Transitions is the number of transaction puts and deletes committed.
+	// Transitions is the number of transaction puts and deletes submitted.
 	Transitions uint64
 }

@@ -33,7 +33,7 @@ type Config struct {
 	// member's (default txnetcd.DefaultPartitions).
 	Partitions int32
 	// ProducerIDs is shared by every partition's coordinator (etcd blocks).
-	ProducerIDs coordinator.ProducerIDSource
+	ProducerIDs *coordinator.ProducerIDPool
 	Markers     MarkerSender
 	// Coordinator is the template of every partition's coordinator
 	// config; its Store, Markers, ProducerIDs and Log are the Router's.
@@ -246,7 +246,6 @@ func (r *Router) tryOpen(s *slot, fence txnetcd.Fence, log zerolog.Logger) error
 	cfg := r.cfg.Coordinator
 	cfg.Store, cfg.Markers, cfg.ProducerIDs, cfg.Log, cfg.Metrics = ps, r.cfg.Markers, r.cfg.ProducerIDs, log, nil
 	cfg.EndTxnLatency = r.latency
-	cfg.OwnLog = true // etcd: an in-process leader's data is not ordered after it
 	c, err := coordinator.Open(cfg)
 	if err != nil {
 		ps.Close()
@@ -348,10 +347,8 @@ func (r *Router) closeSlot(s *slot, reason string) {
 		s.c.Close()
 		s.store.Close()
 		r.retire(s.c.Stats())
-		if f, ok := r.cfg.Markers.(interface{ Forget(string) }); ok {
-			for _, t := range ids {
-				f.Forget(t.TransactionalID)
-			}
+		for _, t := range ids {
+			r.cfg.Markers.Forget(t.TransactionalID)
 		}
 	}
 }

@@ -38,13 +38,28 @@ func (f *fakeSender) Start(c markersender.Completer) {
 	f.mu.Unlock()
 }
 
+// Enqueue writes the markers once their Prepare is durable in etcd, as
+// the real sender does for leaders (none appends to an etcd log).
 func (f *fakeSender) Enqueue(txn markersender.Txn) {
-	f.mu.Lock()
-	f.sent = append(f.sent, txn)
-	c := f.c
-	f.mu.Unlock()
-	go c.MarkersWritten(txn)
+	deliver := func(err error) {
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		f.sent = append(f.sent, txn)
+		c := f.c
+		f.mu.Unlock()
+		go c.MarkersWritten(txn)
+	}
+	if txn.At == nil {
+		deliver(nil)
+		return
+	}
+	txn.At.OnDurable(txn.Pos, deliver)
 }
+
+func (f *fakeSender) Undelivered(string) []markersender.TopicPartition { return nil }
+func (f *fakeSender) Forget(string)                                    {}
 
 func (f *fakeSender) snapshot() []markersender.Txn {
 	f.mu.Lock()
@@ -98,7 +113,7 @@ func (e *env) startNodeWith(id int32, hooks func(*Router)) *node {
 	}
 	t.Cleanup(func() { m.Close() })
 	fs := &fakeSender{}
-	r, err := New(Config{Member: m, Store: e.store, Partitions: parts, ProducerIDs: e.store.ProducerIDs(10), Markers: fs,
+	r, err := New(Config{Member: m, Store: e.store, Partitions: parts, ProducerIDs: coordinator.NewProducerIDPool(e.store, 10), Markers: fs,
 		Coordinator: coordinator.Config{NodeID: id, View: e.view, KafkaVersion: "4.2", AbortScanInterval: time.Hour},
 		Nodes:       e.nodes, Log: zerolog.Nop()})
 	if err != nil {

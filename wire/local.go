@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/durable"
 )
 
 // In-process calls: a LocalClient sends kmsg requests to a running Server's
@@ -62,8 +64,8 @@ type LocalClient struct {
 	callerVersion bool
 	// inline: Do waits for the Reply on the caller's goroutine (Inline).
 	inline bool
-	// ownLog: requests are not marked in-process (OwnLog).
-	ownLog bool
+	// from is the log the caller appends to (FromLog).
+	from durable.Log
 }
 
 // callerValues is the context an in-process handler runs with: the
@@ -144,14 +146,15 @@ func (c *LocalClient) Inline() *LocalClient {
 	return &cp
 }
 
-// OwnLog returns a client for a caller whose own writes do not go to this
-// process's log (a coordinator whose state is in etcd): its requests are
-// not marked in-process (Request.InProcess is false), so a handler answers
-// them once durable, as it answers a connection's, instead of once
-// appended; what the caller writes next is not ordered after them.
-func (c *LocalClient) OwnLog() *LocalClient {
+// FromLog returns a client whose requests say that the caller appends to
+// l (Request.CallerLog): a handler whose write goes to l answers once it is
+// appended, since what the caller writes next to l is durable only with
+// it; one writing elsewhere (a coordinator's etcd store, when the caller
+// is a leader on the process log) answers once durable, as over TCP. A
+// client without it is a caller with no log of its own.
+func (c *LocalClient) FromLog(l durable.Log) *LocalClient {
 	cp := *c
-	cp.ownLog = true
+	cp.from = l
 	return &cp
 }
 
@@ -263,7 +266,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	req.SetVersion(version)
 	r := &Request{
 		Body: req, Key: key, Version: version, Remote: localAddr{}, ConnID: s.nextConn.Add(1), Principal: c.principal,
-		ClientID: c.clientID, Stopping: s.draining, Log: s.cfg.Log, sec: s.sec, inProcess: !c.ownLog,
+		ClientID: c.clientID, Stopping: s.draining, Log: s.cfg.Log, sec: s.sec, inProcess: true, callerLog: c.from,
 	}
 	var reply Reply
 	if key == 18 {

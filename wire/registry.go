@@ -9,6 +9,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/durable"
 )
 
 // Request is one decoded request as a handler sees it.
@@ -35,17 +37,24 @@ type Request struct {
 	// inProcess: a LocalClient call, whose Log lacks the remote and
 	// connection fields a connection's has.
 	inProcess bool
+	// callerLog is the log the caller appends to (LocalClient.FromLog),
+	// nil over a connection.
+	callerLog durable.Log
 	logOnce   sync.Once
 	logger    zerolog.Logger
 }
 
 // InProcess reports whether the request comes from a LocalClient: a
-// caller in this process, which shares the process's write-ahead log. A
-// handler may answer such a caller as soon as its write is appended
-// rather than durable: whatever the caller appends next, and waits for
-// before answering anyone outside the process, is durable only with it,
-// as the log is ordered.
+// caller in this process (its connection id is its own, it has no remote
+// address).
 func (r *Request) InProcess() bool { return r.inProcess }
+
+// CallerLog is the log the caller appends to: set for an in-process
+// caller that said so (LocalClient.FromLog), nil over a connection. A
+// handler whose write goes to the same log may answer as soon as it is
+// appended (durable.Shares): whatever the caller appends next, and waits
+// for before answering anyone else, is durable only with it.
+func (r *Request) CallerLog() durable.Log { return r.callerLog }
 
 // WithBody is a copy of r carrying body instead of r.Body: a part of a
 // batched request that a router hands to the handler of that part, with
@@ -54,7 +63,7 @@ func (r *Request) InProcess() bool { return r.inProcess }
 func (r *Request) WithBody(body kmsg.Request) *Request {
 	return &Request{Body: body, Key: r.Key, Version: r.Version, CorrelationID: r.CorrelationID, ClientID: r.ClientID,
 		Remote: r.Remote, ConnID: r.ConnID, Principal: r.Principal, Stopping: r.Stopping, Log: r.Log,
-		sec: r.sec, inProcess: r.inProcess}
+		sec: r.sec, inProcess: r.inProcess, callerLog: r.callerLog}
 }
 
 // Logger is Log with the connection's and the request's fields (remote,
