@@ -24,8 +24,8 @@ import (
 
 // TestScaleoutZombie is the zombie coordinator: the owner of busy
 // partitions is SIGSTOPped with commit markers to leader 3 in flight (held
-// by the proxy in front of leader 3 that only this coordinator uses), past
-// its lease (TTL + 2 s). The others take its partitions at higher
+// by the proxy in front of leader 3 that only this coordinator uses: the
+// requests that carry a probe's marker, below), past its lease (TTL + 2 s). The others take its partitions at higher
 // coordinator epochs, finish its Prepare transactions and serve its ids.
 // Then its held markers are delivered late, and the leader's answer is the
 // one Kafka's order of checks gives (ProducerAppendInfo.appendEndTxnMarker:
@@ -110,16 +110,41 @@ func TestScaleoutZombie(t *testing.T) {
 		sc.newZombieProbe(before, zombie, "zombie-probe-tv1-idle", 1, probeTopic, part),
 	}
 	tv2, tv1 := probes[0], probes[1]
+	// Only the zombie's requests that carry a probe's marker are held:
+	// held whole, the first of the workload's would keep the probes'
+	// queued behind it on the zombie's one connection to leader 3.
 	wtm := int16(kmsg.WriteTxnMarkers)
 	proxy := sc.Proxies[zombie]
-	proxy.Hold(wtm)
+	pids := map[int64]bool{}
 	for _, p := range probes {
 		p.produce(ctx, "first")
+		pid, _, err := p.cl.ProducerID(ctx)
+		if err != nil {
+			t.Fatalf("%s: producer id: %v", p.id, err)
+		}
+		p.pid, pids[pid] = pid, true
+	}
+	proxy.HoldIf(wtm, func(r kmsg.Request) bool {
+		return slices.ContainsFunc(r.(*kmsg.WriteTxnMarkersRequest).Markers, func(m kmsg.WriteTxnMarkersRequestMarker) bool { return pids[m.ProducerID] })
+	})
+	// The idle TV1 probe commits first: its marker is in the held
+	// request, the one the zombie is answered for when it wakes (the
+	// others queued behind it are forgotten with the partitions it lost).
+	idle := probes[2]
+	for _, p := range []*zombieProbe{idle, tv2, tv1} {
 		if err := p.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 			t.Fatalf("%s: commit: %v", p.id, err)
 		}
+		if p == idle {
+			if _, err := proxy.WaitCaptured(ctx, wtm, 1); err != nil {
+				t.Fatalf("waiting for %s's marker to be held: %v", p.id, err)
+			}
+		}
 	}
-	waitHeldMarkers(ctx, t, proxy, probes)
+	sc.waitHeldMarkers(ctx, zombie, proxy, probes)
+	if !slices.ContainsFunc(idle.held.Request.(*kmsg.WriteTxnMarkersRequest).Markers, func(m kmsg.WriteTxnMarkersRequestMarker) bool { return m.ProducerID == idle.pid }) {
+		t.Fatalf("the held request %+v has no marker of %s (pid %d)", idle.held.Request, idle.id, idle.pid)
+	}
 	stopAt := time.Now()
 	sc.signal(zombie, syscall.SIGSTOP)
 	t.Logf("SIGSTOP of coordinator %d (owner of %d partitions and of ids %v), its markers to leader 3 held (the probes': %s, %s, %s)",
@@ -245,12 +270,14 @@ func TestScaleoutZombie(t *testing.T) {
 type zombieProbe struct {
 	t         testing.TB
 	id        string
+	pid       int64
 	opts      []kgo.Opt
 	cl        *kgo.Client
 	topic     string
 	partition int32
-	// held is the zombie's held request with the marker of its first
-	// transaction, marker that marker.
+	// held is the zombie's first held request, the header its marker is
+	// replayed under; marker is the zombie's marker of the probe's first
+	// transaction.
 	held   faultproxy.Captured
 	marker kmsg.WriteTxnMarkersRequestMarker
 	state  kadm.DescribedProducer
@@ -321,42 +348,69 @@ func (p *zombieProbe) stateAtLeader(ctx context.Context, t testing.TB, adm *kadm
 	return dp
 }
 
-// waitHeldMarkers waits until the proxy holds each probe's marker (its
-// producer's commit to the probe's partition) and keeps it in the probe.
-func waitHeldMarkers(ctx context.Context, t testing.TB, proxy *faultproxy.Proxy, probes []*zombieProbe) {
+// waitHeldMarkers waits until the proxy holds the zombie's first request
+// with a probe's marker and the zombie lists every probe's marker as
+// pending. Each probe keeps that request (the header to replay under) and
+// its marker: the one in the request if it is there, else the one the
+// zombie would send, built from its /v1/markers; the zombie has one
+// request in flight per leader, so the others queue behind the held one.
+func (sc *scaleCluster) waitHeldMarkers(ctx context.Context, zombie int32, proxy *faultproxy.Proxy, probes []*zombieProbe) {
+	t := sc.t
 	t.Helper()
-	pids := map[int64]*zombieProbe{}
-	for _, p := range probes {
-		pid, _, err := p.cl.ProducerID(ctx)
-		if err != nil {
-			t.Fatalf("%s: producer id: %v", p.id, err)
-		}
-		pids[pid] = p
+	held, err := proxy.WaitCaptured(ctx, int16(kmsg.WriteTxnMarkers), 1)
+	if err != nil {
+		t.Fatalf("waiting for the probes' held markers: %v", err)
 	}
-	for n := 1; ; n++ {
-		held, err := proxy.WaitCaptured(ctx, int16(kmsg.WriteTxnMarkers), n)
-		if err != nil {
-			t.Fatalf("waiting for the probes' held markers: %v", err)
+	first := held[0]
+	inHeld := map[int64]kmsg.WriteTxnMarkersRequestMarker{}
+	for _, m := range first.Request.(*kmsg.WriteTxnMarkersRequest).Markers {
+		inHeld[m.ProducerID] = m
+	}
+	pending := map[int64]markersender.PendingTxn{}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var markers []markersender.PendingTxn
+		if err := sc.getJSON(ctx, zombie, "/v1/markers", &markers); err != nil {
+			t.Fatal(err)
 		}
-		c := held[n-1]
-		for _, m := range c.Request.(*kmsg.WriteTxnMarkersRequest).Markers {
-			p := pids[m.ProducerID]
-			if p == nil || !m.Committed {
-				continue
-			}
-			for _, tp := range m.Topics {
-				if tp.Topic == p.topic && slices.Contains(tp.Partitions, p.partition) {
-					p.held, p.marker = c, m
-				}
-			}
+		clear(pending)
+		for _, m := range markers {
+			pending[m.ProducerID] = m
 		}
-		done := true
+		all := true
 		for _, p := range probes {
-			done = done && p.held.Request != nil
+			_, ok := pending[p.pid]
+			all = all && ok
 		}
-		if done {
-			return
+		if all {
+			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the zombie never listed every probe's marker as pending: %+v", markers)
+		}
+	}
+	for _, p := range probes {
+		pt := pending[p.pid]
+		built := kmsg.NewWriteTxnMarkersRequestMarker()
+		built.ProducerID, built.ProducerEpoch = pt.ProducerID, pt.ProducerEpoch
+		built.Committed = pt.Result == "COMMIT"
+		built.CoordinatorEpoch = pt.CoordinatorEpoch
+		built.TransactionVersion = pt.TransactionVersion
+		if first.Version < 2 {
+			built.TransactionVersion = 0
+		}
+		for _, pp := range pt.Partitions {
+			if pp.Topic != p.topic || pp.Partition != p.partition {
+				t.Fatalf("%s: the zombie's pending marker is for %s/%d, want %s/%d: %+v", p.id, pp.Topic, pp.Partition, p.topic, p.partition, pt)
+			}
+		}
+		built.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: p.topic, Partitions: []int32{p.partition}}}
+		if !built.Committed {
+			t.Fatalf("%s: the zombie's pending marker is an abort: %+v", p.id, pt)
+		}
+		if m, ok := inHeld[p.pid]; ok && describeMarker(m) != describeMarker(built) {
+			t.Fatalf("%s: the held marker %s is not the one the zombie lists as pending, %s", p.id, describeMarker(m), describeMarker(built))
+		}
+		p.held, p.marker = first, built
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // proxyConn is one client connection and its connection to the target. Two
@@ -146,6 +148,17 @@ func (c *proxyConn) admit(frame []byte, h requestHeader) rule {
 	defer p.mu.Unlock()
 	defer p.notify()
 	r := p.rules[h.key]
+	var req kmsg.Request
+	var clientID *string
+	var decodeErr error
+	decoded := false
+	if r.match != nil {
+		clientID, req, decodeErr = decodeRequest(frame, h)
+		decoded = true
+		if req == nil || !r.match(req) {
+			r = rule{mode: pass}
+		}
+	}
 	n := p.countsOf(h.key)
 	n.Requests++
 	switch r.mode {
@@ -167,7 +180,11 @@ func (c *proxyConn) admit(frame []byte, h requestHeader) rule {
 		Key: h.key, Version: h.version, CorrelationID: h.correlationID,
 		Frame: frame, Conn: c.id, Fault: modeNames[r.mode],
 	}
-	cp.ClientID, cp.Request, cp.DecodeErr = decodeRequest(frame, h)
+	if decoded {
+		cp.ClientID, cp.Request, cp.DecodeErr = clientID, req, decodeErr
+	} else {
+		cp.ClientID, cp.Request, cp.DecodeErr = decodeRequest(frame, h)
+	}
 	p.captured = append(p.captured, cp)
 	return r
 }

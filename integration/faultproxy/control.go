@@ -3,6 +3,8 @@ package faultproxy
 import (
 	"context"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // setRule replaces key's fault. A hold being replaced is released, so no
@@ -25,6 +27,13 @@ func (p *Proxy) setRule(key int16, r rule) {
 // request of the same connection) until Release; the connection stays open,
 // so the sender waits or times out.
 func (p *Proxy) Hold(key int16) { p.setRule(key, rule{mode: hold, release: make(chan struct{})}) }
+
+// HoldIf is Hold of only the requests of key that match accepts (decoded);
+// the others are forwarded, unless they come after a held one on the same
+// connection, which waits behind it as with Hold.
+func (p *Proxy) HoldIf(key int16, match func(kmsg.Request) bool) {
+	p.setRule(key, rule{mode: hold, release: make(chan struct{}), match: match})
+}
 
 // Release forwards the held requests of key, on their own connections if
 // those are still open, and stops holding.

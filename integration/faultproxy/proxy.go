@@ -86,6 +86,9 @@ type rule struct {
 	mode    mode
 	delay   time.Duration
 	release chan struct{} // hold: closed by Release
+	// match, when set, limits the fault to the requests it accepts; the
+	// others pass.
+	match func(kmsg.Request) bool
 }
 
 // Proxy is a fault-injecting Kafka proxy. All methods are safe for

@@ -350,6 +350,46 @@ func TestReplayPart(t *testing.T) {
 	}
 }
 
+// TestHoldIf holds only the requests its predicate picks: the others pass
+// (on connections of their own), the held one waits for Release.
+func TestHoldIf(t *testing.T) {
+	f := start(t)
+	f.proxy.HoldIf(27, func(r kmsg.Request) bool {
+		for _, m := range r.(*kmsg.WriteTxnMarkersRequest).Markers {
+			if m.ProducerID == 12 {
+				return true
+			}
+		}
+		return false
+	})
+	passing := dial(t, f.proxy.Addr())
+	if _, err := passing.Do(ctx(t), marker(2, 11, 5)); err != nil {
+		t.Fatalf("a request the predicate does not pick: %v", err)
+	}
+	held := dial(t, f.proxy.Addr())
+	answered := make(chan error, 1)
+	go func() {
+		_, err := held.Do(ctx(t), marker(2, 12, 5))
+		answered <- err
+	}()
+	got, err := f.proxy.WaitCaptured(ctx(t), 27, 1)
+	if err != nil || got[0].Fault != "hold" || got[0].Request.(*kmsg.WriteTxnMarkersRequest).Markers[0].ProducerID != 12 {
+		t.Fatalf("captured %+v, %v: want pid 12's request held", got, err)
+	}
+	select {
+	case err := <-answered:
+		t.Fatalf("the held request was answered (%v) before Release", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	f.proxy.Release(27)
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+	if n := f.proxy.Counts(27); n.Requests != 2 || n.Held != 1 {
+		t.Fatalf("counts %+v, want 2 requests, 1 held", n)
+	}
+}
+
 func TestDropAndDelay(t *testing.T) {
 	f := start(t)
 	f.proxy.Drop(27)
