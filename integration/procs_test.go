@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -72,16 +73,16 @@ func txncoordBinary(t testing.TB) string {
 	return binary.path
 }
 
-// freeAddr returns a loopback address whose port the kernel just handed out
-// (closed again, for a process to bind).
+// freeAddr returns a loopback address whose port was free a moment ago,
+// for a child process to bind: from freeport, below the ephemeral range,
+// where the tests' own outgoing connections cannot have taken it since.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Run(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 }
 
 // proc is one running txncoord process.
