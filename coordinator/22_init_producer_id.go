@@ -28,10 +28,9 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	initProducerIDMin = 0
-	initProducerIDMax = 5
-)
+// initProducerIDAPI is InitProducerId v0–v5: a transactional id's
+// producer id and epoch, and idempotent producers' ids.
+var initProducerIDAPI = wire.API[*Coordinator]{Key: 22, Min: 0, Max: 5, Handle: (*Coordinator).handleInitProducerID}
 
 func (c *Coordinator) handleInitProducerID(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.InitProducerIDRequest)

@@ -41,10 +41,11 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	addPartitionsMin = 0
-	addPartitionsMax = 5
-)
+// addPartitionsAPI is AddPartitionsToTxn v0–v5; v4+ are broker-only
+// (leaders registering partitions, with security on the cluster
+// principal), v0–v3 clients'.
+var addPartitionsAPI = wire.API[*Coordinator]{Key: 24, Min: 0, Max: 5, Access: wire.BrokersOnlyFrom(4),
+	Handle: (*Coordinator).handleAddPartitionsToTxn}
 
 // txnTopics is one transaction's partitions in request order.
 type txnTopics struct {

@@ -31,10 +31,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	addOffsetsMin = 0
-	addOffsetsMax = 4
-)
+// addOffsetsAPI is AddOffsetsToTxn v0–v4.
+var addOffsetsAPI = wire.API[*Coordinator]{Key: 25, Min: 0, Max: 4, Handle: (*Coordinator).handleAddOffsetsToTxn}
 
 func (c *Coordinator) handleAddOffsetsToTxn(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.AddOffsetsToTxnRequest)

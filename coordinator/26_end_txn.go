@@ -26,10 +26,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	endTxnMin = 0
-	endTxnMax = 5
-)
+// endTxnAPI is EndTxn v0–v5 (v5: the epoch bump of transaction version 2).
+var endTxnAPI = wire.API[*Coordinator]{Key: 26, Min: 0, Max: 5, Handle: (*Coordinator).handleEndTxn}
 
 func (c *Coordinator) handleEndTxn(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.EndTxnRequest)

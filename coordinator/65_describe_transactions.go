@@ -18,10 +18,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	describeTxnsMin = 0
-	describeTxnsMax = 0
-)
+// describeTxnsAPI is DescribeTransactions v0.
+var describeTxnsAPI = wire.API[*Coordinator]{Key: 65, Min: 0, Max: 0, Handle: (*Coordinator).handleDescribeTransactions}
 
 func (c *Coordinator) handleDescribeTransactions(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DescribeTransactionsRequest)

@@ -23,10 +23,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	listTxnsMin = 0
-	listTxnsMax = 2
-)
+// listTxnsAPI is ListTransactions v0–v2.
+var listTxnsAPI = wire.API[*Coordinator]{Key: 66, Min: 0, Max: 2, Handle: (*Coordinator).handleListTransactions}
 
 func (c *Coordinator) handleListTransactions(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.ListTransactionsRequest)

@@ -14,14 +14,7 @@ import (
 // (servesOffsets), so it must be the registry of this node's server.
 func (c *Coordinator) Register(reg *wire.Registry) {
 	c.reg.Store(reg)
-	reg.Register(22, initProducerIDMin, initProducerIDMax, c.handleInitProducerID)
-	// v4+ are broker-only (leaders registering partitions): with security
-	// on they need the cluster principal; v0-v3 are clients'.
-	reg.Register(24, addPartitionsMin, addPartitionsMax, wire.RequireClusterAction(c.handleAddPartitionsToTxn))
-	reg.Register(25, addOffsetsMin, addOffsetsMax, c.handleAddOffsetsToTxn)
-	reg.Register(26, endTxnMin, endTxnMax, c.handleEndTxn)
-	reg.Register(65, describeTxnsMin, describeTxnsMax, c.handleDescribeTransactions)
-	reg.Register(66, listTxnsMin, listTxnsMax, c.handleListTransactions)
+	apis.Register(reg, c)
 }
 
 // txnIDDenied reports whether the request's principal may not use the
@@ -40,18 +33,15 @@ func oldFenced(code, version, firstFencedVersion int16) int16 {
 	return code
 }
 
-// Handlers are the handlers Register adds, by API key (their version ranges
-// are APIs), for a caller that dispatches to several coordinators itself
-// (txnrouter: one coordinator per owned __transaction_state partition).
-// reg is the node's registry, kept as Register keeps it.
+// Handlers are the handlers Register adds, by API key (their declarations
+// are Declared), for a caller that dispatches to several coordinators
+// itself (txnrouter: one coordinator per owned __transaction_state
+// partition). reg is the node's registry, kept as Register keeps it.
 func (c *Coordinator) Handlers(reg *wire.Registry) map[int16]wire.Handler {
 	c.reg.Store(reg)
-	return map[int16]wire.Handler{
-		22: c.handleInitProducerID,
-		24: wire.RequireClusterAction(c.handleAddPartitionsToTxn),
-		25: c.handleAddOffsetsToTxn,
-		26: c.handleEndTxn,
-		65: c.handleDescribeTransactions,
-		66: c.handleListTransactions,
+	hs := make(map[int16]wire.Handler, len(apis))
+	for _, a := range apis {
+		hs[a.Key] = a.Bind(c)
 	}
+	return hs
 }

@@ -163,10 +163,9 @@ func startKgoCluster(t *testing.T) *kgoCluster {
 	reg := wire.NewRegistry()
 	view.RegisterMetadata(reg)
 	view.RegisterFindCoordinator(reg)
-	reg.Register(22, initProducerIDMin, initProducerIDMax, rec.wrap(22, c.handleInitProducerID))
-	reg.Register(24, addPartitionsMin, addPartitionsMax, rec.wrap(24, c.handleAddPartitionsToTxn))
-	reg.Register(25, addOffsetsMin, addOffsetsMax, rec.wrap(25, c.handleAddOffsetsToTxn))
-	reg.Register(26, endTxnMin, endTxnMax, rec.wrap(26, c.handleEndTxn))
+	for _, a := range []wire.API[*Coordinator]{initProducerIDAPI, addPartitionsAPI, addOffsetsAPI, endTxnAPI} {
+		reg.Register(a.Key, a.Min, a.Max, rec.wrap(a.Key, a.Bind(c)))
+	}
 	startServer(t, coordLn, reg, view)
 	kc := &kgoCluster{coord: c, markers: fm, rec: rec, addr: coordLn.Addr().String()}
 	for _, ln := range []net.Listener{l1, l2} {

@@ -30,7 +30,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const offsetCommitMax = 9
+// offsetCommitAPI is OffsetCommit v0–v9.
+var offsetCommitAPI = wire.API[*Coordinator]{Key: 8, Min: 0, Max: 9, Handle: (*Coordinator).handleOffsetCommit}
 
 func (c *Coordinator) handleOffsetCommit(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.OffsetCommitRequest)

@@ -27,7 +27,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const offsetFetchMax = 9
+// offsetFetchAPI is OffsetFetch v0–v9.
+var offsetFetchAPI = wire.API[*Coordinator]{Key: 9, Min: 0, Max: 9, Handle: (*Coordinator).handleOffsetFetch}
 
 // fetchGroup is one group of an OffsetFetch: tps nil for every partition.
 type fetchGroup struct {

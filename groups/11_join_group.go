@@ -36,7 +36,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const joinGroupMax = 9
+// joinGroupAPI is JoinGroup v0–v9.
+var joinGroupAPI = wire.API[*Coordinator]{Key: 11, Min: 0, Max: 9, Handle: (*Coordinator).handleJoinGroup}
 
 func (c *Coordinator) handleJoinGroup(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.JoinGroupRequest)

@@ -19,7 +19,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const heartbeatMax = 4
+// heartbeatAPI is Heartbeat v0–v4.
+var heartbeatAPI = wire.API[*Coordinator]{Key: 12, Min: 0, Max: 4, Handle: (*Coordinator).handleHeartbeat}
 
 func (c *Coordinator) handleHeartbeat(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.HeartbeatRequest)

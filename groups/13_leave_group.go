@@ -19,7 +19,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const leaveGroupMax = 5
+// leaveGroupAPI is LeaveGroup v0–v5.
+var leaveGroupAPI = wire.API[*Coordinator]{Key: 13, Min: 0, Max: 5, Handle: (*Coordinator).handleLeaveGroup}
 
 func (c *Coordinator) handleLeaveGroup(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.LeaveGroupRequest)

@@ -25,7 +25,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const syncGroupMax = 5
+// syncGroupAPI is SyncGroup v0–v5.
+var syncGroupAPI = wire.API[*Coordinator]{Key: 14, Min: 0, Max: 5, Handle: (*Coordinator).handleSyncGroup}
 
 func (c *Coordinator) handleSyncGroup(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.SyncGroupRequest)

@@ -20,7 +20,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const describeGroupsMax = 5
+// describeGroupsAPI is DescribeGroups v0–v5.
+var describeGroupsAPI = wire.API[*Coordinator]{Key: 15, Min: 0, Max: 5, Handle: (*Coordinator).handleDescribeGroups}
 
 func (c *Coordinator) handleDescribeGroups(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DescribeGroupsRequest)

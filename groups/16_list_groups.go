@@ -16,7 +16,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const listGroupsMax = 5
+// listGroupsAPI is ListGroups v0–v5.
+var listGroupsAPI = wire.API[*Coordinator]{Key: 16, Min: 0, Max: 5, Handle: (*Coordinator).handleListGroups}
 
 func (c *Coordinator) handleListGroups(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.ListGroupsRequest)

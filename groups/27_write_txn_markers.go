@@ -37,7 +37,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const writeTxnMarkersMax = 2
+// writeTxnMarkersAPI is WriteTxnMarkers v0–v2, broker-only (the coordinator's markers for __consumer_offsets).
+var writeTxnMarkersAPI = wire.API[*Coordinator]{Key: 27, Min: 0, Max: 2, Access: wire.BrokersOnly, Handle: (*Coordinator).handleWriteTxnMarkers}
 
 func (c *Coordinator) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.WriteTxnMarkersRequest)

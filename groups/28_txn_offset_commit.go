@@ -34,7 +34,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const txnOffsetCommitMax = 5
+// txnOffsetCommitAPI is TxnOffsetCommit v0–v5.
+var txnOffsetCommitAPI = wire.API[*Coordinator]{Key: 28, Min: 0, Max: 5, Handle: (*Coordinator).handleTxnOffsetCommit}
 
 func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.TxnOffsetCommitRequest)

@@ -16,7 +16,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const deleteGroupsMax = 2
+// deleteGroupsAPI is DeleteGroups v0–v2.
+var deleteGroupsAPI = wire.API[*Coordinator]{Key: 42, Min: 0, Max: 2, Handle: (*Coordinator).handleDeleteGroups}
 
 func (c *Coordinator) handleDeleteGroups(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DeleteGroupsRequest)

@@ -17,7 +17,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const offsetDeleteMax = 0
+// offsetDeleteAPI is OffsetDelete v0.
+var offsetDeleteAPI = wire.API[*Coordinator]{Key: 47, Min: 0, Max: 0, Handle: (*Coordinator).handleOffsetDelete}
 
 func (c *Coordinator) handleOffsetDelete(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.OffsetDeleteRequest)

@@ -18,6 +18,9 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
+// describeProducersAPI is DescribeProducers v0, for __consumer_offsets.
+var describeProducersAPI = wire.API[*Coordinator]{Key: 61, Min: 0, Max: 0, Handle: (*Coordinator).handleDescribeProducers}
+
 func (c *Coordinator) handleDescribeProducers(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DescribeProducersRequest)
 	return func() (kmsg.Response, error) {

@@ -43,7 +43,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const consumerGroupHeartbeatMax = 1
+// consumerGroupHeartbeatAPI is ConsumerGroupHeartbeat v0–v1.
+var consumerGroupHeartbeatAPI = wire.API[*Coordinator]{Key: 68, Min: 0, Max: 1, Handle: (*Coordinator).handleConsumerGroupHeartbeat}
 
 func (c *Coordinator) handleConsumerGroupHeartbeat(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
@@ -116,32 +117,10 @@ func (i viewImage) TopicNames() []string {
 	return names
 }
 
-// ConsumerProtocolAPIs are the KIP-848 keys with their version ranges.
-// They are registered (and so advertised) only on a node whose Kafka
-// version profile has ConsumerGroupHeartbeat v1, so that clients of an
-// older profile keep the classic protocol (kgo's ServerSideBalancer falls
-// back to it, the Java consumer fails with group.protocol=consumer, as
-// against such a Kafka).
-var ConsumerProtocolAPIs = map[int16][2]int16{
-	68: {0, consumerGroupHeartbeatMax},
-	69: {0, consumerGroupDescribeMax},
-}
-
 // ServesConsumerProtocol reports whether a node of this Kafka version
 // serves the KIP-848 consumer protocol (4.0+).
 func ServesConsumerProtocol(kafkaVersion string) bool {
 	return negotiation.MaxVersion(kafkaVersion, 68) >= 1
-}
-
-func (c *Coordinator) registerConsumerProtocol(reg *wire.Registry) {
-	self, ok := c.cfg.View.Node(c.cfg.NodeID)
-	if !ok || !ServesConsumerProtocol(self.KafkaVersion) {
-		return
-	}
-	hs := c.handlers()
-	for key, r := range ConsumerProtocolAPIs {
-		reg.Register(key, r[0], r[1], hs[key])
-	}
 }
 
 // SetConsumerTimeouts changes the consumer groups' session timeout and

@@ -24,7 +24,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const consumerGroupDescribeMax = 1
+// consumerGroupDescribeAPI is ConsumerGroupDescribe v0–v1.
+var consumerGroupDescribeAPI = wire.API[*Coordinator]{Key: 69, Min: 0, Max: 1, Handle: (*Coordinator).handleConsumerGroupDescribe}
 
 func (c *Coordinator) handleConsumerGroupDescribe(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.ConsumerGroupDescribeRequest)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,9 +65,7 @@ type Coordinator struct {
 	cfg   Config
 	space RecordLog
 	log   zerolog.Logger
-	// hs are the handlers by key (handlers), for RegisterSwitch.
-	hs map[int16]wire.Handler
-	m  *Metrics
+	m     *Metrics
 
 	mu        sync.Mutex
 	core      *Core
@@ -121,7 +120,6 @@ func Open(cfg Config) (*Coordinator, error) {
 	c := &Coordinator{cfg: cfg, space: space, log: cfg.Log.With().Str("component", "groups").Logger(),
 		waiters: map[uint64]*waiter{}, stop: make(chan struct{}), stopped: make(chan struct{})}
 	c.core = NewCore(cfg.Timeouts, cfg.View.OffsetsPartitions(), newMemberSuffix)
-	c.hs = c.handlers()
 	now := cfg.Now()
 	if err := space.Load(func(each func([]byte, func(k, v []byte) error) error) error { return c.core.load(each, now) }); err != nil {
 		space.Close()
@@ -416,55 +414,38 @@ func waitingReply[T any](c *Coordinator, ctx context.Context, r *wire.Request, r
 }
 
 // Register registers the group coordinator's handlers: the classic group
-// protocol, offsets (plain and transactional), and WriteTxnMarkers and
-// DescribeProducers for __consumer_offsets.
+// protocol, offsets (plain and transactional), WriteTxnMarkers and
+// DescribeProducers for __consumer_offsets, and the KIP-848 keys on a node
+// whose version serves them.
 func (c *Coordinator) Register(reg *wire.Registry) {
-	hs := c.handlers()
-	for key, r := range APIs {
-		h := hs[key]
-		if key == 27 {
-			h = wire.RequireClusterAction(h)
-		}
-		reg.Register(key, r[0], r[1], h)
+	if self, ok := c.cfg.View.Node(c.cfg.NodeID); ok {
+		apisFor(self.KafkaVersion).Register(reg, c)
+		return
 	}
-	c.registerConsumerProtocol(reg)
+	apis.Register(reg, c)
 }
 
-func (c *Coordinator) handlers() map[int16]wire.Handler {
-	return map[int16]wire.Handler{
-		68: c.handleConsumerGroupHeartbeat,
-		69: c.handleConsumerGroupDescribe,
-		8:  c.handleOffsetCommit,
-		9:  c.handleOffsetFetch,
-		11: c.handleJoinGroup,
-		12: c.handleHeartbeat,
-		13: c.handleLeaveGroup,
-		14: c.handleSyncGroup,
-		15: c.handleDescribeGroups,
-		16: c.handleListGroups,
-		27: c.handleWriteTxnMarkers,
-		28: c.handleTxnOffsetCommit,
-		42: c.handleDeleteGroups,
-		47: c.handleOffsetDelete,
-		61: c.handleDescribeProducers,
+// apis are the group coordinator's APIs but the KIP-848 ones, each
+// declared in its handler file: Register, RegisterSwitch and the stand-ins
+// of RegisterNotCoordinator read this list and consumerAPIs.
+var apis = wire.APIs[*Coordinator]{offsetCommitAPI, offsetFetchAPI, joinGroupAPI, heartbeatAPI, leaveGroupAPI, syncGroupAPI,
+	describeGroupsAPI, listGroupsAPI, writeTxnMarkersAPI, txnOffsetCommitAPI, deleteGroupsAPI, offsetDeleteAPI, describeProducersAPI}
+
+// consumerAPIs are the KIP-848 keys. They are registered (and so
+// advertised) only on a node whose Kafka version profile has
+// ConsumerGroupHeartbeat v1, so that clients of an older profile keep the
+// classic protocol (kgo's ServerSideBalancer falls back to it, the Java
+// consumer fails with group.protocol=consumer, as against such a Kafka).
+var consumerAPIs = wire.APIs[*Coordinator]{consumerGroupHeartbeatAPI, consumerGroupDescribeAPI}
+
+// apisFor is the list a node of kafkaVersion serves.
+func apisFor(kafkaVersion string) wire.APIs[*Coordinator] {
+	if ServesConsumerProtocol(kafkaVersion) {
+		return append(slices.Clip(apis), consumerAPIs...)
 	}
+	return apis
 }
 
-// APIs are the keys the group coordinator serves with their version
-// ranges (before the node's profile caps them). Leaders advertise the
-// group keys too and answer NOT_COORDINATOR (cluster.RegisterNotServed).
-var APIs = map[int16][2]int16{
-	8:  {0, offsetCommitMax},
-	9:  {0, offsetFetchMax},
-	11: {0, joinGroupMax},
-	12: {0, heartbeatMax},
-	13: {0, leaveGroupMax},
-	14: {0, syncGroupMax},
-	15: {0, describeGroupsMax},
-	16: {0, listGroupsMax},
-	27: {0, writeTxnMarkersMax},
-	28: {0, txnOffsetCommitMax},
-	42: {0, deleteGroupsMax},
-	47: {0, offsetDeleteMax},
-	61: {0, 0},
-}
+// Declared is every API the group coordinator may serve, the KIP-848 ones
+// included (a node registers those only when its version serves them).
+func Declared() wire.APIs[*Coordinator] { return append(slices.Clip(apis), consumerAPIs...) }

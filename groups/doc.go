@@ -8,7 +8,7 @@
 // It owns: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
 // OffsetFetch, TxnOffsetCommit, ListGroups, DescribeGroups,
 // DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat and
-// ConsumerGroupDescribe (ConsumerProtocolAPIs, registered only when the
+// ConsumerGroupDescribe (consumerAPIs, registered only when the
 // node's profile has ConsumerGroupHeartbeat v1), and WriteTxnMarkers /
 // DescribeProducers
 // for __consumer_offsets (one handler file per API key); rebalance and

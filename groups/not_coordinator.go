@@ -2,7 +2,6 @@ package groups
 
 import (
 	"context"
-	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -18,15 +17,11 @@ import (
 // coordinator (a node of groupCoordinatorVersion) serves them, so every
 // node shows the cluster's APIs (KafkaJS takes one broker's table for all).
 func RegisterNotCoordinator(reg *wire.Registry, groupCoordinatorVersion string) {
-	keys := maps.Clone(APIs)
-	if ServesConsumerProtocol(groupCoordinatorVersion) {
-		maps.Copy(keys, ConsumerProtocolAPIs)
-	}
-	for key, r := range keys {
-		if _, _, ok := reg.Range(key); ok || key == 27 || key == 61 {
+	for _, a := range apisFor(groupCoordinatorVersion) {
+		if _, _, ok := reg.Range(a.Key); ok || a.Key == 27 || a.Key == 61 {
 			continue
 		}
-		reg.Register(key, r[0], r[1], func(_ context.Context, req *wire.Request) wire.Reply {
+		reg.RegisterStandIn(a.Key, a.Min, a.Max, func(_ context.Context, req *wire.Request) wire.Reply {
 			if req.Key == 16 {
 				return wire.Now(req.Body.ResponseKind())
 			}

@@ -2,7 +2,6 @@ package groups
 
 import (
 	"context"
-	"maps"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,40 +23,29 @@ import (
 // partitions, get NOT_LEADER_OR_FOLLOWER per partition (the marker
 // sender looks the leader up again).
 func RegisterSwitch(reg *wire.Registry, kafkaVersion string, current func() *Coordinator) {
-	keys := maps.Clone(APIs)
-	if ServesConsumerProtocol(kafkaVersion) {
-		maps.Copy(keys, ConsumerProtocolAPIs)
-	}
-	for key, r := range keys {
-		reg.Register(key, r[0], r[1], switchHandler(key, current))
-	}
-}
-
-func switchHandler(key int16, current func() *Coordinator) wire.Handler {
-	notServed := func(req *wire.Request) wire.Reply {
-		switch body := req.Body.(type) {
-		case *kmsg.ListGroupsRequest:
-			return wire.Now(body.ResponseKind())
-		case *kmsg.WriteTxnMarkersRequest:
-			return wire.Now(wire.WriteTxnMarkersResponse(body, func(kmsg.WriteTxnMarkersRequestMarker, string, int32) int16 {
-				return kerr.NotLeaderForPartition.Code
-			}))
-		case *kmsg.DescribeProducersRequest:
-			return wire.Now(wire.DescribeProducersResponse(body, func(string, int32) (int16, wire.ActiveProducers) {
-				return kerr.NotLeaderForPartition.Code, nil
-			}))
-		}
-		return wire.Now(wire.UnservedResponse(req.Body, kerr.NotCoordinator.Code))
-	}
-	return func(ctx context.Context, req *wire.Request) wire.Reply {
-		c := current()
-		if c == nil {
+	apisFor(kafkaVersion).RegisterEach(reg, func(a wire.API[*Coordinator]) wire.Handler {
+		return func(ctx context.Context, req *wire.Request) wire.Reply {
+			if c := current(); c != nil {
+				return a.Handle(c, ctx, req)
+			}
 			return notServed(req)
 		}
-		h := c.hs[key]
-		if key == 27 {
-			h = wire.RequireClusterAction(h)
-		}
-		return h(ctx, req)
+	})
+}
+
+// notServed is the answer of a node that coordinates no group now.
+func notServed(req *wire.Request) wire.Reply {
+	switch body := req.Body.(type) {
+	case *kmsg.ListGroupsRequest:
+		return wire.Now(body.ResponseKind())
+	case *kmsg.WriteTxnMarkersRequest:
+		return wire.Now(wire.WriteTxnMarkersResponse(body, func(kmsg.WriteTxnMarkersRequestMarker, string, int32) int16 {
+			return kerr.NotLeaderForPartition.Code
+		}))
+	case *kmsg.DescribeProducersRequest:
+		return wire.Now(wire.DescribeProducersResponse(body, func(string, int32) (int16, wire.ActiveProducers) {
+			return kerr.NotLeaderForPartition.Code, nil
+		}))
 	}
+	return wire.Now(wire.UnservedResponse(req.Body, kerr.NotCoordinator.Code))
 }

@@ -79,12 +79,10 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	// produceMinVersion is the advertised minimum; the wire server
-	// refuses v0–v2 (see above), so the handler sees v3+ over TCP.
-	produceMinVersion = 0
-	produceMaxVersion = 13
-)
+// produceAPI is Produce v0–v13. v0 is the advertised minimum, as Kafka
+// 4.x advertises it; the wire server refuses v0–v2 (see above), so the
+// handler sees v3+ over TCP.
+var produceAPI = wire.API[*Leader]{Key: 0, Min: 0, Max: 13, Handle: (*Leader).handleProduce}
 
 // producePart is one partition of a Produce request on its way through.
 type producePart struct {

@@ -32,13 +32,11 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	fetchMinVersion = 4
-	fetchMaxVersion = 18
+// fetchAPI is Fetch v4–v18, from v4 as Kafka 4.x advertises it.
+var fetchAPI = wire.API[*Leader]{Key: 1, Min: 4, Max: 18, Handle: (*Leader).handleFetch}
 
-	// maxFetchWait caps a client's MaxWaitMillis.
-	maxFetchWait = 30 * time.Second
-)
+// maxFetchWait caps a client's MaxWaitMillis.
+const maxFetchWait = 30 * time.Second
 
 func (l *Leader) handleFetch(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.FetchRequest)

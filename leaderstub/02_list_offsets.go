@@ -36,10 +36,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	listOffsetsMinVersion = 1
-	listOffsetsMaxVersion = 11
-)
+// listOffsetsAPI is ListOffsets v1–v11.
+var listOffsetsAPI = wire.API[*Leader]{Key: 2, Min: 1, Max: 11, Handle: (*Leader).handleListOffsets}
 
 // The special timestamps of ListOffsets.
 const (

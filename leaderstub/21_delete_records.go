@@ -26,10 +26,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	deleteRecordsMinVersion = 0
-	deleteRecordsMaxVersion = 2
-)
+// deleteRecordsAPI is DeleteRecords v0–v2.
+var deleteRecordsAPI = wire.API[*Leader]{Key: 21, Min: 0, Max: 2, Handle: (*Leader).handleDeleteRecords}
 
 func (l *Leader) handleDeleteRecords(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DeleteRecordsRequest)

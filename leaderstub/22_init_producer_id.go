@@ -23,10 +23,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	initProducerIDMinVersion = 0
-	initProducerIDMaxVersion = 5
-)
+// initProducerIDAPI is InitProducerId v0–v5, forwarded to the coordinator.
+var initProducerIDAPI = wire.API[*Leader]{Key: 22, Min: 0, Max: 5, Handle: (*Leader).handleInitProducerID}
 
 func (l *Leader) handleInitProducerID(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.InitProducerIDRequest)

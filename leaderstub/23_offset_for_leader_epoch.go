@@ -27,10 +27,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	offsetForLeaderEpochMinVersion = 0
-	offsetForLeaderEpochMaxVersion = 4
-)
+// offsetForLeaderEpochAPI is OffsetForLeaderEpoch v0–v4.
+var offsetForLeaderEpochAPI = wire.API[*Leader]{Key: 23, Min: 0, Max: 4, Handle: (*Leader).handleOffsetForLeaderEpoch}
 
 func (l *Leader) handleOffsetForLeaderEpoch(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.OffsetForLeaderEpochRequest)

@@ -43,12 +43,13 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	writeTxnMarkersMinVersion = 0
-	writeTxnMarkersMaxVersion = 2
-	// tvUnknown is Kafka's TransactionVersion.TV_UNKNOWN.
-	tvUnknown int8 = -1
-)
+// writeTxnMarkersAPI is WriteTxnMarkers v0–v2, broker-only: with
+// security on, only the cluster principal may write markers (anyone else
+// gets CLUSTER_AUTHORIZATION_FAILED per partition and nothing changes).
+var writeTxnMarkersAPI = wire.API[*Leader]{Key: 27, Min: 0, Max: 2, Access: wire.BrokersOnly, Handle: (*Leader).handleWriteTxnMarkers}
+
+// tvUnknown is Kafka's TransactionVersion.TV_UNKNOWN.
+const tvUnknown int8 = -1
 
 // markerResult is one partition's outcome, resolved when durable.
 type markerResult struct {

@@ -24,10 +24,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	describeLogDirsMinVersion = 0
-	describeLogDirsMaxVersion = 4
-)
+// describeLogDirsAPI is DescribeLogDirs v0–v4.
+var describeLogDirsAPI = wire.API[*Leader]{Key: 35, Min: 0, Max: 4, Handle: (*Leader).handleDescribeLogDirs}
 
 func (l *Leader) handleDescribeLogDirs(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DescribeLogDirsRequest)

@@ -18,6 +18,9 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
+// describeProducersAPI is DescribeProducers v0.
+var describeProducersAPI = wire.API[*Leader]{Key: 61, Min: 0, Max: 0, Handle: (*Leader).handleDescribeProducers}
+
 func (l *Leader) handleDescribeProducers(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DescribeProducersRequest)
 	return wire.Now(wire.DescribeProducersResponse(req, func(topic string, idx int32) (int16, wire.ActiveProducers) {

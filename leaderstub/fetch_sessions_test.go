@@ -224,9 +224,9 @@ func TestFetchSessionsKgo(t *testing.T) {
 	reg := wire.NewRegistry()
 	view.RegisterMetadata(reg)
 	view.RegisterFindCoordinator(reg)
-	reg.Register(0, produceMinVersion, produceMaxVersion, l.handleProduce)
-	reg.Register(2, listOffsetsMinVersion, listOffsetsMaxVersion, l.handleListOffsets)
-	reg.Register(1, fetchMinVersion, fetchMaxVersion, func(ctx context.Context, r *wire.Request) wire.Reply {
+	reg.Register(0, produceAPI.Min, produceAPI.Max, produceAPI.Bind(l))
+	reg.Register(2, listOffsetsAPI.Min, listOffsetsAPI.Max, listOffsetsAPI.Bind(l))
+	reg.Register(1, fetchAPI.Min, fetchAPI.Max, func(ctx context.Context, r *wire.Request) wire.Reply {
 		req := r.Body.(*kmsg.FetchRequest)
 		s := seenFetch{id: req.SessionID, epoch: req.SessionEpoch}
 		for _, rt := range req.Topics {

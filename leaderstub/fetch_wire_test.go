@@ -149,7 +149,7 @@ func messageSetSizes(body []byte, v int16) ([]int64, error) {
 func TestFetchEmptyPartitionRecordSetNotNull(t *testing.T) {
 	f := newFixture(t)
 	topic, _ := f.view.Topic("t")
-	for v := int16(fetchMinVersion); v <= fetchMaxVersion; v++ {
+	for v := fetchAPI.Min; v <= fetchAPI.Max; v++ {
 		for _, isolation := range []int8{0, 1} {
 			req := kmsg.NewPtrFetchRequest()
 			req.MaxBytes, req.IsolationLevel = 1<<20, isolation

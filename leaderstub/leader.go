@@ -223,18 +223,7 @@ func (l *Leader) recover() error {
 // DescribeLogDirs. Metadata, FindCoordinator and ApiVersions come from the
 // node assembly.
 func (l *Leader) Register(reg *wire.Registry) {
-	reg.Register(0, produceMinVersion, produceMaxVersion, l.handleProduce)
-	reg.Register(1, fetchMinVersion, fetchMaxVersion, l.handleFetch)
-	reg.Register(2, listOffsetsMinVersion, listOffsetsMaxVersion, l.handleListOffsets)
-	reg.Register(22, initProducerIDMinVersion, initProducerIDMaxVersion, l.handleInitProducerID)
-	// Broker-only: with security on, only the cluster principal may write
-	// markers (anyone else gets CLUSTER_AUTHORIZATION_FAILED per partition
-	// and nothing changes).
-	reg.Register(27, writeTxnMarkersMinVersion, writeTxnMarkersMaxVersion, wire.RequireClusterAction(l.handleWriteTxnMarkers))
-	reg.Register(61, 0, 0, l.handleDescribeProducers)
-	reg.Register(21, deleteRecordsMinVersion, deleteRecordsMaxVersion, l.handleDeleteRecords)
-	reg.Register(23, offsetForLeaderEpochMinVersion, offsetForLeaderEpochMaxVersion, l.handleOffsetForLeaderEpoch)
-	reg.Register(35, describeLogDirsMinVersion, describeLogDirsMaxVersion, l.handleDescribeLogDirs)
+	apis.Register(reg, l)
 }
 
 // Close stops the registrar, commits what is queued, and closes the store.

@@ -2,12 +2,19 @@ package node
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/groups"
+	"github.com/txncoord/txncoord/leaderstub"
+	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -110,4 +117,84 @@ func itoa(n int32) string {
 		b = append([]byte{byte('0' + n%10)}, b...)
 	}
 	return string(b)
+}
+
+// TestAdvertisedAPIsAreDeclared: every node of `up` advertises the same
+// ApiVersions table (KafkaJS takes one broker's for all), and its keys are
+// exactly the components' declared APIs (coordinator, leader, group
+// coordinator, controller) and the keys every node serves itself, within
+// the 4.2 profile; each declared key at its declared range capped by the
+// profile. A handler registered outside its component's list, or a list
+// entry no node registers, fails it.
+func TestAdvertisedAPIsAreDeclared(t *testing.T) {
+	f, _ := startTwoLeaders(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	profile := kversion.V4_2_0()
+	want := map[int16][2]int16{}
+	declare := func(owner string, ranges map[int16][2]int16) {
+		for key, r := range ranges {
+			pmax, ok := profile.LookupMaxKeyVersion(key)
+			if !ok || min(r[1], pmax) < r[0] {
+				continue
+			}
+			r[1] = min(r[1], pmax)
+			if was, dup := want[key]; dup && was != r {
+				t.Errorf("%s declares %s at v%d-v%d, another component at v%d-v%d", owner, kmsg.NameForKey(key), r[0], r[1], was[0], was[1])
+			}
+			want[key] = r
+		}
+	}
+	declare("coordinator", coordinator.Declared().Ranges())
+	declare("leaderstub", leaderstub.Declared().Ranges())
+	declare("groups", groups.Declared().Ranges())
+	declare("topics", topics.Declared().Ranges())
+	// A client other than librdkafka is shown Produce from v3, the
+	// versions the server accepts (wire/refused.go).
+	if r, ok := want[0]; ok {
+		want[0] = [2]int16{max(r[0], 3), r[1]}
+	}
+	// Served by every node itself: ApiVersions, Metadata, FindCoordinator,
+	// DescribeConfigs, DescribeCluster, and DescribeLogDirs on a node
+	// without partitions.
+	nodeWide := map[int16]bool{18: true, 3: true, 10: true, 32: true, 60: true, 35: true}
+
+	var first map[int16][2]int16
+	for _, n := range append([]cluster.Node{*f.Coordinator}, f.Leaders...) {
+		cl, err := wire.Dial(ctx, n.Addr, "advertised-apis-test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := cl.Do(ctx, kmsg.NewPtrApiVersionsRequest())
+		cl.Close()
+		if err != nil {
+			t.Fatalf("node %d: ApiVersions: %v", n.NodeID, err)
+		}
+		got := map[int16][2]int16{}
+		for _, k := range raw.(*kmsg.ApiVersionsResponse).ApiKeys {
+			got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+		}
+		for key, r := range got {
+			if w, ok := want[key]; ok && w != r {
+				t.Errorf("node %d advertises %s at v%d-v%d, declared v%d-v%d", n.NodeID, kmsg.NameForKey(key), r[0], r[1], w[0], w[1])
+			} else if !ok && !nodeWide[key] {
+				t.Errorf("node %d advertises %s (key %d), which no component declares", n.NodeID, kmsg.NameForKey(key), key)
+			}
+		}
+		for key := range want {
+			if _, ok := got[key]; !ok {
+				t.Errorf("node %d does not advertise the declared %s (key %d)", n.NodeID, kmsg.NameForKey(key), key)
+			}
+		}
+		for key := range nodeWide {
+			if _, ok := got[key]; !ok {
+				t.Errorf("node %d does not advertise %s (key %d), which every node serves", n.NodeID, kmsg.NameForKey(key), key)
+			}
+		}
+		if first == nil {
+			first = got
+		} else if !maps.Equal(first, got) {
+			t.Errorf("node %d advertises %v, the coordinator node %v", n.NodeID, got, first)
+		}
+	}
 }

@@ -38,10 +38,7 @@ import (
 // Version notes: v1 adds validate_only and error messages; v5 answers the
 // partition count, replication factor and every effective config; v7 the
 // topic id. TimeoutMillis is not waited on: the view changes with the answer.
-const (
-	createTopicsMinVersion = 0
-	createTopicsMaxVersion = 7
-)
+var createTopicsAPI = wire.API[*Controller]{Key: 19, Min: 0, Max: 7, Handle: (*Controller).handleCreateTopics}
 
 func (c *Controller) handleCreateTopics(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.CreateTopicsRequest)

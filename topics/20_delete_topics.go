@@ -24,10 +24,7 @@ import (
 //
 // Version notes: v5 adds error messages; v6 names topics by name or id
 // (Topics) instead of TopicNames, and answers the topic id.
-const (
-	deleteTopicsMinVersion = 0
-	deleteTopicsMaxVersion = 6
-)
+var deleteTopicsAPI = wire.API[*Controller]{Key: 20, Min: 0, Max: 6, Handle: (*Controller).handleDeleteTopics}
 
 func (c *Controller) handleDeleteTopics(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DeleteTopicsRequest)

@@ -33,10 +33,7 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	alterConfigsMinVersion = 0
-	alterConfigsMaxVersion = 2
-)
+var alterConfigsAPI = wire.API[*Controller]{Key: 33, Min: 0, Max: 2, Handle: (*Controller).handleAlterConfigs}
 
 // alterResult is one resource's answer.
 type alterResult struct {

@@ -22,10 +22,7 @@ import (
 //
 // Version notes: v2 is the first flexible version; v3 is v2 (KIP-599's
 // quota error, which txncoord never answers).
-const (
-	createPartitionsMinVersion = 0
-	createPartitionsMaxVersion = 3
-)
+var createPartitionsAPI = wire.API[*Controller]{Key: 37, Min: 0, Max: 3, Handle: (*Controller).handleCreatePartitions}
 
 func (c *Controller) handleCreatePartitions(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.CreatePartitionsRequest)

@@ -27,10 +27,7 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-const (
-	incrementalAlterConfigsMinVersion = 0
-	incrementalAlterConfigsMaxVersion = 1
-)
+var incrementalAlterConfigsAPI = wire.API[*Controller]{Key: 44, Min: 0, Max: 1, Handle: (*Controller).handleIncrementalAlterConfigs}
 
 func (c *Controller) handleIncrementalAlterConfigs(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.IncrementalAlterConfigsRequest)

@@ -38,11 +38,11 @@ const forwardTimeout = 30 * time.Second
 // own Metadata and DescribeConfigs already show it (a leader of its own
 // process: a Follower.Sync).
 func RegisterForward(reg *wire.Registry, fwd ForwardFunc, synced func(context.Context)) {
-	for key, r := range APIs {
-		if _, _, ok := reg.Range(key); ok {
+	for _, a := range apis {
+		if _, _, ok := reg.Range(a.Key); ok {
 			continue
 		}
-		reg.Register(key, r[0], r[1], func(ctx context.Context, req *wire.Request) wire.Reply {
+		reg.Register(a.Key, a.Min, a.Max, func(ctx context.Context, req *wire.Request) wire.Reply {
 			return func() (kmsg.Response, error) {
 				ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
 				defer cancel()

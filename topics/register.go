@@ -9,22 +9,13 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-// APIs are the keys the controller serves, with their version ranges.
-var APIs = map[int16][2]int16{
-	19: {createTopicsMinVersion, createTopicsMaxVersion},
-	20: {deleteTopicsMinVersion, deleteTopicsMaxVersion},
-	37: {createPartitionsMinVersion, createPartitionsMaxVersion},
-	33: {alterConfigsMinVersion, alterConfigsMaxVersion},
-	44: {incrementalAlterConfigsMinVersion, incrementalAlterConfigsMaxVersion},
-}
+// apis are the controller's APIs, each declared in its handler file:
+// Register, RegisterForward and RegisterNotController read this list.
+var apis = wire.APIs[*Controller]{createTopicsAPI, deleteTopicsAPI, createPartitionsAPI, alterConfigsAPI, incrementalAlterConfigsAPI}
 
 // Register adds the controller's handlers.
 func (c *Controller) Register(reg *wire.Registry) {
-	reg.Register(19, createTopicsMinVersion, createTopicsMaxVersion, c.handleCreateTopics)
-	reg.Register(20, deleteTopicsMinVersion, deleteTopicsMaxVersion, c.handleDeleteTopics)
-	reg.Register(37, createPartitionsMinVersion, createPartitionsMaxVersion, c.handleCreatePartitions)
-	reg.Register(33, alterConfigsMinVersion, alterConfigsMaxVersion, c.handleAlterConfigs)
-	reg.Register(44, incrementalAlterConfigsMinVersion, incrementalAlterConfigsMaxVersion, c.handleIncrementalAlterConfigs)
+	apis.Register(reg, c)
 	// DescribeConfigs is served by every node, as in Kafka: the other
 	// nodes register it in node's listen.
 	RegisterDescribeConfigs(reg, c.view, c.view.Coordinator())
@@ -36,11 +27,11 @@ func (c *Controller) Register(reg *wire.Registry) {
 // send these requests there (kadm, sarama and KafkaJS refresh metadata on
 // NOT_CONTROLLER and retry).
 func RegisterNotController(reg *wire.Registry) {
-	for key, r := range APIs {
-		if _, _, ok := reg.Range(key); ok {
+	for _, a := range apis {
+		if _, _, ok := reg.Range(a.Key); ok {
 			continue
 		}
-		reg.Register(key, r[0], r[1], func(_ context.Context, req *wire.Request) wire.Reply {
+		reg.RegisterStandIn(a.Key, a.Min, a.Max, func(_ context.Context, req *wire.Request) wire.Reply {
 			return wire.Now(notController(req.Body))
 		})
 	}
@@ -99,3 +90,6 @@ func notController(body kmsg.Request) kmsg.Response {
 	}
 	return nil
 }
+
+// Declared is the controller's list of APIs.
+func Declared() wire.APIs[*Controller] { return apis }

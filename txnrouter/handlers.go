@@ -2,6 +2,7 @@ package txnrouter
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -15,17 +16,18 @@ import (
 // router open coordinators. Call it once, before the server starts.
 func (r *Router) Register(reg *wire.Registry) {
 	r.reg = reg
-	rng := func(key int16) (int16, int16) { v := coordinator.APIs[key]; return v[0], v[1] }
-	for _, key := range []int16{22, 25, 26} {
-		lo, hi := rng(key)
-		reg.Register(key, lo, hi, r.handleByID(key))
-	}
-	lo, hi := rng(24)
-	reg.Register(24, lo, hi, wire.RequireClusterAction(r.handleAddPartitionsToTxn))
-	lo, hi = rng(65)
-	reg.Register(65, lo, hi, r.handleDescribeTransactions)
-	lo, hi = rng(66)
-	reg.Register(66, lo, hi, r.handleListTransactions)
+	coordinator.Declared().RegisterEach(reg, func(a wire.API[*coordinator.Coordinator]) wire.Handler {
+		switch a.Key {
+		case 24:
+			return r.handleAddPartitionsToTxn
+		case 65:
+			return r.handleDescribeTransactions
+		case 66:
+			return r.handleListTransactions
+		default:
+			return r.handleByID(a.Key)
+		}
+	})
 	reg.Register(10, cluster.FindCoordinatorMinVersion, cluster.FindCoordinatorMaxVersion, r.handleFindCoordinator)
 	close(r.started)
 }
@@ -33,6 +35,13 @@ func (r *Router) Register(reg *wire.Registry) {
 // handleByID dispatches a request about one transactional id (InitProducerId,
 // AddOffsetsToTxn, EndTxn) to its partition's coordinator, unchanged.
 func (r *Router) handleByID(key int16) wire.Handler {
+	switch key {
+	case 22, 25, 26:
+	default:
+		// A coordinator API the router does not know how to route: a
+		// programming error, caught at start.
+		panic(fmt.Sprintf("txnrouter: no routing for API key %d (%s)", key, kmsg.NameForKey(key)))
+	}
 	return func(ctx context.Context, req *wire.Request) wire.Reply {
 		var id string
 		switch b := req.Body.(type) {

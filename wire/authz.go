@@ -1,9 +1,6 @@
 package wire
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -72,29 +69,6 @@ func ClusterAction(req *Request) bool {
 // transactional id txnID.
 func TransactionalIDAllowed(req *Request, op kmsg.ACLOperation, txnID string) bool {
 	return Authorize(req, op, Resource{Type: kmsg.ACLResourceTypeTransactionalId, Name: txnID})
-}
-
-// RequireClusterAction wraps the handler of a broker-only API so that a
-// principal without CLUSTER_ACTION gets CLUSTER_AUTHORIZATION_FAILED (31)
-// and h is never called (so nothing changes):
-//   - WriteTxnMarkers: 31 for every partition of every marker;
-//   - AddPartitionsToTxn v4+: top-level 31 (as Kafka's getErrorResponse)
-//     and 31 for every partition of every transaction, for readers that
-//     only look at the per-partition results; v0–v3 pass through (client
-//     requests: check the transactional id in the handler);
-//   - any other key: the connection is closed with a log line (txncoord
-//     serves no other broker-only API).
-func RequireClusterAction(h Handler) Handler {
-	return func(ctx context.Context, req *Request) Reply {
-		if req.Key == 24 && req.Version < 4 || ClusterAction(req) {
-			return h(ctx, req)
-		}
-		req.Logger().Warn().Str("principal", req.Principal).Str("reason", "cluster authorization failed").Msg("broker-only request denied")
-		if req.Key == 27 || req.Key == 24 {
-			return Now(ErrorResponse(req.Body, errClusterAuthorizationFailed))
-		}
-		return Fail(fmt.Errorf("principal %s may not send %s", req.Principal, kmsg.NameForKey(req.Key)))
-	}
 }
 
 const errClusterAuthorizationFailed = 31

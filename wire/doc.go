@@ -14,7 +14,8 @@
 // as Kafka does it (SaslHandshake and SaslAuthenticate built in, like
 // ApiVersions; nothing but ApiVersions before authentication), the
 // principal in Request.Principal, and authorization helpers that handlers
-// call (ClusterAction, TransactionalIDAllowed, RequireClusterAction; see
+// call (ClusterAction, TransactionalIDAllowed, and Access.Guard, which an API declaration
+// (api.go) applies; see
 // authz.go for the rules). DialWith is the client side for inter-node
 // traffic.
 //

@@ -95,7 +95,7 @@ func (localAddr) String() string  { return "in-process" }
 
 // Local returns a client that calls s's handlers in-process as principal:
 // with Config.Security set, Request.Principal is principal and the
-// authorization helpers (Authorize, ClusterAction, RequireClusterAction,
+// authorization helpers (Authorize, ClusterAction, Access.Guard,
 // TransactionalIDAllowed) answer as for a TCP connection authenticated as
 // principal; without security, Request.Principal is "" as on any
 // connection, and everything is allowed.

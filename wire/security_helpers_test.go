@@ -19,7 +19,7 @@ import (
 )
 
 // secureNode is a cluster whose every node runs the security under test,
-// with a WriteTxnMarkers handler guarded by wire.RequireClusterAction and an
+// with a WriteTxnMarkers handler guarded by wire.BrokersOnly and an
 // InitProducerId handler, both recording who called them.
 type secureNode struct {
 	local   *security.Local
@@ -61,7 +61,7 @@ func startSecure(t *testing.T, tune func(s *security.Settings)) *secureNode {
 		Topics: map[string]int32{"orders": 2},
 		Log:    n.logs.logger(),
 		Register: func(_ cluster.Node, reg *wire.Registry) {
-			reg.Register(27, 1, 2, wire.RequireClusterAction(func(_ context.Context, r *wire.Request) wire.Reply {
+			reg.Register(27, 1, 2, wire.BrokersOnly.Guard(func(_ context.Context, r *wire.Request) wire.Reply {
 				n.calls.mu.Lock()
 				n.calls.wtm = append(n.calls.wtm, r.Principal)
 				n.calls.mu.Unlock()
@@ -84,7 +84,7 @@ func startSecure(t *testing.T, tune func(s *security.Settings)) *secureNode {
 				}
 				return wire.Now(resp)
 			}))
-			reg.Register(24, 0, 5, wire.RequireClusterAction(func(_ context.Context, r *wire.Request) wire.Reply {
+			reg.Register(24, 0, 5, wire.BrokersOnlyFrom(4).Guard(func(_ context.Context, r *wire.Request) wire.Reply {
 				return wire.Now(r.Body.(*kmsg.AddPartitionsToTxnRequest).ResponseKind())
 			}))
 			reg.Register(22, 0, 5, func(_ context.Context, r *wire.Request) wire.Reply {
