@@ -8,7 +8,7 @@ import (
 )
 
 // The coordinators of the cluster in the admin API: GET /v1/coordinators,
-// and `txncoord coordinators` (issue 19, item 5). With several coordinators
+// and `txncoord coordinators`. With several coordinators
 // sharing the __transaction_state partitions through etcd leases, every
 // coordinator's admin API answers for the whole cluster: each coordinator,
 // whether it holds a lease, the partitions it owns with their coordinator

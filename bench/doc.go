@@ -2,11 +2,11 @@
 // transactional producers (Begin → ProduceSync → EndTransaction) against
 // several targets started as child processes — txncoord (durable, and the
 // opt-in --unsafe-no-fsync mode), txncoord-etcd3 (three coordinators sharing
-// the transactional ids through the embedded etcd, issue 19), franz-go kfake
+// the transactional ids through the embedded etcd), franz-go kfake
 // in memory and kfake with DataDir + SyncWrites — alternating between them
 // round by round to cancel machine drift, and reports medians over rounds,
-// with the storage redesign's goals (Report.goals; issue 9's before them)
-// and issue 19's (Report.scaleOutGoals).
+// with the goals of the commit path (Report.goals) and of scale-out
+// (Report.scaleOutGoals).
 //
 // It owns: the workload (workload.go), the partition layout (layout.go), the
 // targets and their child processes (target.go, kfake_child.go), the

@@ -7,11 +7,11 @@ import (
 	"strings"
 )
 
-// The tables of issue 19's benchmark goal: several coordinators sharing
+// The tables of the scale-out benchmark goal: several coordinators sharing
 // the transactional ids through etcd against one.
 
 // goalEtcd3VsSingle: 3 coordinators on etcd reach at least this share of
-// the single coordinator's txn/s, on the same machine (issue 19's goal).
+// the single coordinator's txn/s, on the same machine.
 const goalEtcd3VsSingle = 0.5
 
 // etcdTable is the embedded etcd's work per target that has one.
@@ -74,10 +74,10 @@ func (r *Report) cpuTable() table {
 	return t
 }
 
-// scaleOutGoals reports issue 19's goal: txncoord-etcd3 at least
+// scaleOutGoals reports the scale-out goal: txncoord-etcd3 at least
 // goalEtcd3VsSingle of txncoord's txn/s at each producer count both ran.
 func (r *Report) scaleOutGoals() table {
-	t := table{title: "Scale-out goal (issue 19; same run, medians over rounds)",
+	t := table{title: "Scale-out goal (same run, medians over rounds)",
 		header: []string{"goal", "txncoord-etcd3", "txncoord", "measured", "met"}}
 	for _, n := range r.Producers {
 		multi, okM := r.Row(TargetTxncoordEtcd3, n)

@@ -43,7 +43,7 @@ const (
 	TargetTxncoordNoSync = "txncoord-nosync"
 	// TargetTxncoordEtcd3 is `txncoord up --coordinators 3`: three
 	// coordinators sharing the transactional ids through the embedded
-	// one-member etcd (issue 19), in the same process as the leaders.
+	// one-member etcd, in the same process as the leaders.
 	TargetTxncoordEtcd3 = "txncoord-etcd3"
 	TargetKfake         = "kfake"
 	TargetKfakeSync     = "kfake-sync"

@@ -128,7 +128,7 @@ func (v *View) groupCoordinator() (Node, bool) {
 }
 
 // SetGroupCoordinator makes fn name the group coordinator node: the
-// coordinator holding the group coordinator's etcd lease (issue 19). fn
+// coordinator holding the group coordinator's etcd lease. fn
 // returns false while none does: FindCoordinator for groups then answers
 // COORDINATOR_NOT_AVAILABLE and __consumer_offsets has no leader.
 func (v *View) SetGroupCoordinator(fn func() (Node, bool)) { v.groupHook.Store(&fn) }

@@ -1,5 +1,5 @@
 // Package groupsetcd keeps the group coordinator's records in etcd, for a
-// cluster of several coordinators (issue 19, item 3), where the group
+// cluster of several coordinators, where the group
 // coordinator moves between coordinator nodes: one node at a time holds
 // it through an etcd lease (an ownership.Member over one partition of the
 // Layout <cluster prefix>/groups), and whichever node holds it next loads

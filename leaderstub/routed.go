@@ -1,6 +1,6 @@
 package leaderstub
 
-// Routed: a leader's CoordinatorClient over several coordinators (issue 19).
+// Routed: a leader's CoordinatorClient over several coordinators.
 //
 // Each transactional id belongs to one __transaction_state partition
 // (cluster.TransactionPartitionFor), owned by one coordinator at a time

@@ -97,7 +97,7 @@ type Coordinator struct {
 	// Controller owns the cluster's topics (package topics).
 	Controller *topics.Controller
 
-	// The etcd mode (several coordinators, issue 19); nil otherwise.
+	// The etcd mode (several coordinators); nil otherwise.
 	// Coordinator and Store are nil in that mode: the Router runs one
 	// coordinator per owned __transaction_state partition. Groups and
 	// Controller are nil on a node other than 0.

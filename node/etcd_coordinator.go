@@ -37,7 +37,7 @@ func DialEtcd(v *cluster.View) (*clientv3.Client, error) {
 }
 
 // startEtcdCoordinator starts coordinator self of a cluster whose
-// coordinators share the transactional-id space through etcd (issue 19):
+// coordinators share the transactional-id space through etcd:
 //
 //   - an ownership.Member holds a lease and claims its share of the
 //     __transaction_state partitions, with a coordinator epoch from etcd

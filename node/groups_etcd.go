@@ -20,7 +20,7 @@ import (
 )
 
 // groupHolder runs the group coordinator on whichever coordinator holds
-// its etcd lease (several coordinators, issue 19). Every coordinator runs
+// its etcd lease (several coordinators). Every coordinator runs
 // one: an ownership.Member over a single partition (keys under
 // <prefix>/groups), so exactly one live coordinator holds it at a time,
 // with a coordinator epoch from etcd that rises at every takeover. The

@@ -1,6 +1,6 @@
 // Package ownership decides which coordinator owns which
 // __transaction_state partition when several coordinators share the
-// transactional-id space through etcd (issue 19; design: "Several
+// transactional-id space through etcd (README: "Several
 // coordinators (etcd)"). Nothing in the single-coordinator default uses it.
 //
 // A Member is one coordinator's side of it. It holds an etcd lease, kept

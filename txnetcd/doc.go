@@ -1,6 +1,6 @@
 // Package txnetcd keeps the transaction coordinator's state in etcd, for a
 // cluster of several coordinators that share the transactional-id space
-// (issue 19; docs: "Several coordinators (etcd)" in the design). Nothing in
+// (README: "Several coordinators (etcd)"). Nothing in
 // the single-coordinator default uses it.
 //
 // It owns three things under a cluster prefix (Layout):

@@ -1,6 +1,6 @@
 // Package txnrouter makes one process serve the transaction-coordinator
-// APIs for the __transaction_state partitions it owns through etcd (issue
-// 19, several coordinators).
+// APIs for the __transaction_state partitions it owns through etcd
+// (several coordinators).
 //
 // A Router listens to an ownership.Member's events. When the member acquires
 // partition p it opens a coordinator.Coordinator over a

@@ -13,7 +13,7 @@ import (
 )
 
 // coordinatorsCommand is `txncoord coordinators`: GET /v1/coordinators as
-// a table (issue 19, item 5).
+// a table.
 func coordinatorsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "coordinators",
