@@ -179,8 +179,26 @@ func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func
 	}
 }
 
+// addRequest is one transaction's add or verify.
+type addRequest struct {
+	id         string
+	pid        int64
+	epoch      int16
+	verifyOnly bool
+	clientTV   int16
+	// overlap: a txncoord leader's registration, which may start the next
+	// transaction while the previous one's markers are in flight.
+	overlap bool
+	// sameLog: the caller appends to the store's log and is answered at
+	// append; its data, appended next, carries the registration's write
+	// to disk (txnlog.Batch.Lazy).
+	sameLog bool
+	topics  txnTopics
+}
+
 // addPartitions runs one transaction's add or verify.
-func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, verifyOnly bool, clientTV int16, overlap bool, topics txnTopics) *partitionResult {
+func (c *Coordinator) addPartitions(a addRequest) *partitionResult {
+	id, pid, epoch, verifyOnly, topics := a.id, a.pid, a.epoch, a.verifyOnly, a.topics
 	pr := &partitionResult{topics: topics}
 	var tps []txnlog.TopicPartition
 	for _, name := range topics.names {
@@ -208,12 +226,12 @@ func (c *Coordinator) addPartitions(id string, pid int64, epoch int16, verifyOnl
 	now := c.nowMs()
 	// A registration is pipelined behind the id's writes in flight (see
 	// stepWith); a verification answers only from durable state.
-	pr.d = c.stepWith(id, false, !verifyOnly, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
+	pr.d = c.stepWith(id, stepOpts{speculate: !verifyOnly, lazy: a.sameLog}, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		if verifyOnly {
 			return txncore.VerifyPartitions(cur, pending, pid, epoch, tps)
 		}
 		return txncore.AddPartitions(cur, pending, txncore.AddPartitionsRequest{ProducerID: pid, ProducerEpoch: epoch, Partitions: tps,
-			ClientTV: clientTV, Overlap: overlap && c.strictMarkers(cur)}, now)
+			ClientTV: a.clientTV, Overlap: a.overlap && c.strictMarkers(cur)}, now)
 	})
 	return pr
 }
@@ -262,7 +280,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 			if txnIDDenied(r, kmsg.ACLOperationWrite, req.TransactionalID) {
 				return &partitionResult{topics: topics, denied: true}
 			}
-			return c.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, false, 0, false, topics)
+			return c.addPartitions(addRequest{id: req.TransactionalID, pid: req.ProducerID, epoch: req.ProducerEpoch, topics: topics})
 		}
 		pr := add()
 		return func() (kmsg.Response, error) {
@@ -302,7 +320,8 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 		}
 		ids[i] = t.TransactionalID
 		retries[i] = func() *partitionResult {
-			return c.addPartitions(t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly, 2, overlap, topics)
+			return c.addPartitions(addRequest{id: t.TransactionalID, pid: t.ProducerID, epoch: t.ProducerEpoch, verifyOnly: t.VerifyOnly,
+				clientTV: 2, overlap: overlap, sameLog: inProcess, topics: topics})
 		}
 		results[i] = retries[i]()
 	}

@@ -42,7 +42,7 @@ func (c *Coordinator) handleEndTxn(ctx context.Context, r *wire.Request) wire.Re
 	// Pipelined: an EndTxn that meets its transaction's last registration
 	// still in flight queues its Prepare right behind it.
 	decide := func() *decision {
-		return c.stepWith(req.TransactionalID, false, true, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
+		return c.stepWith(req.TransactionalID, stepOpts{speculate: true}, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
 			return txncore.EndTxn(cur, pending, txncore.EndTxnRequest{
 				ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit, Version: req.Version,
 			}, c.nowMs(), pids)

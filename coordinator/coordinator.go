@@ -322,8 +322,10 @@ func (c *Coordinator) markersWritten(txn markersender.Txn) *decision {
 	// Decided on the Prepare in flight, if any (speculate): the markers
 	// may have been written before the Prepare was durable (by leaders
 	// appending to the same log), and Complete, submitted behind it, is
-	// durable only with it and with them (invariant 2).
-	d := c.stepWith(txn.TransactionalID, false, true, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
+	// durable only with it and with them (invariant 2). Nobody waits for
+	// Complete: it goes to disk with the next write someone waits for
+	// (lazy).
+	d := c.stepWith(txn.TransactionalID, stepOpts{speculate: true, lazy: true}, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		wasPending = pending
 		return txncore.Complete(cur, pending, coreMarkers(txn), now)
 	})

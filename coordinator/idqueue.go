@@ -156,12 +156,21 @@ func (d *decision) peek() Outcome {
 // group commit with the write before it instead of waiting a whole fsync
 // for it.
 func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
-	return c.stepWith(id, create, false, decide)
+	return c.stepWith(id, stepOpts{create: create}, decide)
 }
 
-func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
+// stepOpts are how a step decides and writes.
+type stepOpts struct {
+	create    bool // the id may be new
+	speculate bool // decide on the state of the writes in flight (above)
+	// lazy: nobody waits for the write's durability now (its caller
+	// appends to the same log, or nobody is answered): txnlog.Batch.Lazy.
+	lazy bool
+}
+
+func (c *Coordinator) stepWith(id string, o stepOpts, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
 	for {
-		d, short := c.tryStep(id, create, speculate, decide)
+		d, short := c.tryStep(id, o, decide)
 		if !short {
 			return d
 		}
@@ -176,7 +185,7 @@ func (c *Coordinator) stepWith(id string, create, speculate bool, decide func(cu
 
 // tryStep is one attempt of stepWith; short reports that decide needed a
 // producer id the reserved blocks had no more of (nothing was written).
-func (c *Coordinator) tryStep(id string, create, speculate bool, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) (*decision, bool) {
+func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) (*decision, bool) {
 	short := false
 	pids := func() int64 {
 		pid, ok := c.pids.next()
@@ -186,12 +195,12 @@ func (c *Coordinator) tryStep(id string, create, speculate bool, decide func(cur
 		return pid
 	}
 	d := &decision{log: c.storeLog, failed: c.writeErrorCode}
-	e := c.lock(id, create)
+	e := c.lock(id, o.create)
 	var cur *Metadata
 	pending, speculated := false, false
 	if e != nil {
 		e.settle(c.storeLog)
-		cur, pending, speculated = e.view(speculate)
+		cur, pending, speculated = e.view(o.speculate)
 		d.changed = e.changedCh()
 	}
 	d.Outcome = decide(cur, pending, pids)
@@ -230,7 +239,7 @@ func (c *Coordinator) tryStep(id string, create, speculate bool, decide func(cur
 		d.Outcome = fail(kerr.NotCoordinator.Code)
 		return d, false
 	}
-	batch := txnlog.Batch{}
+	batch := txnlog.Batch{Lazy: o.lazy}
 	var state *Metadata
 	if d.Delete {
 		batch.Deletes = []string{id}

@@ -290,7 +290,7 @@ func (w *queueWorld) run(t *testing.T, c *datadriven.Case) string {
 		return w.issue("init "+id, true, d)
 	case "register":
 		tps := parseTPs(t, c)
-		d := w.c.stepWith(id, false, true, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
+		d := w.c.stepWith(id, stepOpts{speculate: true}, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 			return txncore.AddPartitions(cur, pending, txncore.AddPartitionsRequest{ProducerID: pid, ProducerEpoch: epoch, Partitions: tps,
 				ClientTV: 2, Overlap: true}, w.c.nowMs())
 		})
@@ -300,7 +300,7 @@ func (w *queueWorld) run(t *testing.T, c *datadriven.Case) string {
 		if commit == c.Has("abort") {
 			t.Fatalf("%s: commit or abort", c.Pos)
 		}
-		d := w.c.stepWith(id, false, true, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
+		d := w.c.stepWith(id, stepOpts{speculate: true}, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
 			return txncore.EndTxn(cur, pending, txncore.EndTxnRequest{ProducerID: pid, ProducerEpoch: epoch, Commit: commit, Version: 5}, w.c.nowMs(), pids)
 		})
 		what := "abort"

@@ -62,7 +62,9 @@ func (l *Leader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wir
 	req := r.Body.(*kmsg.WriteTxnMarkersRequest)
 	// A caller appending to this leader's log (the marker sender of
 	// `txncoord up`) is answered once the markers are appended: the
-	// Complete record it appends next is durable only with them.
+	// Complete record it appends next is durable only with them. Nobody
+	// waits for those markers then, so they go to disk with the next
+	// write someone waits for (lazy) instead of starting a group commit.
 	inProcess := durable.Shares(r.CallerLog(), l.space.Store())
 	version := r.Version
 	var results []*markerResult
@@ -76,7 +78,7 @@ func (l *Leader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wir
 				res := &markerResult{rec: ReceivedMarker{RequestVersion: version, TransactionVersion: tv,
 					ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Commit: m.Committed,
 					CoordinatorEpoch: m.CoordinatorEpoch, Topic: t.Topic, Partition: idx}}
-				res.code, res.op = l.writeMarker(r, m, tv, t.Topic, idx)
+				res.code, res.op = l.writeMarker(r, m, tv, t.Topic, idx, inProcess)
 				results = append(results, res)
 			}
 		}
@@ -112,7 +114,7 @@ func (l *Leader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wir
 }
 
 // writeMarker validates and appends one partition's marker.
-func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarker, tv int8, topic string, idx int32) (int16, *writeOp) {
+func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarker, tv int8, topic string, idx int32, lazy bool) (int16, *writeOp) {
 	// The marker's logger is built only when a line is written: With()
 	// formats every field at once, and most markers log nothing.
 	logger := func() *zerolog.Logger {
@@ -174,7 +176,11 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	op.dropped, op.droppedAborted = l.retain(p)
 	op.logStart = p.logStart
 	end := p.nextOffset
-	w := l.enqueue(op, func() { p.advanceHW(end); l.notify() })
+	enqueue := l.enqueue
+	if lazy {
+		enqueue = l.enqueueLazy
+	}
+	w := enqueue(op, func() { p.advanceHW(end); l.notify() })
 	p.keepRaw(w.pos, end)
 	// Batches held back for this transaction's marker (00_produce.go)
 	// may go now: they take the partition lock after this function

@@ -100,6 +100,13 @@ func (l *Leader) enqueue(op *persistOp, durable func()) *writeOp {
 	return &writeOp{pos: pos, done: done}
 }
 
+// enqueueLazy is enqueue for an op nobody waits for now
+// (storage.Space.SubmitLazy).
+func (l *Leader) enqueueLazy(op *persistOp, durable func()) *writeOp {
+	pos, done := l.space.SubmitLazy(op.encode(), durable)
+	return &writeOp{pos: pos, done: done}
+}
+
 // persistOp record, version 1 (big endian; n is a uvarint):
 //
 //	u8 version (1)

@@ -67,14 +67,21 @@ func (s *Space) Store() *Store { return s.st }
 // Append puts rec in the log behind every record appended before it (by
 // any space) and returns its position at once. It is durable once the
 // store is durable up to that position (Store.WaitDurable).
-func (s *Space) Append(rec []byte) (wal.Pos, error) {
+func (s *Space) Append(rec []byte) (wal.Pos, error) { return s.append(rec, false) }
+
+// AppendLazy is Append for a record nobody waits for now: the log commits
+// it with the next record someone waits for, or after its lazy delay
+// (wal.Log.AppendLazy), instead of starting a group commit for it.
+func (s *Space) AppendLazy(rec []byte) (wal.Pos, error) { return s.append(rec, true) }
+
+func (s *Space) append(rec []byte, lazy bool) (wal.Pos, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return 0, s.closedErr()
 	}
 	s.mu.Unlock()
-	return s.st.append(s, rec, nil)
+	return s.st.append(s, rec, nil, lazy)
 }
 
 // Submit appends rec and returns its position and a channel that gets nil
@@ -82,6 +89,15 @@ func (s *Space) Append(rec []byte) (wal.Pos, error) {
 // in log order with every other space's callbacks, on the log's writer:
 // keep it short.
 func (s *Space) Submit(rec []byte, durable func()) (wal.Pos, <-chan error) {
+	return s.submit(rec, durable, false)
+}
+
+// SubmitLazy is Submit for a record nobody waits for now (AppendLazy).
+func (s *Space) SubmitLazy(rec []byte, durable func()) (wal.Pos, <-chan error) {
+	return s.submit(rec, durable, true)
+}
+
+func (s *Space) submit(rec []byte, durable func(), lazy bool) (wal.Pos, <-chan error) {
 	ch := make(chan error, 1)
 	s.mu.Lock()
 	if s.closed {
@@ -100,7 +116,7 @@ func (s *Space) Submit(rec []byte, durable func()) (wal.Pos, <-chan error) {
 		}
 		ch <- err
 		s.inFlight.Done()
-	})
+	}, lazy)
 	if err != nil {
 		s.inFlight.Done()
 		ch <- err

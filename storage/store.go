@@ -481,8 +481,9 @@ func (st *Store) onSync(s wal.SyncStats) {
 
 // append puts one record of sp in the log; the caller learns its position.
 // then, if set, runs on the log's writer once the record is durable or the
-// log failed (never on the caller's goroutine).
-func (st *Store) append(sp *Space, body []byte, then func(error)) (wal.Pos, error) {
+// log failed (never on the caller's goroutine). lazy: nobody waits for it
+// now (wal.Log.AppendLazy).
+func (st *Store) append(sp *Space, body []byte, then func(error), lazy bool) (wal.Pos, error) {
 	rec := frameRecord(sp.kind, sp.name, body)
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -492,7 +493,11 @@ func (st *Store) append(sp *Space, body []byte, then func(error)) (wal.Pos, erro
 	if st.closed {
 		return 0, ErrClosed
 	}
-	pos, err := st.wal.AppendThen(then, rec)
+	appendTo := st.wal.AppendThen
+	if lazy {
+		appendTo = st.wal.AppendLazy
+	}
+	pos, err := appendTo(then, rec)
 	if err != nil {
 		return 0, err
 	}

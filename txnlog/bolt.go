@@ -126,7 +126,11 @@ func (s *BoltStore) Submit(b Batch) (durable.Pos, error) {
 	if err := b.check(); err != nil {
 		return 0, err
 	}
-	pos, err := s.space.Append(encodeBatch(b))
+	appendTo := s.space.Append
+	if b.Lazy {
+		appendTo = s.space.AppendLazy
+	}
+	pos, err := appendTo(encodeBatch(b))
 	if err != nil {
 		return 0, err
 	}

@@ -53,6 +53,12 @@ type Batch struct {
 	// ProducerIDHighWater, when > 0, replaces the stored high-water mark
 	// if it is higher (it never goes down).
 	ProducerIDHighWater int64
+	// Lazy: nobody waits for b's durability now: its caller appends to
+	// the same log and was answered at submit, or it only records an
+	// outcome (a Complete). A store whose log commits in groups need not
+	// start one for it alone (wal.Log.AppendLazy) and takes it into the
+	// next; order is unchanged. Stores without group commits ignore it.
+	Lazy bool
 }
 
 // Store is the durable transaction log: one contract for the process log

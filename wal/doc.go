@@ -21,8 +21,17 @@
 // Group commit: Append frames the records into a pending buffer under a
 // mutex and wakes the writer; the writer takes the whole buffer, writes it
 // (a few writes when a segment rolls) and syncs once. Records that arrive
-// during that fdatasync share the next one. There is no timer, as in
-// hashicorp/raft: a lone record is written at once.
+// during that fdatasync share the next one. There is no timer for them,
+// as in hashicorp/raft: a lone record is written at once.
+//
+// Lazy records: AppendLazy queues records nobody waits for yet, which
+// start no group commit of their own: they go with the next record
+// appended otherwise, when a WaitDurable asks for them, or at the latest
+// Options.LazyDelay (2 ms) after the first of them was queued. A caller
+// answered at append because it appends to the same log next, and writes
+// that only record an outcome, so cost no fdatasync of their own. Order is
+// that of the appends, lazy or not, so a lazy record is never durable
+// after one appended behind it.
 //
 // Fail-stop: the first failed write, fdatasync, file creation or
 // directory sync fails the log for good (Err, errors.Is(err, ErrFailed)).

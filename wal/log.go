@@ -35,6 +35,9 @@ type Options struct {
 	// OnSync, if set, is called on the writer goroutine after each
 	// successful group commit.
 	OnSync func(SyncStats)
+	// LazyDelay bounds how long a record appended with AppendLazy may
+	// wait for a group commit another record starts; default 2 ms.
+	LazyDelay time.Duration
 	// OnFail, if set, is called once, on the writer goroutine, when a
 	// write fails and the log starts refusing writes, in place of the
 	// log's own error line: an owner that writes elsewhere too (the
@@ -66,7 +69,10 @@ var (
 	ErrFailed = errors.New("wal: failed")
 )
 
-const defaultSegmentSize = 64 << 20
+const (
+	defaultSegmentSize = 64 << 20
+	defaultLazyDelay   = 2 * time.Millisecond
+)
 
 // failure is the sticky error: the operation, the file and the cause (the
 // errno when there is one). Its chain holds ErrFailed and the cause.
@@ -102,6 +108,11 @@ type pending struct {
 	buf   []byte
 	sizes []int // frame sizes, in order: where a segment may roll
 	first Pos   // Pos of the first frame in buf
+	// urgent: a record of it was appended by Append or AppendThen, or is
+	// waited for (WaitDurable); else every record is lazy, and the
+	// writer commits them only at lazySince + LazyDelay.
+	urgent    bool
+	lazySince time.Time
 }
 
 // callback is one OnDurable registration.
@@ -137,7 +148,12 @@ type Log struct {
 	// change: WaitDurable's wake-up.
 	advanced chan struct{}
 
+	// committing is the last Pos of the batch the writer is committing,
+	// 0 if none: a waiter for it needs no new group commit.
+	committing Pos
+
 	// Writer goroutine only.
+	lazyTimer  *time.Timer
 	active     File
 	activePath string
 	activeSize int64
@@ -205,6 +221,25 @@ func (l *Log) Append(recs ...[]byte) (Pos, error) {
 // already and run fn at once, on the caller's goroutine.) fn is not called
 // when AppendThen returns an error.
 func (l *Log) AppendThen(fn func(error), recs ...[]byte) (Pos, error) {
+	return l.append(fn, false, recs)
+}
+
+// AppendLazy is AppendThen for records nobody waits for now: the writer
+// starts no group commit for them alone, but takes them into the next one
+// a record appended otherwise (or a WaitDurable) starts, and commits them
+// by themselves only Options.LazyDelay after the first of them was
+// queued. A caller that is answered at append because it appends to this
+// log too (durable.Shares) and appends what it waits for next, and the
+// writes that only record an outcome (a transaction's Complete, markers
+// from the coordinator of the same log), so share the fdatasync of the
+// next write someone waits for instead of costing one of their own.
+// Order is unchanged: a lazy record is durable before every record
+// appended after it.
+func (l *Log) AppendLazy(fn func(error), recs ...[]byte) (Pos, error) {
+	return l.append(fn, true, recs)
+}
+
+func (l *Log) append(fn func(error), lazy bool, recs [][]byte) (Pos, error) {
 	// Checksum the data outside the lock; only the Pos is hashed under it.
 	var small [8]uint32
 	partial := small[:0]
@@ -241,15 +276,28 @@ func (l *Log) AppendThen(fn func(error), recs ...[]byte) (Pos, error) {
 	if fn != nil {
 		l.callbacks = append(l.callbacks, callback{last, fn})
 	}
+	wasUrgent, wasLazy := q.urgent, !q.lazySince.IsZero()
+	if !lazy {
+		q.urgent = true
+	} else if !wasLazy {
+		q.lazySince = time.Now()
+	}
 	l.mu.Unlock()
 
 	l.appends.Add(1)
 	l.records.Add(int64(len(recs)))
+	if wasUrgent || (lazy && wasLazy) {
+		return last, nil // the writer is woken already, or its timer runs
+	}
+	l.wakeWriter()
+	return last, nil
+}
+
+func (l *Log) wakeWriter() {
 	select {
 	case l.wake <- struct{}{}:
 	default: // the writer is already woken
 	}
-	return last, nil
 }
 
 // WaitDurable returns nil once Durable() >= p, the sticky error if the log
@@ -259,7 +307,15 @@ func (l *Log) WaitDurable(ctx context.Context, p Pos) error {
 	for {
 		l.mu.Lock()
 		err, advanced := l.outcomeLocked(p), l.advanced
+		// A waiter for a lazy record still queued: commit it now.
+		hurry := err == errNotYet && p > l.committing && len(l.queue.sizes) > 0 && !l.queue.urgent
+		if hurry {
+			l.queue.urgent = true
+		}
 		l.mu.Unlock()
+		if hurry {
+			l.wakeWriter()
+		}
 		if err != errNotYet {
 			return err
 		}
@@ -372,12 +428,17 @@ func (l *Log) Close() error {
 // one. No timer: a lone record is written at once.
 func (l *Log) run() {
 	defer close(l.done)
+	l.lazyTimer = time.NewTimer(time.Hour)
+	l.lazyTimer.Stop()
+	defer l.lazyTimer.Stop()
 	for {
 		select {
 		case <-l.wake:
-			l.flush()
+			l.flush(false)
+		case <-l.lazyTimer.C:
+			l.flush(false)
 		case <-l.stop:
-			l.flush() // Append refuses now: this empties the queue
+			l.flush(true) // Append refuses now: this empties the queue
 			l.mu.Lock()
 			l.closed = true
 			l.advanceLocked()
@@ -388,17 +449,27 @@ func (l *Log) run() {
 	}
 }
 
-// flush commits the queue until it is empty.
-func (l *Log) flush() {
+// flush commits the queue until it is empty, or holds only lazy records
+// younger than LazyDelay (all, when all): the timer then wakes the writer
+// for them.
+func (l *Log) flush(all bool) {
 	for {
 		l.mu.Lock()
 		if len(l.queue.sizes) == 0 || l.err != nil {
 			l.mu.Unlock()
 			return
 		}
+		if !all && !l.queue.urgent {
+			if wait := l.opts.LazyDelay - time.Since(l.queue.lazySince); wait > 0 {
+				l.mu.Unlock()
+				l.lazyTimer.Reset(wait)
+				return
+			}
+		}
 		batch := l.queue
 		l.queue, l.spare = l.spare, pending{}
-		l.queue.buf, l.queue.sizes = l.queue.buf[:0], l.queue.sizes[:0]
+		l.queue = pending{buf: l.queue.buf[:0], sizes: l.queue.sizes[:0]}
+		l.committing = batch.first + Pos(len(batch.sizes)) - 1
 		l.mu.Unlock()
 
 		start := time.Now()
@@ -424,6 +495,7 @@ func (l *Log) flush() {
 		} else {
 			l.durable = last
 		}
+		l.committing = 0
 		l.advanceLocked()
 		l.mu.Unlock()
 		l.spare = batch

@@ -43,6 +43,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.FS == nil {
 		opts.FS = OSFS{}
 	}
+	if opts.LazyDelay <= 0 {
+		opts.LazyDelay = defaultLazyDelay
+	}
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = defaultSegmentSize
 	}
