@@ -320,7 +320,20 @@ func TestOnDurableOrder(t *testing.T) {
 	if err := l.WaitDurable(waitCtx(t), 20); err != nil {
 		t.Fatal(err)
 	}
-	l.OnDurable(5, record(5)) // already durable: at once, on this goroutine
+	// Already durable: at once on this goroutine, or queued behind the
+	// callbacks the writer is still running (WaitDurable returns when the
+	// position is durable, not when its callbacks have run).
+	l.OnDurable(5, record(5))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(order)
+		mu.Unlock()
+		if n >= 22 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(order) != 22 {
