@@ -24,7 +24,7 @@ import (
 // registrar's timeout (15 s), and kgo's metadata refresh could then ask
 // the stopped node, listed in Metadata although it held no lease (kgo's
 // 10 s request overhead). Now a leader bounds each send to one
-// coordinator (4 s, leaderstub.Routed), asks another one as well when a
+// coordinator (4 s, coordclient.Routed), asks another one as well when a
 // FindCoordinator is not answered within 2 s, and Metadata lists only the
 // coordinators holding a lease: at 3b0ab73 the record was produced 6.1 s
 // after the SIGSTOP (the partition moved after 2.1 s).

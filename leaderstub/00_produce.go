@@ -76,6 +76,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/coordclient"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -262,8 +263,8 @@ func legacyMagicCode(records []byte) (int16, string) {
 
 // neededRegistrations lists the transactional partitions whose producer
 // has no open transaction here at this epoch: those go to the coordinator.
-func (l *Leader) neededRegistrations(parts []*producePart, req *kmsg.ProduceRequest, version int16) ([]*registration, []*producePart) {
-	var regs []*registration
+func (l *Leader) neededRegistrations(parts []*producePart, req *kmsg.ProduceRequest, version int16) ([]*coordclient.Registration, []*producePart) {
+	var regs []*coordclient.Registration
 	var owners []*producePart
 	for _, pp := range parts {
 		if pp.code != 0 || !pp.headers[0].transactional() {
@@ -280,8 +281,8 @@ func (l *Leader) neededRegistrations(parts []*producePart, req *kmsg.ProduceRequ
 		if e.txnOpen() && e.Epoch == h.ProducerEpoch {
 			continue
 		}
-		regs = append(regs, &registration{txnID: *req.TransactionID, pid: h.ProducerID, epoch: h.ProducerEpoch,
-			verifyOnly: version < 12, topic: pp.topic, partition: pp.index})
+		regs = append(regs, &coordclient.Registration{TxnID: *req.TransactionID, PID: h.ProducerID, Epoch: h.ProducerEpoch,
+			VerifyOnly: version < 12, Topic: pp.topic, Partition: pp.index})
 		owners = append(owners, pp)
 	}
 	return regs, owners
@@ -291,16 +292,16 @@ func (l *Leader) neededRegistrations(parts []*producePart, req *kmsg.ProduceRequ
 // (the previous transaction's markers are still being written) with a short
 // backoff as Kafka's ReplicaManager does, then maps the answers onto the
 // partitions: an error fails that partition, success lets it append.
-func (l *Leader) registerWithRetry(ctx context.Context, regs []*registration, owners []*producePart, version int16) {
+func (l *Leader) registerWithRetry(ctx context.Context, regs []*coordclient.Registration, owners []*producePart, version int16) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	pending := regs
 	backoff := 10 * time.Millisecond
 	for attempt := 0; len(pending) > 0; attempt++ {
-		l.registrar.register(ctx, pending)
-		var retry []*registration
+		l.registrar.Register(ctx, pending)
+		var retry []*coordclient.Registration
 		for _, reg := range pending {
-			if reg.code == kerr.ConcurrentTransactions.Code && attempt < 8 {
+			if reg.Code == kerr.ConcurrentTransactions.Code && attempt < 8 {
 				retry = append(retry, reg)
 			}
 		}
@@ -323,15 +324,35 @@ func (l *Leader) registerWithRetry(ctx context.Context, regs []*registration, ow
 	}
 	for i, reg := range regs {
 		pp := owners[i]
-		if code := verifyError(reg.code, version); code != 0 {
+		if code := verifyError(reg.Code, version); code != 0 {
 			pp.code = code
-			l.log.Info().Str("txn_id", reg.txnID).Int64("pid", reg.pid).Int16("epoch", reg.epoch).Str("topic", pp.topic).
-				Int32("partition", pp.index).Int16("coordinator_error", reg.code).Int16("error_code", code).
-				Bool("verify_only", reg.verifyOnly).Msg("produce: transaction registration refused")
+			l.log.Info().Str("txn_id", reg.TxnID).Int64("pid", reg.PID).Int16("epoch", reg.Epoch).Str("topic", pp.topic).
+				Int32("partition", pp.index).Int16("coordinator_error", reg.Code).Int16("error_code", code).
+				Bool("verify_only", reg.VerifyOnly).Msg("produce: transaction registration refused")
 			continue
 		}
 		pp.fresh = version >= 12
 	}
+}
+
+// verifyError maps a coordinator answer to the Produce partition error,
+// as Kafka's AddPartitionsToTxnManager does: PRODUCER_FENCED becomes
+// INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE is INVALID_TXN_STATE before
+// Produce v11, and an unreachable or moving coordinator is the retriable
+// NOT_ENOUGH_REPLICAS.
+func verifyError(code int16, produceVersion int16) int16 {
+	switch code {
+	case kerr.ProducerFenced.Code:
+		return kerr.InvalidProducerEpoch.Code
+	case kerr.TransactionAbortable.Code:
+		if produceVersion < 11 {
+			return kerr.InvalidTxnState.Code
+		}
+	case kerr.CoordinatorNotAvailable.Code, kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code,
+		kerr.ConcurrentTransactions.Code, kerr.RequestTimedOut.Code:
+		return kerr.NotEnoughReplicas.Code
+	}
+	return code
 }
 
 // appendProduce appends a validated partition's batches under the

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordclient"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -90,7 +91,7 @@ type testCluster struct {
 	dir         string
 	leaderVer   string
 	topicID     [16]byte
-	dialedCoord CoordinatorClient
+	dialedCoord coordclient.Client
 }
 
 func listen(t *testing.T) net.Listener {
@@ -110,7 +111,7 @@ func startCluster(t *testing.T, leaderVersion string) *testCluster {
 	topic, _ := tc.view.Topic("t")
 	tc.topicID = topic.ID
 	tc.coord = startFakeCoordinator(t, coordLn, tc.view, 5, 5)
-	tc.dialedCoord = DialCoordinator(tc.coordAddr, zerolog.Nop())
+	tc.dialedCoord = coordclient.Dial(tc.coordAddr, zerolog.Nop())
 	tc.leaderLn = leaderLn
 	tc.startLeader(t)
 	t.Cleanup(func() { tc.stopLeader() })

@@ -5,12 +5,14 @@
 // the file the nodes of `txncoord up` share.
 //
 // It must not import the coordinator: it talks to the coordinator over the
-// Kafka protocol (AddPartitionsToTxn v4/v5, InitProducerId) through
-// CoordinatorClient, as a real broker does; DialCoordinator is the network
-// implementation, tests use an in-memory twin.
+// Kafka protocol (AddPartitionsToTxn v4/v5, InitProducerId) through a
+// coordclient.Client (Config.Coordinator), as a real broker does, and
+// batches its registrations with a coordclient.Registrar; tests use an
+// in-memory twin. The client, its transports and the routing over several
+// coordinators are package coordclient's.
 //
-// Main types: Leader (Open, Register, Close, ReceivedMarkers), Config,
-// CoordinatorClient. One handler file per API key (00_produce.go,
+// Main types: Leader (Open, Register, Close, ReceivedMarkers), Config.
+// One handler file per API key (00_produce.go,
 // 01_fetch.go, 02_list_offsets.go, 22_init_producer_id.go,
 // 27_write_txn_markers.go, 61_describe_producers.go, 21_delete_records.go,
 // 23_offset_for_leader_epoch.go, 35_describe_log_dirs.go); topic_configs.go

@@ -41,7 +41,7 @@ func consumeAll(t *testing.T, addr string, committed bool, want int) []string {
 }
 
 // TestE2EIdempotentProducer: a real kgo idempotent producer (InitProducerId
-// forwarded through DialCoordinator to the coordinator node), each codec
+// forwarded through coordclient.Dial to the coordinator node), each codec
 // franz-go supports, read back in order by a kgo consumer.
 func TestE2EIdempotentProducer(t *testing.T) {
 	tc := startCluster(t, "4.2")

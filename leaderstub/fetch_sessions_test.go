@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordclient"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -213,7 +214,7 @@ func TestFetchSessionsKgo(t *testing.T) {
 	view := cluster.NewView(f)
 	startFakeCoordinator(t, coordLn, view, 5, 5)
 	l, err := Open(Config{NodeID: 1, KafkaVersion: "4.2", View: view, DataDir: t.TempDir(),
-		Coordinator: DialCoordinator(coordLn.Addr().String(), zerolog.Nop()), Log: zerolog.Nop()})
+		Coordinator: coordclient.Dial(coordLn.Addr().String(), zerolog.Nop()), Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package leaderstub
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"sync"
@@ -89,6 +90,16 @@ func (c *twinCoordinator) InitProducerID(_ context.Context, req *kmsg.InitProduc
 	c.nextPID++
 	return resp, nil
 }
+
+// FindCoordinator is refused: a leader's tests route nothing.
+func (c *twinCoordinator) FindCoordinator(context.Context, *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error) {
+	return nil, errors.New("twin coordinator: no FindCoordinator")
+}
+
+// Local is false, so the registrar batches as over TCP.
+func (c *twinCoordinator) Local() bool { return false }
+
+func (c *twinCoordinator) Close() error { return nil }
 
 func (c *twinCoordinator) callCount() int {
 	c.mu.Lock()

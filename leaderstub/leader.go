@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordclient"
 	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wire"
@@ -35,7 +36,7 @@ type Config struct {
 	// theirs. It must know KindLeader. The caller closes it after the
 	// leader. DataDir and NoSync are then unused.
 	Shared         *storage.Store
-	Coordinator    CoordinatorClient
+	Coordinator    coordclient.Client
 	RetentionBytes int64 // per partition, default 1 GiB
 	NoSync         bool  // only for an explicit unsafe opt-in; never the default
 	Log            zerolog.Logger
@@ -43,7 +44,8 @@ type Config struct {
 	Metrics        prometheus.Registerer // may be nil
 
 	// RegistrationsInFlight bounds the AddPartitionsToTxn requests this
-	// leader has in flight to the coordinator at once (default 8).
+	// leader has in flight to the coordinator at once (default
+	// coordclient.DefaultRegistrationsInFlight).
 	RegistrationsInFlight int
 	// PrevTxnMarkerWait caps how long a transactional batch at a bumped
 	// epoch waits for the marker of its producer's previous transaction on
@@ -75,7 +77,7 @@ type Leader struct {
 	log       zerolog.Logger
 	space     *storage.Space
 	own       *storage.Store // the leader's own store (no Config.Shared)
-	registrar *registrar
+	registrar *coordclient.Registrar
 	metrics   *metrics
 
 	mu         sync.Mutex
@@ -182,7 +184,7 @@ func Open(cfg Config) (*Leader, error) {
 		l.metrics.unregister()
 		return nil, err
 	}
-	l.registrar = newRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.log)
+	l.registrar = coordclient.NewRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.log)
 	l.background.Add(2)
 	go l.every(l.cfg.ProducerIDExpirationCheck, l.ExpireProducers, "producer expiry not written")
 	go l.every(l.cfg.RetentionCheckInterval, l.SweepRetention, "retention sweep not written")
@@ -232,7 +234,7 @@ func (l *Leader) Close() error {
 	l.closeOnce.Do(func() {
 		close(l.stop)
 		l.background.Wait()
-		l.registrar.close()
+		l.registrar.Close()
 		err = l.closeStore()
 		l.metrics.unregister()
 	})

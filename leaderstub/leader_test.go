@@ -3,9 +3,7 @@ package leaderstub
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"hash/crc32"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -42,11 +40,7 @@ func TestRegistrationsBatched(t *testing.T) {
 	wg.Add(2)
 	go produce(1)
 	go produce(2)
-	waitFor(t, "two queued registrations", func() bool {
-		f.l.registrar.mu.Lock()
-		defer f.l.registrar.mu.Unlock()
-		return len(f.l.registrar.queue) == 2
-	})
+	waitFor(t, "two queued registrations", func() bool { return f.l.registrar.Queued() == 2 })
 	close(block)
 	wg.Wait()
 	if codes[0] != 0 || codes[1] != 0 || codes[2] != 0 {
@@ -221,49 +215,6 @@ func TestListOffsets(t *testing.T) {
 				t.Errorf("v%d ts=%d committed=%v: offset %d error %d, want %d", v, tc.ts, tc.committed, p.Offset, p.ErrorCode, tc.want)
 			}
 		}
-	}
-}
-
-// TestDialCoordinatorNegotiates: requests go at min(kmsg max, the
-// coordinator's advertised max); after the coordinator restarts with a
-// different range the client reconnects and renegotiates; a coordinator
-// without AddPartitionsToTxn v4+ is refused.
-func TestDialCoordinatorNegotiates(t *testing.T) {
-	ln := listen(t)
-	addr := ln.Addr().String()
-	view := cluster.NewView(testFile([]cluster.Node{{NodeID: 1, Addr: "127.0.0.1:2", KafkaVersion: "4.2"}}, map[string]int32{"t": 1}))
-	fc := startFakeCoordinator(t, ln, view, 3, 3)
-	dc := DialCoordinator(addr, zerolog.Nop())
-	ctx := context.Background()
-	if _, err := dc.InitProducerID(ctx, kmsg.NewPtrInitProducerIDRequest()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dc.AddPartitionsToTxn(ctx, kmsg.NewPtrAddPartitionsToTxnRequest()); !errors.Is(err, kerr.UnsupportedVersion) {
-		t.Fatalf("AddPartitionsToTxn to a coordinator with max v3: %v, want UNSUPPORTED_VERSION", err)
-	}
-	shutdown(fc.srv)
-	var ln2 net.Listener
-	waitFor(t, "the coordinator port to be free again", func() bool {
-		var err error
-		ln2, err = net.Listen("tcp", addr)
-		return err == nil
-	})
-	fc2 := startFakeCoordinator(t, ln2, view, 5, 5)
-	waitFor(t, "a reconnect", func() bool {
-		_, err := dc.InitProducerID(ctx, kmsg.NewPtrInitProducerIDRequest())
-		return err == nil
-	})
-	if _, err := dc.AddPartitionsToTxn(ctx, kmsg.NewPtrAddPartitionsToTxnRequest()); err != nil {
-		t.Fatal(err)
-	}
-	if v := fc.versionsOf(22); len(v) != 1 || v[0] != 3 {
-		t.Fatalf("first coordinator saw InitProducerId versions %v, want [3]", v)
-	}
-	if v := fc2.versionsOf(22); len(v) != 1 || v[0] != 5 {
-		t.Fatalf("second coordinator saw InitProducerId versions %v, want [5]", v)
-	}
-	if v := fc2.versionsOf(24); len(v) != 1 || v[0] != 5 {
-		t.Fatalf("AddPartitionsToTxn versions %v, want [5]", v)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordclient"
 	"github.com/txncoord/txncoord/internal/logtest"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/wire"
@@ -125,7 +126,7 @@ func startLoggedLeader(t *testing.T, version string) *loggedLeader {
 	startFakeCoordinator(t, coordLn, view, 5, 5)
 	ll := &loggedLeader{addr: leaderLn.Addr().String(), logs: &logtest.Buffer{}}
 	l, err := Open(Config{NodeID: 1, KafkaVersion: version, View: view, DataDir: t.TempDir(),
-		Coordinator: DialCoordinator(coordLn.Addr().String(), ll.logs.Logger()), Log: ll.logs.Logger()})
+		Coordinator: coordclient.Dial(coordLn.Addr().String(), ll.logs.Logger()), Log: ll.logs.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordclient"
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/groups"
-	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/ownership"
@@ -81,7 +81,7 @@ type CoordinatorConfig struct {
 	// TxnCoordinators, optional, is how the group coordinator reaches
 	// the transaction coordinator of an id owned by another node
 	// (`txncoord up`: in-process); nil dials the coordinators over TCP.
-	TxnCoordinators map[int32]leaderstub.CoordinatorClient
+	TxnCoordinators map[int32]coordclient.Client
 }
 
 // Coordinator is a running coordinator node.
@@ -119,7 +119,7 @@ type Coordinator struct {
 	adminToken string
 	closeEtcd  bool
 	follower   *topics.Follower
-	txnClients leaderstub.CoordinatorClient
+	txnClients coordclient.Client
 }
 
 // markerClientID is the client id of the marker sender's requests.
@@ -396,9 +396,7 @@ func (c *Coordinator) Stop(ctx context.Context) error {
 		err = errors.Join(err, c.Store.Close())
 	}
 	if c.txnClients != nil {
-		if cl, ok := c.txnClients.(interface{ Close() error }); ok {
-			cl.Close()
-		}
+		c.txnClients.Close()
 	}
 	if c.ownController {
 		err = errors.Join(err, c.Controller.Close())

@@ -12,9 +12,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordclient"
 	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/groupsetcd"
-	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/ownership"
 	"github.com/txncoord/txncoord/txnetcd"
 )
@@ -192,7 +192,7 @@ func (h *groupHolder) Close() error {
 }
 
 // groupsTxnFunc adapts a coordinators' client to groups.Config.TxnCoordinator.
-func groupsTxnFunc(cl leaderstub.CoordinatorClient) func(context.Context, kmsg.Request) (kmsg.Response, error) {
+func groupsTxnFunc(cl coordclient.Client) func(context.Context, kmsg.Request) (kmsg.Response, error) {
 	return func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 		areq, ok := req.(*kmsg.AddPartitionsToTxnRequest)
 		if !ok {

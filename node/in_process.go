@@ -9,8 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordclient"
 	"github.com/txncoord/txncoord/durable"
-	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -69,9 +69,9 @@ func (c *inProcessCoordinator) do(ctx context.Context, req kmsg.Request) (kmsg.R
 	return cl.Do(ctx, req)
 }
 
-// leaderClient is one leader's CoordinatorClient over c.
-func (c *inProcessCoordinator) leaderClient() leaderstub.CoordinatorClient {
-	return leaderstub.CoordinatorFunc(c.do)
+// leaderClient is one leader's coordinator client over c.
+func (c *inProcessCoordinator) leaderClient() coordclient.Client {
+	return coordclient.InProcess(c.do)
 }
 
 // forward is the embedded leaders' topics.ForwardFunc: a controller

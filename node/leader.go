@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/coordclient"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/storage"
@@ -49,7 +50,7 @@ type LeaderConfig struct {
 	// Coordinator, optional, is how the leader reaches the coordinator
 	// (`txncoord up`: in-process); nil dials the cluster file's
 	// coordinator over TCP.
-	Coordinator leaderstub.CoordinatorClient
+	Coordinator coordclient.Client
 	// Limits are the listener's limits (wire.Limits).
 	Limits wire.Limits
 	// Forward, optional, is how the leader forwards the controller's
@@ -63,7 +64,7 @@ type Leader struct {
 	Node    cluster.Node
 	Leader  *leaderstub.Leader
 	Server  *wire.Server
-	coordCl leaderstub.CoordinatorClient
+	coordCl coordclient.Client
 	// follower keeps a leader of its own process in step with the topic
 	// controller (nil in `txncoord up`, whose nodes share one view).
 	follower *topics.Follower
@@ -117,7 +118,7 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("leader %d: %w", cfg.NodeID, err)
 	}
-	if r, ok := coordCl.(*leaderstub.Routed); ok && follower != nil {
+	if r, ok := coordCl.(*coordclient.Routed); ok && follower != nil {
 		// A process of its own has no etcd client: it learns which
 		// coordinator holds the group coordinator from the coordinators,
 		// for its Metadata's leader of __consumer_offsets.
@@ -148,7 +149,7 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 	}
 	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
 		l.Register(reg)
-		if r, ok := coordCl.(*leaderstub.Routed); ok {
+		if r, ok := coordCl.(*coordclient.Routed); ok {
 			// A client may ask any broker for its transaction
 			// coordinator: the owner, which only the coordinators know.
 			r.RegisterFindCoordinator(reg, cfg.View)
@@ -172,9 +173,7 @@ func (l *Leader) Stop(ctx context.Context) error {
 	if l.follower != nil {
 		l.follower.Close()
 	}
-	if c, ok := l.coordCl.(interface{ Close() error }); ok {
-		c.Close()
-	}
+	l.coordCl.Close()
 	if cerr := l.Leader.Close(); err == nil {
 		err = cerr
 	}

@@ -8,24 +8,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
-	"github.com/txncoord/txncoord/leaderstub"
+	"github.com/txncoord/txncoord/coordclient"
 	"github.com/txncoord/txncoord/wire"
 )
 
 // dialCoordinators is how a node of its own process reaches the
 // transaction coordinators over TCP: the one coordinator, or, with
-// several, each transactional id's owner (leaderstub.Routed, which learns
+// several, each transactional id's owner (coordclient.Routed, which learns
 // the owners with FindCoordinator and follows them as they move).
-func dialCoordinators(v *cluster.View, dial wire.DialConfig, log zerolog.Logger) leaderstub.CoordinatorClient {
+func dialCoordinators(v *cluster.View, dial wire.DialConfig, log zerolog.Logger) coordclient.Client {
 	nodes := v.Coordinators()
 	if len(nodes) == 1 {
-		return leaderstub.DialCoordinatorWith(nodes[0].Addr, dial, log)
+		return coordclient.DialWith(nodes[0].Addr, dial, log)
 	}
-	clients := map[int32]leaderstub.CoordinatorClient{}
+	clients := map[int32]coordclient.Client{}
 	for _, n := range nodes {
-		clients[n.NodeID] = leaderstub.DialCoordinatorWith(n.Addr, dial, log)
+		clients[n.NodeID] = coordclient.DialWith(n.Addr, dial, log)
 	}
-	return leaderstub.RoutedCoordinator(leaderstub.RoutedConfig{Coordinators: clients, Partitions: v.TransactionStatePartitions(), Log: log})
+	return coordclient.NewRouted(coordclient.RoutedConfig{Coordinators: clients, Partitions: v.TransactionStatePartitions(), Log: log})
 }
 
 // txnCoordinatorsClient is how node 0's group coordinator reaches the
@@ -33,8 +33,8 @@ func dialCoordinators(v *cluster.View, dial wire.DialConfig, log zerolog.Logger)
 // its own server in-process once it listens, the others as the config
 // gives them (`txncoord up`: in-process) or over TCP, each id routed to its
 // owner.
-func txnCoordinatorsClient(cfg CoordinatorConfig, self cluster.Node, ownServer *atomic.Pointer[wire.Server], dial wire.DialConfig, log zerolog.Logger) leaderstub.CoordinatorClient {
-	own := leaderstub.CoordinatorFunc(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+func txnCoordinatorsClient(cfg CoordinatorConfig, self cluster.Node, ownServer *atomic.Pointer[wire.Server], dial wire.DialConfig, log zerolog.Logger) coordclient.Client {
+	own := coordclient.InProcess(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 		srv := ownServer.Load()
 		if srv == nil {
 			return nil, errCoordinatorNotStarted
@@ -45,7 +45,7 @@ func txnCoordinatorsClient(cfg CoordinatorConfig, self cluster.Node, ownServer *
 	if len(nodes) == 1 {
 		return own
 	}
-	clients := map[int32]leaderstub.CoordinatorClient{}
+	clients := map[int32]coordclient.Client{}
 	for _, n := range nodes {
 		switch cl, ok := cfg.TxnCoordinators[n.NodeID]; {
 		case n.NodeID == self.NodeID:
@@ -53,8 +53,8 @@ func txnCoordinatorsClient(cfg CoordinatorConfig, self cluster.Node, ownServer *
 		case ok:
 			clients[n.NodeID] = cl
 		default:
-			clients[n.NodeID] = leaderstub.DialCoordinatorWith(n.Addr, dial, log)
+			clients[n.NodeID] = coordclient.DialWith(n.Addr, dial, log)
 		}
 	}
-	return leaderstub.RoutedCoordinator(leaderstub.RoutedConfig{Coordinators: clients, Partitions: cfg.View.TransactionStatePartitions(), Log: log})
+	return coordclient.NewRouted(coordclient.RoutedConfig{Coordinators: clients, Partitions: cfg.View.TransactionStatePartitions(), Log: log})
 }

@@ -8,8 +8,7 @@ import (
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 
 	"github.com/txncoord/txncoord/cluster"
-
-	"github.com/txncoord/txncoord/leaderstub"
+	"github.com/txncoord/txncoord/coordclient"
 )
 
 // startEtcd starts the embedded etcd when the config asks for one, and the
@@ -49,8 +48,8 @@ func (e *Embedded) coordinatorMetrics(id int32) prometheus.Registerer {
 }
 
 // txnClients are the in-process clients of every coordinator, by node id.
-func (e *Embedded) txnClients() map[int32]leaderstub.CoordinatorClient {
-	out := map[int32]leaderstub.CoordinatorClient{}
+func (e *Embedded) txnClients() map[int32]coordclient.Client {
+	out := map[int32]coordclient.Client{}
 	for id, c := range e.byNode {
 		out[id] = c.leaderClient()
 	}
@@ -59,11 +58,11 @@ func (e *Embedded) txnClients() map[int32]leaderstub.CoordinatorClient {
 
 // leaderCoordinatorClient is how an embedded leader reaches the
 // coordinators: the one in-process, or each id's owner among several.
-func (e *Embedded) leaderCoordinatorClient() leaderstub.CoordinatorClient {
+func (e *Embedded) leaderCoordinatorClient() coordclient.Client {
 	if len(e.byNode) == 1 {
 		return e.inProcess.leaderClient()
 	}
-	return leaderstub.RoutedCoordinator(leaderstub.RoutedConfig{Coordinators: e.txnClients(),
+	return coordclient.NewRouted(coordclient.RoutedConfig{Coordinators: e.txnClients(),
 		Partitions: e.View.TransactionStatePartitions(), Log: e.cfg.Log})
 }
 

@@ -1,4 +1,4 @@
-package leaderstub
+package coordclient
 
 import (
 	"context"
@@ -201,19 +201,19 @@ func (f *ownerFake) handleInitPID(_ context.Context, r *wire.Request) wire.Reply
 	return wire.Now(resp)
 }
 
-// routedOver is a Routed over DialCoordinator clients of fakes, or the
-// clients given in instead.
-func routedOver(t *testing.T, fakes []*ownerFake, instead ...map[int32]CoordinatorClient) *Routed {
-	clients := map[int32]CoordinatorClient{}
+// routedOver is a Routed over Dial clients of fakes, or the clients given
+// in instead.
+func routedOver(t *testing.T, fakes []*ownerFake, instead ...map[int32]Client) *Routed {
+	clients := map[int32]Client{}
 	for _, f := range fakes {
-		clients[f.node] = DialCoordinator(f.srv.Addr().String(), zerolog.Nop())
+		clients[f.node] = Dial(f.srv.Addr().String(), zerolog.Nop())
 	}
 	for _, m := range instead {
 		for node, cl := range m {
 			clients[node] = cl
 		}
 	}
-	r := RoutedCoordinator(RoutedConfig{Coordinators: clients, Partitions: routedPartitions, Log: zerolog.Nop()})
+	r := NewRouted(RoutedConfig{Coordinators: clients, Partitions: routedPartitions, Log: zerolog.Nop()})
 	t.Cleanup(func() { r.Close() })
 	return r
 }
@@ -361,7 +361,7 @@ func TestRoutedFollowsOwnership(t *testing.T) {
 // get COORDINATOR_NOT_AVAILABLE (retriable for the producer) and the
 // others are answered as usual. Its failure makes Routed forget every
 // partition it owned, not only those of the failed request. (Node 2 is
-// reached in-process here, through a counting CoordinatorFunc: a stopped
+// reached in-process here, through a counting InProcess client: a stopped
 // server refuses its calls as a dead node refuses connections.)
 func TestRoutedAroundDeadCoordinator(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -370,14 +370,14 @@ func TestRoutedAroundDeadCoordinator(t *testing.T) {
 	live, orphan, sibling := idIn(0, "live"), idIn(2, "orphan"), idIn(5, "sibling")
 	var mu sync.Mutex
 	callsToNode2 := 0 // of any key: after an error the client asks ApiVersions first
-	node2 := CoordinatorFunc(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	node2 := InProcess(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 		mu.Lock()
 		callsToNode2++
 		mu.Unlock()
 		return fakes[2].srv.Local("").Do(ctx, req)
 	})
 	calls := func() int { mu.Lock(); defer mu.Unlock(); return callsToNode2 }
-	r := routedOver(t, fakes, map[int32]CoordinatorClient{2: node2})
+	r := routedOver(t, fakes, map[int32]Client{2: node2})
 	if _, err := r.AddPartitionsToTxn(ctx, txnRequest(live, orphan, sibling)); err != nil {
 		t.Fatal(err)
 	}
@@ -389,9 +389,6 @@ func TestRoutedAroundDeadCoordinator(t *testing.T) {
 	}
 	sameStrings(t, "owner dead, not yet replaced", answerCodes(t, resp),
 		[]string{want(live, 0), want(orphan, kerr.CoordinatorNotAvailable.Code)})
-	if got := verifyError(kerr.CoordinatorNotAvailable.Code, 12); got != kerr.NotEnoughReplicas.Code {
-		t.Fatalf("the registrar maps COORDINATOR_NOT_AVAILABLE to %s, want the retriable NOT_ENOUGH_REPLICAS", codeName(got))
-	}
 
 	table.move(2, 0) // the takeover
 	table.move(5, 1)
@@ -490,7 +487,7 @@ func TestRoutedRetriesWhileLoading(t *testing.T) {
 
 // With one coordinator Routed is that coordinator's client: its answer
 // passes through unchanged (here NOT_COORDINATOR, top-level included),
-// with no FindCoordinator and no retry; requestsAreCheap is the client's.
+// with no FindCoordinator and no retry; Local is the client's.
 func TestRoutedOneCoordinatorIsItsClient(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -509,12 +506,12 @@ func TestRoutedOneCoordinatorIsItsClient(t *testing.T) {
 	if n, finds := fakes[0].count(24), fakes[0].count(10); n != 1 || finds != 0 {
 		t.Fatalf("%d AddPartitionsToTxn and %d FindCoordinator, want 1 and 0", n, finds)
 	}
-	if r.requestsAreCheap() {
-		t.Fatal("over a dialed client: requests are cheap")
+	if r.Local() {
+		t.Fatal("over a dialed client: Local")
 	}
-	local := RoutedCoordinator(RoutedConfig{Coordinators: map[int32]CoordinatorClient{0: CoordinatorFunc(fakes[0].srv.Local("").Do)}})
-	if !local.requestsAreCheap() {
-		t.Fatal("over an in-process client: requests are not cheap")
+	local := NewRouted(RoutedConfig{Coordinators: map[int32]Client{0: InProcess(fakes[0].srv.Local("").Do)}})
+	if !local.Local() {
+		t.Fatal("over an in-process client: not Local")
 	}
 }
 
@@ -606,9 +603,13 @@ func TestLeaderForwardsFindCoordinator(t *testing.T) {
 	defer cancel()
 	fakes, table := startOwnerFakes(t, 3)
 	r := routedOver(t, fakes)
-	f := testFile([]cluster.Node{{NodeID: 3, Addr: "127.0.0.1:1", KafkaVersion: "4.2"}}, map[string]int32{"t": 1})
-	f.Coordinator.Addr = "127.0.0.1:9"
-	view := cluster.NewView(f)
+	view := cluster.NewView(&cluster.File{
+		ClusterID:         "txncoord-test",
+		Coordinator:       &cluster.Node{NodeID: 0, Addr: "127.0.0.1:9", KafkaVersion: "4.2"},
+		Leaders:           []cluster.Node{{NodeID: 3, Addr: "127.0.0.1:1", KafkaVersion: "4.2"}},
+		DefaultPartitions: 1,
+		Topics:            map[string]int32{"t": 1},
+	})
 	reg := wire.NewRegistry()
 	r.RegisterFindCoordinator(reg, view)
 	srv, err := wire.Start(wire.Config{Addr: "127.0.0.1:0", Registry: reg, Log: zerolog.Nop()})
@@ -691,9 +692,9 @@ func TestLeaderForwardsFindCoordinator(t *testing.T) {
 }
 
 // A coordinator that does not answer FindCoordinator (paused: its
-// connections stay open) costs Find routedFindHedge before the next one is
+// connections stay open) costs FindCoordinator routedFindHedge before the next one is
 // asked as well, not routedFindTimeout: with two of three paused, each of
-// three Finds (the round robin starts each at another node) answers the
+// three FindCoordinators (the round robin starts each at another node) answers the
 // live node's owner in under routedFindTimeout, and at least one waited
 // for a hedge.
 func TestRoutedFindHedgesAPausedCoordinator(t *testing.T) {
@@ -710,7 +711,7 @@ func TestRoutedFindHedgesAPausedCoordinator(t *testing.T) {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorType, req.CoordinatorKeys = 1, []string{id}
 		start := time.Now()
-		resp, err := r.Find(t.Context(), req)
+		resp, err := r.FindCoordinator(t.Context(), req)
 		took := time.Since(start)
 		if err != nil {
 			t.Fatalf("Find %d: %v", i, err)

@@ -1,11 +1,11 @@
-package leaderstub
+package coordclient
 
-// FindCoordinator (key 10), v0–v6, on a leader of a cluster with several
-// coordinators.
+// FindCoordinator (key 10), v0–v6, as a leader of a cluster with several
+// coordinators answers it: forwarded through Routed.
 //
 // Behavior:
 //   - transaction keys (key type 1) are forwarded to a coordinator
-//     (Routed.Find), which answers each id's current owner: a client may
+//     (Routed.FindCoordinator), which answers each id's current owner: a client may
 //     ask any broker for its transaction coordinator, and a leader
 //     answering from the cluster file ("node 0") would send it to a
 //     coordinator that answers NOT_COORDINATOR, and round again;
@@ -53,7 +53,7 @@ func (r *Routed) RegisterFindCoordinator(reg *wire.Registry, v *cluster.View) {
 			fwd := kmsg.NewPtrFindCoordinatorRequest()
 			fwd.CoordinatorType, fwd.CoordinatorKeys = body.CoordinatorType, keys
 			fctx, cancel := context.WithTimeout(ctx, findForwardTimeout)
-			found, err := r.Find(fctx, fwd)
+			found, err := r.FindCoordinator(fctx, fwd)
 			cancel()
 			byKey := map[string]kmsg.FindCoordinatorResponseCoordinator{}
 			if err != nil {

@@ -1,6 +1,6 @@
-package leaderstub
+package coordclient
 
-// Routed: a leader's CoordinatorClient over several coordinators.
+// Routed: a Client over several coordinators.
 //
 // Each transactional id belongs to one __transaction_state partition
 // (cluster.TransactionPartitionFor), owned by one coordinator at a time
@@ -17,7 +17,7 @@ package leaderstub
 //     the caller's ctx) first, since a takeover is usually visible in
 //     FindCoordinator within a lease TTL and a retry here is cheaper than
 //     the producer's. What still fails is answered with the last code, a
-//     retriable one for the registrar (verifyError: NOT_ENOUGH_REPLICAS).
+//     retriable one for the producer (a leader answers it NOT_ENOUGH_REPLICAS).
 //   - With one coordinator it is that coordinator's client, unchanged (no
 //     FindCoordinator, no retries), so a single-coordinator cluster behaves
 //     as before.
@@ -39,26 +39,26 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-// RoutedConfig configures RoutedCoordinator.
+// RoutedConfig configures NewRouted.
 type RoutedConfig struct {
-	Coordinators map[int32]CoordinatorClient // one client per coordinator node id (0..C-1)
-	Partitions   int32                       // transaction_state_partitions (<= 0: the default, 50)
+	Coordinators map[int32]Client // one client per coordinator node id (0..C-1)
+	Partitions   int32            // transaction_state_partitions (<= 0: the default, 50)
 	Log          zerolog.Logger
 }
 
-// Routed is a CoordinatorClient that sends each transactional id's
+// Routed is a Client that sends each transactional id's
 // AddPartitionsToTxn to the coordinator owning its partition, and an
 // idempotent InitProducerId to any coordinator that answers.
 type Routed struct {
-	clients    map[int32]CoordinatorClient
+	clients    map[int32]Client
 	nodes      []int32 // the node ids of clients, ascending
 	partitions int32
 	log        zerolog.Logger
-	next       atomic.Uint32 // round robin start of Find and InitProducerID
+	next       atomic.Uint32 // round robin start of FindCoordinator and InitProducerID
 
 	mu     sync.Mutex
 	owners map[int32]int32 // __transaction_state partition → owning node, as last learned
-	// suspect: node → until when it goes last in Find and InitProducerID
+	// suspect: node → until when it goes last in FindCoordinator and InitProducerID
 	// (a transport error), so a dead coordinator does not cost every
 	// request a failed dial first.
 	suspect map[int32]time.Time
@@ -84,7 +84,7 @@ const (
 	// routedAttemptTimeout bounds one send of a part to one coordinator.
 	// A coordinator that stopped answering (a paused process keeps its
 	// connections open) would otherwise hold the registration until the
-	// registrar's own timeout, long after its partitions moved; past this
+	// Registrar's own timeout, long after its partitions moved; past this
 	// the node is treated as unreachable, its partitions forgotten, and
 	// the owners asked again. A live coordinator answers well within it:
 	// it waits at most 2 s on a concurrent transaction, plus its write.
@@ -96,17 +96,17 @@ const (
 	// bound is above that: a registration waits for the new owner instead
 	// of failing to the producer, whose retry backoff grows.
 	routedFindTimeout = 7 * time.Second
-	// routedFindHedge is how long Find waits for a coordinator's answer
+	// routedFindHedge is how long FindCoordinator waits for a coordinator's answer
 	// before it asks the next one as well (the first answer wins): a
 	// paused coordinator, whose connections stay open, costs this much,
 	// not routedFindTimeout.
 	routedFindHedge = 2 * time.Second
 )
 
-// RoutedCoordinator returns a Routed over cfg.Coordinators.
-func RoutedCoordinator(cfg RoutedConfig) *Routed {
+// NewRouted returns a Routed over cfg.Coordinators.
+func NewRouted(cfg RoutedConfig) *Routed {
 	r := &Routed{
-		clients:    make(map[int32]CoordinatorClient, len(cfg.Coordinators)),
+		clients:    make(map[int32]Client, len(cfg.Coordinators)),
 		partitions: cfg.Partitions,
 		log:        cfg.Log,
 		owners:     map[int32]int32{},
@@ -124,36 +124,33 @@ func RoutedCoordinator(cfg RoutedConfig) *Routed {
 
 // single is the only coordinator's client, or nil when there are several
 // (or none).
-func (r *Routed) single() CoordinatorClient {
+func (r *Routed) single() Client {
 	if len(r.nodes) == 1 {
 		return r.clients[r.nodes[0]]
 	}
 	return nil
 }
 
-// requestsAreCheap passes the registrar's question on (see
-// registrar.perTxn): requests cost no round trip when no client's do.
-func (r *Routed) requestsAreCheap() bool {
+// Local reports whether every coordinator's client is: requests then cost
+// no round trip whichever coordinator they go to.
+func (r *Routed) Local() bool {
 	for _, cl := range r.clients {
-		cheap, ok := cl.(interface{ requestsAreCheap() bool })
-		if !ok || !cheap.requestsAreCheap() {
+		if !cl.Local() {
 			return false
 		}
 	}
 	return len(r.clients) > 0
 }
 
-// Close stops FollowGroupCoordinator and closes every client that has a
-// Close.
+// Close stops FollowGroupCoordinator and closes every coordinator's
+// client.
 func (r *Routed) Close() error {
 	r.close()
 	r.follows.Wait()
 	var errs []error
 	for _, node := range r.nodes {
-		if cl, ok := r.clients[node].(interface{ Close() error }); ok {
-			if err := cl.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("coordinator %d: %w", node, err))
-			}
+		if err := r.clients[node].Close(); err != nil {
+			errs = append(errs, fmt.Errorf("coordinator %d: %w", node, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -218,11 +215,11 @@ func (r *Routed) forget(p, node int32) {
 	r.mu.Unlock()
 }
 
-// Find sends req (batched form: CoordinatorKeys, sent at v4+) to one
-// coordinator, and to the next as well whenever the send fails or has not
+// FindCoordinator sends req (batched form: CoordinatorKeys, sent at v4+)
+// to one coordinator, and to the next as well whenever the send fails or has not
 // been answered within routedFindHedge; the first answer is returned. For
 // transactional ids (key type 1) the owners it answers are remembered.
-func (r *Routed) Find(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error) {
+func (r *Routed) FindCoordinator(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*kmsg.FindCoordinatorResponse, error) {
 	type answer struct {
 		node int32
 		resp *kmsg.FindCoordinatorResponse
@@ -237,17 +234,12 @@ func (r *Routed) Find(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*k
 	ask := func() {
 		node := order[next]
 		next++
-		finder, ok := r.clients[node].(coordinatorFinder)
-		if !ok {
-			errs = append(errs, fmt.Errorf("coordinator %d: its client cannot send FindCoordinator", node))
-			return
-		}
 		running++
 		own := *req // each send sets its version
 		go func() {
 			fctx, cancel := context.WithTimeout(ctx, routedFindTimeout)
 			defer cancel()
-			resp, err := finder.findCoordinator(fctx, &own)
+			resp, err := r.clients[node].FindCoordinator(fctx, &own)
 			answers <- answer{node, resp, err}
 		}()
 	}
@@ -289,9 +281,9 @@ func (r *Routed) Find(ctx context.Context, req *kmsg.FindCoordinatorRequest) (*k
 		errs = append(errs, err)
 	}
 	if len(errs) == 0 {
-		return nil, errors.New("leaderstub: no coordinator to send FindCoordinator to")
+		return nil, errors.New("coordclient: no coordinator to send FindCoordinator to")
 	}
-	return nil, fmt.Errorf("leaderstub: FindCoordinator: %w", errors.Join(errs...))
+	return nil, fmt.Errorf("coordclient: FindCoordinator: %w", errors.Join(errs...))
 }
 
 // learn caches the owners a FindCoordinator for transactional ids
@@ -343,7 +335,7 @@ func (r *Routed) FollowGroupCoordinator(interval time.Duration) {
 		for {
 			req := kmsg.NewPtrFindCoordinatorRequest()
 			req.CoordinatorType, req.CoordinatorKeys = 0, []string{groupProbeKey}
-			if _, err := r.Find(r.done, req); err != nil {
+			if _, err := r.FindCoordinator(r.done, req); err != nil {
 				r.mu.Lock()
 				r.groups = -1
 				r.mu.Unlock()
@@ -382,7 +374,7 @@ func (r *Routed) ownersOf(ctx context.Context, ids []string) (owners map[int32]i
 	}
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorType, req.CoordinatorKeys = 1, keys
-	resp, err := r.Find(ctx, req)
+	resp, err := r.FindCoordinator(ctx, req)
 	if err != nil {
 		for p := range keyOf {
 			codes[p] = kerr.CoordinatorNotAvailable.Code
@@ -453,7 +445,7 @@ func (r *Routed) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitions
 		}
 		backoff *= 2
 	}
-	for _, i := range pending { // still failing: the last code, retriable for the registrar
+	for _, i := range pending { // still failing: the last code, retriable for the Registrar
 		t := failedTransaction(req.Transactions[i], add.codes[i])
 		add.answers[i] = &t
 	}
@@ -461,7 +453,7 @@ func (r *Routed) AddPartitionsToTxn(ctx context.Context, req *kmsg.AddPartitions
 	resp.SetVersion(add.version)
 	resp.ThrottleMillis = add.throttle
 	for _, t := range add.answers {
-		if t != nil { // nil: its coordinator left it out (the registrar reports that)
+		if t != nil { // nil: its coordinator left it out (the Registrar reports that)
 			resp.Transactions = append(resp.Transactions, *t)
 		}
 	}
@@ -657,7 +649,7 @@ func (r *Routed) InitProducerID(ctx context.Context, req *kmsg.InitProducerIDReq
 		return last, nil
 	}
 	if len(errs) == 0 {
-		return nil, errors.New("leaderstub: no coordinator to send InitProducerId to")
+		return nil, errors.New("coordclient: no coordinator to send InitProducerId to")
 	}
-	return nil, fmt.Errorf("leaderstub: InitProducerId: %w", errors.Join(errs...))
+	return nil, fmt.Errorf("coordclient: InitProducerId: %w", errors.Join(errs...))
 }

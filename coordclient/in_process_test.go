@@ -1,4 +1,4 @@
-package leaderstub
+package coordclient
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -28,7 +27,7 @@ func registrationReq(txnID string) *kmsg.AddPartitionsToTxnRequest {
 	return req
 }
 
-// CoordinatorFunc over a coordinator's in-process client sends
+// InProcess over a coordinator's in-process client sends
 // AddPartitionsToTxn at the coordinator's max (v5) and forwards
 // InitProducerId; a coordinator that stops at v3 gets no AddPartitionsToTxn
 // at all (UNSUPPORTED_VERSION before sending), as with the dialed client.
@@ -36,9 +35,8 @@ func TestCoordinatorFuncVersions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, addMax := range []int16{5, 3} {
-		view := cluster.NewView(testFile([]cluster.Node{{NodeID: 1, Addr: "127.0.0.1:1", KafkaVersion: "4.2"}}, map[string]int32{"t": 1}))
-		fc := startFakeCoordinator(t, listen(t), view, 5, addMax)
-		coord := CoordinatorFunc(fc.srv.Local("").Do)
+		fc := startVersionFake(t, nil, 5, addMax)
+		coord := InProcess(fc.srv.Local("").Do)
 
 		resp, err := coord.AddPartitionsToTxn(ctx, registrationReq("a"))
 		if addMax < 4 {
@@ -75,14 +73,13 @@ func TestCoordinatorFuncVersions(t *testing.T) {
 func TestCoordinatorFuncErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	view := cluster.NewView(testFile([]cluster.Node{{NodeID: 1, Addr: "127.0.0.1:1", KafkaVersion: "4.2"}}, map[string]int32{"t": 1}))
-	fc := startFakeCoordinator(t, listen(t), view, 5, 5)
+	fc := startVersionFake(t, nil, 5, 5)
 	local := fc.srv.Local("")
 	var down atomic.Bool
 	var apiVersions atomic.Int32
 	down.Store(true)
 	errDown := errors.New("coordinator down")
-	coord := CoordinatorFunc(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	coord := InProcess(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 		if req.Key() == 18 {
 			apiVersions.Add(1)
 		}
@@ -116,28 +113,26 @@ func TestCoordinatorFuncErrors(t *testing.T) {
 		t.Fatalf("%d ApiVersions, want 3", n)
 	}
 
-	// Through a leader's registrar the error is the retriable
+	// Through a Registrar the error is the retriable
 	// NOT_ENOUGH_REPLICAS, as for an unreachable coordinator over TCP.
 	down.Store(true)
-	r := newRegistrar(coord, 1, zerolog.Nop())
-	defer r.close()
-	reg := &registration{txnID: "a", pid: 1, topic: "t", partition: 0}
-	r.register(ctx, []*registration{reg})
-	if reg.code != kerr.NotEnoughReplicas.Code {
-		t.Fatalf("registration with the coordinator down: code %d, want NOT_ENOUGH_REPLICAS", reg.code)
+	r := NewRegistrar(coord, 1, zerolog.Nop())
+	defer r.Close()
+	reg := &Registration{TxnID: "a", PID: 1, Topic: "t", Partition: 0}
+	r.Register(ctx, []*Registration{reg})
+	if reg.Code != kerr.NotEnoughReplicas.Code {
+		t.Fatalf("registration with the coordinator down: code %d, want NOT_ENOUGH_REPLICAS", reg.Code)
 	}
 }
 
 // BenchmarkCoordinatorRoundTrip is one AddPartitionsToTxn registration
-// (one transaction, one partition) to a coordinator node answering from
-// the in-memory twin: over TCP (DialCoordinator) and in-process
-// (CoordinatorFunc over the server's LocalClient), same handlers.
+// (one transaction, one partition) to a coordinator node that accepts
+// every partition: over TCP (Dial) and in-process (InProcess over the
+// server's LocalClient), same handlers.
 func BenchmarkCoordinatorRoundTrip(b *testing.B) {
-	twin := newTwin()
 	reg := wire.NewRegistry()
-	reg.Register(24, 0, 5, func(ctx context.Context, r *wire.Request) wire.Reply {
-		resp, _ := twin.AddPartitionsToTxn(ctx, r.Body.(*kmsg.AddPartitionsToTxnRequest))
-		return wire.Now(resp)
+	reg.Register(24, 0, 5, func(_ context.Context, r *wire.Request) wire.Reply {
+		return wire.Now(acceptAll(r.Body.(*kmsg.AddPartitionsToTxnRequest)))
 	})
 	srv, err := wire.Start(wire.Config{Addr: "127.0.0.1:0", Registry: reg, Log: zerolog.Nop()})
 	if err != nil {
@@ -146,10 +141,10 @@ func BenchmarkCoordinatorRoundTrip(b *testing.B) {
 	defer shutdown(srv)
 	for _, c := range []struct {
 		name  string
-		coord CoordinatorClient
+		coord Client
 	}{
-		{"tcp", DialCoordinator(srv.Addr().String(), zerolog.Nop())},
-		{"in-process", CoordinatorFunc(srv.Local("").Do)},
+		{"tcp", Dial(srv.Addr().String(), zerolog.Nop())},
+		{"in-process", InProcess(srv.Local("").Do)},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			ctx := context.Background()
@@ -164,9 +159,7 @@ func BenchmarkCoordinatorRoundTrip(b *testing.B) {
 				}
 			})
 		})
-		if cl, ok := c.coord.(interface{ Close() error }); ok {
-			cl.Close()
-		}
+		c.coord.Close()
 	}
 }
 
@@ -174,11 +167,10 @@ func BenchmarkCoordinatorRoundTrip(b *testing.B) {
 // of its own: one transaction held by the coordinator (waiting for its
 // previous transaction's markers) does not hold up another queued with it.
 func TestRegistrarPerTransactionInProcess(t *testing.T) {
-	twin := newTwin()
 	release := make(chan struct{})
 	var mu sync.Mutex
 	requests := 0
-	coord := CoordinatorFunc(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	coord := InProcess(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 		switch req := req.(type) {
 		case *kmsg.ApiVersionsRequest:
 			resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
@@ -197,12 +189,12 @@ func TestRegistrarPerTransactionInProcess(t *testing.T) {
 			if req.Transactions[0].TransactionalID == "slow" {
 				<-release
 			}
-			return twin.AddPartitionsToTxn(ctx, req)
+			return acceptAll(req), nil
 		}
 		return nil, fmt.Errorf("unexpected %T", req)
 	})
-	r := newRegistrar(coord, 1, zerolog.Nop())
-	defer r.close()
+	r := NewRegistrar(coord, 1, zerolog.Nop())
+	defer r.Close()
 	var releaseOnce sync.Once
 	defer releaseOnce.Do(func() { close(release) }) // before close, if the test fails early
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -210,13 +202,13 @@ func TestRegistrarPerTransactionInProcess(t *testing.T) {
 	slowDone := make(chan struct{})
 	go func() {
 		defer close(slowDone)
-		r.register(ctx, []*registration{{txnID: "slow", pid: 1, topic: "t", partition: 0}})
+		r.Register(ctx, []*Registration{{TxnID: "slow", PID: 1, Topic: "t", Partition: 0}})
 	}()
-	fast := []*registration{{txnID: "fast", pid: 2, topic: "t", partition: 0}, {txnID: "fast", pid: 2, topic: "t", partition: 1}}
-	r.register(ctx, fast)
+	fast := []*Registration{{TxnID: "fast", PID: 2, Topic: "t", Partition: 0}, {TxnID: "fast", PID: 2, Topic: "t", Partition: 1}}
+	r.Register(ctx, fast)
 	for _, reg := range fast {
-		if reg.code != 0 {
-			t.Fatalf("fast registration: code %d", reg.code)
+		if reg.Code != 0 {
+			t.Fatalf("fast registration: code %d", reg.Code)
 		}
 	}
 	select {
@@ -230,57 +222,5 @@ func TestRegistrarPerTransactionInProcess(t *testing.T) {
 	defer mu.Unlock()
 	if requests != 2 {
 		t.Fatalf("%d requests for two transactions, want 2", requests)
-	}
-}
-
-// An in-process registration (perTxn: sent on the Produce handler's
-// goroutine) is bounded by the Produce request's context: a coordinator
-// whose answer waits for its caller to give up (the CONCURRENT_TRANSACTIONS
-// wait watches wire.CallerDone) lets the handler return once that context
-// ends (the server's Shutdown deadline), not after the registrar's own
-// 15 s request bound, and the batch is refused, not appended.
-func TestInProcessRegistrationEndsWithRequest(t *testing.T) {
-	entered := make(chan struct{}, 16)
-	coord := CoordinatorFunc(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-		switch req.(type) {
-		case *kmsg.ApiVersionsRequest:
-			resp := kmsg.NewPtrApiVersionsResponse()
-			for _, key := range []int16{22, 24} {
-				k := kmsg.NewApiVersionsResponseApiKey()
-				k.ApiKey, k.MinVersion, k.MaxVersion = key, 0, 5
-				resp.ApiKeys = append(resp.ApiKeys, k)
-			}
-			return resp, nil
-		case *kmsg.AddPartitionsToTxnRequest:
-			entered <- struct{}{}
-			<-ctx.Done()
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("unexpected %T", req)
-	})
-	f := newFixtureWith(t, func(c *Config) { c.Coordinator = coord })
-	ctx, cancel := context.WithCancel(context.Background())
-	txnID := "waiting"
-	req := produceReq("t", 0, &txnID, -1, testBatch{pid: 1, epoch: 0, seq: 0, txn: true, payload: "p"}.bytes())
-	req.SetVersion(12)
-	done := make(chan kmsg.Response, 1)
-	go func() {
-		reply := f.l.handleProduce(ctx, &wire.Request{Body: req, Key: 0, Version: 12, Log: zerolog.Nop()})
-		resp, _ := reply()
-		done <- resp
-	}()
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the registration never reached the coordinator")
-	}
-	cancel()
-	select {
-	case resp := <-done:
-		if code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code == 0 {
-			t.Fatal("a batch whose registration never got an answer was appended")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the Produce handler outlived its request's context by 5 s: the registration is not bounded by it")
 	}
 }
