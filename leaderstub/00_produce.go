@@ -292,6 +292,13 @@ func (l *Leader) neededRegistrations(parts []*producePart, req *kmsg.ProduceRequ
 // (the previous transaction's markers are still being written) with a short
 // backoff as Kafka's ReplicaManager does, then maps the answers onto the
 // partitions: an error fails that partition, success lets it append.
+//
+// It is the only layer that retries CONCURRENT_TRANSACTIONS: at most 9
+// sends within 20 s. Below it each send is one coordclient.Registrar
+// request (15 s), which Routed, with several coordinators, may resend
+// only while the id's owner is unknown, moving or loading; the
+// coordinator itself has waited up to 2 s for the previous markers
+// before it answers CONCURRENT_TRANSACTIONS.
 func (l *Leader) registerWithRetry(ctx context.Context, regs []*coordclient.Registration, owners []*producePart, version int16) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
