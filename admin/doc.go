@@ -7,6 +7,10 @@
 // POST /v1/transactions/{id}/retry-markers (an addition to the contract),
 // the topics (topics.go: GET /v1/topics, GET /v1/topics/{name},
 // POST /v1/topics, DELETE /v1/topics/{name}; additions to the contract),
+// the groups (groups.go: GET /v1/groups, GET /v1/groups/{id},
+// DELETE /v1/groups/{id}; additions), the coordinators on etcd
+// (coordinators.go: GET /v1/coordinators, an addition; 404 from a
+// backend that does not report them),
 // GET /metrics (Prometheus), GET /healthz, GET /readyz, and Go's
 // /debug/pprof/ profiles (an addition to the contract).
 // Errors are JSON {"error": "..."} with the matching HTTP status; a known
