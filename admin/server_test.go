@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/txncoord/txncoord/markersender"
+	"github.com/txncoord/txncoord/txncore"
 )
 
 // fakeBackend is an in-memory Backend: the admin API has no logic of its
@@ -52,7 +53,7 @@ func (f *fakeBackend) Abort(_ context.Context, id string, force bool) (Txn, erro
 		return t, err
 	}
 	if t.State == "PrepareCommit" && force {
-		t.State, t.GaveUp = "CompleteCommit", []markersender.TopicPartition{{Topic: "orders", Partition: 1}}
+		t.State, t.GaveUp = "CompleteCommit", []txncore.TopicPartition{{Topic: "orders", Partition: 1}}
 		f.txns[id] = t
 		return t, nil
 	}

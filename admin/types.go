@@ -6,26 +6,27 @@ import (
 	"time"
 
 	"github.com/txncoord/txncoord/markersender"
+	"github.com/txncoord/txncoord/txncore"
 )
 
 // Txn is one transaction as the admin API shows it.
 type Txn struct {
-	TransactionalID    string                        `json:"transactional_id"`
-	CoordinatorID      int32                         `json:"coordinator_id"`
-	ProducerID         int64                         `json:"producer_id"`
-	ProducerEpoch      int16                         `json:"producer_epoch"`
-	State              string                        `json:"state"`
-	TimeoutMs          int32                         `json:"timeout_ms"`
-	StartTimeMs        int64                         `json:"start_time_ms"`
-	LastUpdateTimeMs   int64                         `json:"last_update_time_ms"`
-	DurationMs         int64                         `json:"duration_ms"`
-	TransactionVersion int16                         `json:"transaction_version"`
-	Partitions         []markersender.TopicPartition `json:"partitions"`
-	StuckReason        string                        `json:"stuck_reason,omitempty"`
+	TransactionalID    string                   `json:"transactional_id"`
+	CoordinatorID      int32                    `json:"coordinator_id"`
+	ProducerID         int64                    `json:"producer_id"`
+	ProducerEpoch      int16                    `json:"producer_epoch"`
+	State              string                   `json:"state"`
+	TimeoutMs          int32                    `json:"timeout_ms"`
+	StartTimeMs        int64                    `json:"start_time_ms"`
+	LastUpdateTimeMs   int64                    `json:"last_update_time_ms"`
+	DurationMs         int64                    `json:"duration_ms"`
+	TransactionVersion int16                    `json:"transaction_version"`
+	Partitions         []txncore.TopicPartition `json:"partitions"`
+	StuckReason        string                   `json:"stuck_reason,omitempty"`
 	// GaveUp, in the answer of an abort that ended a transaction stuck in
 	// Prepare*, are the partitions whose markers were given up: their
 	// leaders keep the transaction open (txn find-hanging).
-	GaveUp []markersender.TopicPartition `json:"gave_up_partitions,omitempty"`
+	GaveUp []txncore.TopicPartition `json:"gave_up_partitions,omitempty"`
 	// PendingOffsets are the group offsets committed in this transaction,
 	// waiting for its marker (TxnOffsetCommit).
 	PendingOffsets []PendingOffset `json:"pending_offsets,omitempty"`
@@ -37,9 +38,9 @@ type Txn struct {
 // Completing is a finished transaction whose markers are still being
 // written.
 type Completing struct {
-	Result        string                        `json:"result"` // "commit" or "abort"
-	ProducerEpoch int16                         `json:"producer_epoch"`
-	Partitions    []markersender.TopicPartition `json:"partitions"`
+	Result        string                   `json:"result"` // "commit" or "abort"
+	ProducerEpoch int16                    `json:"producer_epoch"`
+	Partitions    []txncore.TopicPartition `json:"partitions"`
 }
 
 // ListFilter selects transactions: State "" matches all; MinDuration 0

@@ -37,7 +37,6 @@ import (
 	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/txncore"
-	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -59,13 +58,13 @@ type partitionResult struct {
 	d      *decision
 	// badPartitions holds UNKNOWN_TOPIC_OR_PARTITION partitions; when
 	// set, nothing was attempted.
-	bad map[txnlog.TopicPartition]bool
+	bad map[txncore.TopicPartition]bool
 	// denied: the principal may not use the transactional id; nothing
 	// was attempted.
 	denied bool
 }
 
-func (pr *partitionResult) code(tp txnlog.TopicPartition, version int16) int16 {
+func (pr *partitionResult) code(tp txncore.TopicPartition, version int16) int16 {
 	if pr.denied {
 		return kerr.TransactionalIDAuthorizationFailed.Code
 	}
@@ -89,7 +88,7 @@ func (pr *partitionResult) code(tp txnlog.TopicPartition, version int16) int16 {
 
 // validPartition: a partition of a topic the view knows (which includes
 // __consumer_offsets, added by the group coordinator for TV2 offsets).
-func (c *Coordinator) validPartition(tp txnlog.TopicPartition) bool {
+func (c *Coordinator) validPartition(tp txncore.TopicPartition) bool {
 	t, ok := c.cfg.View.Topic(tp.Topic)
 	return ok && tp.Partition >= 0 && tp.Partition < t.Partitions
 }
@@ -99,7 +98,7 @@ func (c *Coordinator) validPartition(tp txnlog.TopicPartition) bool {
 // markers. Every partition of a data topic has one by the placement rule;
 // __consumer_offsets is led by the coordinator node, which applies its
 // markers only when a group coordinator serves WriteTxnMarkers there.
-func (c *Coordinator) noLeader(tp txnlog.TopicPartition) string {
+func (c *Coordinator) noLeader(tp txncore.TopicPartition) string {
 	n, ok := c.cfg.View.LeaderOf(tp.Topic, tp.Partition)
 	switch {
 	case !ok || n.Addr == "":
@@ -119,7 +118,7 @@ func (c *Coordinator) servesOffsets() bool {
 }
 
 // refuseLeaderless logs, at debug, a partition refused by noLeader.
-func (c *Coordinator) refuseLeaderless(api, id string, tp txnlog.TopicPartition, reason string) {
+func (c *Coordinator) refuseLeaderless(api, id string, tp txncore.TopicPartition, reason string) {
 	c.log.Debug().Str("api", api).Str("txn_id", id).Str("topic", tp.Topic).Int32("partition", tp.Partition).
 		Str("reason", reason).Msg("partition refused: a transaction never contains a partition without a leader")
 }
@@ -200,10 +199,10 @@ type addRequest struct {
 func (c *Coordinator) addPartitions(a addRequest) *partitionResult {
 	id, pid, epoch, verifyOnly, topics := a.id, a.pid, a.epoch, a.verifyOnly, a.topics
 	pr := &partitionResult{topics: topics}
-	var tps []txnlog.TopicPartition
+	var tps []txncore.TopicPartition
 	for _, name := range topics.names {
 		for _, p := range topics.parts[name] {
-			tp := txnlog.TopicPartition{Topic: name, Partition: p}
+			tp := txncore.TopicPartition{Topic: name, Partition: p}
 			tps = append(tps, tp)
 			bad := !c.validPartition(tp)
 			if !bad && !verifyOnly {
@@ -214,7 +213,7 @@ func (c *Coordinator) addPartitions(a addRequest) *partitionResult {
 			}
 			if bad {
 				if pr.bad == nil {
-					pr.bad = map[txnlog.TopicPartition]bool{}
+					pr.bad = map[txncore.TopicPartition]bool{}
 				}
 				pr.bad[tp] = true
 			}
@@ -290,7 +289,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 				rt.Topic = name
 				for _, p := range pr.topics.parts[name] {
 					rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
-					rp.Partition, rp.ErrorCode = p, pr.code(txnlog.TopicPartition{Topic: name, Partition: p}, req.Version)
+					rp.Partition, rp.ErrorCode = p, pr.code(txncore.TopicPartition{Topic: name, Partition: p}, req.Version)
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				resp.Topics = append(resp.Topics, rt)
@@ -336,7 +335,7 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 				rt.Topic = name
 				for _, p := range pr.topics.parts[name] {
 					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
-					rp.Partition, rp.ErrorCode = p, pr.code(txnlog.TopicPartition{Topic: name, Partition: p}, req.Version)
+					rp.Partition, rp.ErrorCode = p, pr.code(txncore.TopicPartition{Topic: name, Partition: p}, req.Version)
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				rtx.Topics = append(rtx.Topics, rt)

@@ -27,7 +27,6 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/txncore"
-	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -42,7 +41,7 @@ func (c *Coordinator) handleAddOffsetsToTxn(_ context.Context, r *wire.Request) 
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		return wire.Now(resp)
 	}
-	tp := txnlog.TopicPartition{Topic: cluster.OffsetsTopic, Partition: cluster.OffsetsPartitionFor(req.Group, c.cfg.View.OffsetsPartitions())}
+	tp := txncore.TopicPartition{Topic: cluster.OffsetsTopic, Partition: cluster.OffsetsPartitionFor(req.Group, c.cfg.View.OffsetsPartitions())}
 	if why := c.noLeader(tp); why != "" {
 		c.refuseLeaderless("AddOffsetsToTxn", req.TransactionalID, tp, why)
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
@@ -52,7 +51,7 @@ func (c *Coordinator) handleAddOffsetsToTxn(_ context.Context, r *wire.Request) 
 	d := c.step(req.TransactionalID, false, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		return txncore.AddPartitions(cur, pending, txncore.AddPartitionsRequest{
 			ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
-			Partitions: []txnlog.TopicPartition{tp}, KeepTV: true,
+			Partitions: []txncore.TopicPartition{tp}, KeepTV: true,
 		}, now)
 	})
 	return func() (kmsg.Response, error) {

@@ -39,21 +39,21 @@ type TxnSummary struct {
 
 // TxnDetail is Describe's view of one transaction.
 type TxnDetail struct {
-	TransactionalID          string                  `json:"transactional_id"`
-	ProducerID               int64                   `json:"producer_id"`
-	ProducerEpoch            int16                   `json:"producer_epoch"`
-	LastProducerEpoch        int16                   `json:"last_producer_epoch"`
-	PrevProducerID           int64                   `json:"prev_producer_id"`
-	NextProducerID           int64                   `json:"next_producer_id"`
-	State                    string                  `json:"state"`
-	TimeoutMs                int32                   `json:"timeout_ms"`
-	StartTimestamp           int64                   `json:"start_timestamp_ms"`
-	LastUpdateTimestamp      int64                   `json:"last_update_timestamp_ms"`
-	Partitions               []txnlog.TopicPartition `json:"partitions"`
-	ClientTransactionVersion int16                   `json:"client_transaction_version"`
-	CoordinatorEpoch         int32                   `json:"coordinator_epoch"`
-	Pending                  bool                    `json:"pending"`
-	StuckReason              string                  `json:"stuck_reason,omitempty"`
+	TransactionalID          string                   `json:"transactional_id"`
+	ProducerID               int64                    `json:"producer_id"`
+	ProducerEpoch            int16                    `json:"producer_epoch"`
+	LastProducerEpoch        int16                    `json:"last_producer_epoch"`
+	PrevProducerID           int64                    `json:"prev_producer_id"`
+	NextProducerID           int64                    `json:"next_producer_id"`
+	State                    string                   `json:"state"`
+	TimeoutMs                int32                    `json:"timeout_ms"`
+	StartTimestamp           int64                    `json:"start_timestamp_ms"`
+	LastUpdateTimestamp      int64                    `json:"last_update_timestamp_ms"`
+	Partitions               []txncore.TopicPartition `json:"partitions"`
+	ClientTransactionVersion int16                    `json:"client_transaction_version"`
+	CoordinatorEpoch         int32                    `json:"coordinator_epoch"`
+	Pending                  bool                     `json:"pending"`
+	StuckReason              string                   `json:"stuck_reason,omitempty"`
 	// Completing is the previous transaction while its markers are still
 	// being written and this one is already Ongoing (nil when none).
 	Completing *txnlog.Completion `json:"completing,omitempty"`
@@ -163,7 +163,7 @@ func DetailOf(m *Metadata, epoch int32) TxnDetail {
 		TransactionalID: m.TransactionalID, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 		LastProducerEpoch: m.LastProducerEpoch, PrevProducerID: m.PrevProducerID, NextProducerID: m.NextProducerID,
 		State: m.State.String(), TimeoutMs: m.TimeoutMs, StartTimestamp: m.StartTimestamp,
-		LastUpdateTimestamp: m.LastUpdateTimestamp, Partitions: append([]txnlog.TopicPartition{}, m.Partitions...),
+		LastUpdateTimestamp: m.LastUpdateTimestamp, Partitions: append([]txncore.TopicPartition{}, m.Partitions...),
 		ClientTransactionVersion: m.ClientTransactionVersion, CoordinatorEpoch: epoch,
 		Completing: m.Clone().Completing,
 	}
@@ -191,7 +191,7 @@ type AbortResult struct {
 	// GaveUp are the partitions whose markers were not delivered and are
 	// no longer sent: their leaders keep the transaction open there until
 	// an operator ends it (`txn find-hanging`).
-	GaveUp []txnlog.TopicPartition
+	GaveUp []txncore.TopicPartition
 }
 
 // AbortWith ends a transaction for an operator (invariant 10: `txn abort`
@@ -253,7 +253,7 @@ func (c *Coordinator) AbortWith(ctx context.Context, txnID string, opts AbortOpt
 	})
 	// Given up now, before the write ends: a delivery meanwhile only
 	// finds the transaction complete and is ignored.
-	var gaveUp []txnlog.TopicPartition
+	var gaveUp []txncore.TopicPartition
 	if complete && d.Err == 0 {
 		gaveUp = c.giveUpMarkers(txnID)
 	}
@@ -298,11 +298,8 @@ func (c *Coordinator) AbortWith(ctx context.Context, txnID string, opts AbortOpt
 
 // giveUpMarkers stops the marker sender's delivery of txnID's markers and
 // returns the partitions that had not acknowledged.
-func (c *Coordinator) giveUpMarkers(txnID string) []txnlog.TopicPartition {
-	var out []txnlog.TopicPartition
-	for _, tp := range c.cfg.Markers.Undelivered(txnID) {
-		out = append(out, txnlog.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
-	}
+func (c *Coordinator) giveUpMarkers(txnID string) []txncore.TopicPartition {
+	out := c.cfg.Markers.Undelivered(txnID)
 	c.cfg.Markers.Forget(txnID)
 	return out
 }

@@ -27,7 +27,7 @@ import (
 // *markersender.Sender implements it.
 type MarkerQueue interface {
 	Enqueue(markersender.Txn)
-	Undelivered(txnID string) []markersender.TopicPartition
+	Undelivered(txnID string) []txncore.TopicPartition
 	Forget(txnID string)
 }
 
@@ -369,7 +369,7 @@ func (c *Coordinator) background(fn func()) {
 
 // MarkersStuck remembers why a transaction's markers cannot be applied; the
 // transaction stays in Prepare* and the reason shows in Describe and List.
-func (c *Coordinator) MarkersStuck(txn markersender.Txn, tp markersender.TopicPartition, reason string) {
+func (c *Coordinator) MarkersStuck(txn markersender.Txn, tp txncore.TopicPartition, reason string) {
 	e := c.lock(txn.TransactionalID, false)
 	if e == nil {
 		return

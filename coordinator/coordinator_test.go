@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -312,7 +313,7 @@ func TestBadRequests(t *testing.T) {
 		t.Fatalf("AddOffsetsToTxn: %d", r.ErrorCode)
 	}
 	d, _ := c.Describe("t")
-	if len(d.Partitions) != 1 || d.Partitions[0] != (txnlog.TopicPartition{Topic: "__consumer_offsets", Partition: cluster.OffsetsPartitionFor("my-group", 50)}) {
+	if len(d.Partitions) != 1 || d.Partitions[0] != (txncore.TopicPartition{Topic: "__consumer_offsets", Partition: cluster.OffsetsPartitionFor("my-group", 50)}) {
 		t.Fatalf("partitions %+v", d.Partitions)
 	}
 }

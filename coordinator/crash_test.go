@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/markersender"
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -36,9 +37,9 @@ func TestMain(m *testing.M) {
 // stay between Prepare and Complete until the process dies.
 type neverMarkers struct{}
 
-func (neverMarkers) Enqueue(markersender.Txn)                         {}
-func (neverMarkers) Undelivered(string) []markersender.TopicPartition { return nil }
-func (neverMarkers) Forget(string)                                    {}
+func (neverMarkers) Enqueue(markersender.Txn)                    {}
+func (neverMarkers) Undelivered(string) []txncore.TopicPartition { return nil }
+func (neverMarkers) Forget(string)                               {}
 
 // runChildCoordinator serves a bbolt-backed coordinator on a free port,
 // prints "ready addr=ADDR epoch=N" and runs until killed.

@@ -16,6 +16,7 @@ import (
 	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -70,7 +71,7 @@ func (f *fakeMarkers) Enqueue(txn markersender.Txn) {
 
 // Undelivered is every partition of a transaction not acknowledged: the
 // fake cannot tell which leader acknowledged.
-func (f *fakeMarkers) Undelivered(txnID string) []markersender.TopicPartition {
+func (f *fakeMarkers) Undelivered(txnID string) []txncore.TopicPartition {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.queued[txnID].Partitions

@@ -48,9 +48,9 @@ type recordingMarkers struct {
 	forgot chan string
 }
 
-func (m *recordingMarkers) Enqueue(txn markersender.Txn)                     { m.sent <- txn }
-func (m *recordingMarkers) Undelivered(string) []markersender.TopicPartition { return nil }
-func (m *recordingMarkers) Forget(id string)                                 { m.forgot <- id }
+func (m *recordingMarkers) Enqueue(txn markersender.Txn)                { m.sent <- txn }
+func (m *recordingMarkers) Undelivered(string) []txncore.TopicPartition { return nil }
+func (m *recordingMarkers) Forget(id string)                            { m.forgot <- id }
 
 type queuedWrite struct {
 	name string

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -27,7 +28,7 @@ type fakeLeader struct {
 
 	mu      sync.Mutex
 	client  *wire.Client
-	offsets map[txnlog.TopicPartition]int64
+	offsets map[txncore.TopicPartition]int64
 	// epochs are the producer epochs of the transactional batches seen.
 	epochs   []int16
 	versions []int16
@@ -61,7 +62,7 @@ func (l *fakeLeader) close() {
 }
 
 // addToTxn is the leader's AddPartitionsToTxn v5 call.
-func (l *fakeLeader) addToTxn(ctx context.Context, txnID string, pid int64, epoch int16, tp txnlog.TopicPartition) int16 {
+func (l *fakeLeader) addToTxn(ctx context.Context, txnID string, pid int64, epoch int16, tp txncore.TopicPartition) int16 {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		cl, err := l.coordinatorClient(ctx)
@@ -102,7 +103,7 @@ func (l *fakeLeader) handleProduce(ctx context.Context, r *wire.Request) wire.Re
 					out.Partitions = append(out.Partitions, p)
 					continue
 				}
-				tp := txnlog.TopicPartition{Topic: name, Partition: rp.Partition}
+				tp := txncore.TopicPartition{Topic: name, Partition: rp.Partition}
 				transactional := batch.Attributes&0x10 != 0
 				if transactional && req.Version >= 12 && req.TransactionID != nil {
 					p.ErrorCode = l.addToTxn(ctx, *req.TransactionID, batch.ProducerID, batch.ProducerEpoch, tp)
@@ -169,7 +170,7 @@ func startKgoCluster(t *testing.T) *kgoCluster {
 	startServer(t, coordLn, reg, view)
 	kc := &kgoCluster{coord: c, markers: fm, rec: rec, addr: coordLn.Addr().String()}
 	for _, ln := range []net.Listener{l1, l2} {
-		fl := &fakeLeader{view: view, coordAddr: kc.addr, offsets: map[txnlog.TopicPartition]int64{}}
+		fl := &fakeLeader{view: view, coordAddr: kc.addr, offsets: map[txncore.TopicPartition]int64{}}
 		lreg := wire.NewRegistry()
 		fl.register(lreg)
 		startServer(t, ln, lreg, view)

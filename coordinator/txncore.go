@@ -20,9 +20,9 @@ func fail(code int16) Outcome { return txncore.Fail(code) }
 // senderTxn is the core's markers as the marker sender takes them; the
 // coordinator epoch is set by sendMarkers.
 func senderTxn(m txncore.Markers) markersender.Txn {
-	tps := make([]markersender.TopicPartition, len(m.Partitions))
+	tps := make([]txncore.TopicPartition, len(m.Partitions))
 	for i, tp := range m.Partitions {
-		tps[i] = markersender.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+		tps[i] = txncore.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
 	}
 	return markersender.Txn{TransactionalID: m.TransactionalID, ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch,
 		Commit: m.Commit, TransactionVersion: m.TransactionVersion, Partitions: tps}

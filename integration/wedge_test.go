@@ -13,6 +13,7 @@ import (
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 )
 
@@ -39,7 +40,7 @@ func TestWedgedOffsetsTransactionRecovers(t *testing.T) {
 	wedged := txnlog.TxnMetadata{
 		TransactionalID: "wedged", ProducerID: 424242, PrevProducerID: -1, NextProducerID: -1,
 		ProducerEpoch: 4, LastProducerEpoch: 3, TimeoutMs: 60000, State: txnlog.PrepareAbort,
-		Partitions:     []txnlog.TopicPartition{{Topic: "bench", Partition: 1}, {Topic: cluster.OffsetsTopic, Partition: offsets}},
+		Partitions:     []txncore.TopicPartition{{Topic: "bench", Partition: 1}, {Topic: cluster.OffsetsTopic, Partition: offsets}},
 		StartTimestamp: time.Now().Add(-time.Hour).UnixMilli(), LastUpdateTimestamp: time.Now().Add(-time.Hour).UnixMilli(),
 		ClientTransactionVersion: 2,
 	}

@@ -20,6 +20,7 @@ package markersender
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/txncoord/txncoord/txncore"
 )
 
 // action is what the sender does with one partition's answer.
@@ -114,7 +115,7 @@ func buildRequest(batch []queued) *kmsg.WriteTxnMarkersRequest {
 
 type markerKey struct {
 	pid int64
-	tp  TopicPartition
+	tp  txncore.TopicPartition
 }
 
 func responseCodes(resp *kmsg.WriteTxnMarkersResponse) map[markerKey]int16 {
@@ -122,7 +123,7 @@ func responseCodes(resp *kmsg.WriteTxnMarkersResponse) map[markerKey]int16 {
 	for _, m := range resp.Markers {
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
-				codes[markerKey{m.ProducerID, TopicPartition{t.Topic, p.Partition}}] = p.ErrorCode
+				codes[markerKey{m.ProducerID, txncore.TopicPartition{Topic: t.Topic, Partition: p.Partition}}] = p.ErrorCode
 			}
 		}
 	}

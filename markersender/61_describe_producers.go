@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/txncore"
 )
 
 // checkProducers decides the fate of markers rejected with
@@ -53,11 +54,11 @@ func (s *Sender) checkProducers(l *leaderState, conn *negotiation.LeaderConn, ch
 		code      int16
 		producers []kmsg.DescribeProducersResponseTopicPartitionActiveProducer
 	}
-	answers := map[TopicPartition]partAnswer{}
+	answers := map[txncore.TopicPartition]partAnswer{}
 	if err == nil {
 		for _, t := range resp.Topics {
 			for _, p := range t.Partitions {
-				answers[TopicPartition{t.Topic, p.Partition}] = partAnswer{p.ErrorCode, p.ActiveProducers}
+				answers[txncore.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = partAnswer{p.ErrorCode, p.ActiveProducers}
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation/testkit"
+	"github.com/txncoord/txncoord/txncore"
 )
 
 // countingCompleter signals done after n MarkersWritten.
@@ -22,7 +23,7 @@ func (c *countingCompleter) MarkersWritten(markersender.Txn) {
 		close(c.done)
 	}
 }
-func (c *countingCompleter) MarkersStuck(markersender.Txn, markersender.TopicPartition, string) {}
+func (c *countingCompleter) MarkersStuck(markersender.Txn, txncore.TopicPartition, string) {}
 
 // BenchmarkMarkersToOneLeader measures partition markers per second to one
 // (fake, 4.2) leader: everything queued in one request ("batched") against

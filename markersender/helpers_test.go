@@ -8,13 +8,14 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/markersender"
+	"github.com/txncoord/txncoord/txncore"
 )
 
 // event is one Completer callback.
 type event struct {
 	txn    markersender.Txn
 	stuck  bool
-	tp     markersender.TopicPartition
+	tp     txncore.TopicPartition
 	reason string
 }
 
@@ -30,7 +31,7 @@ func (r *recorder) MarkersWritten(txn markersender.Txn) {
 	r.events = append(r.events, event{txn: txn})
 }
 
-func (r *recorder) MarkersStuck(txn markersender.Txn, tp markersender.TopicPartition, reason string) {
+func (r *recorder) MarkersStuck(txn markersender.Txn, tp txncore.TopicPartition, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, event{txn: txn, stuck: true, tp: tp, reason: reason})
@@ -96,10 +97,10 @@ func (r *router) LeaderOf(topic string, partition int32) (cluster.Node, bool) {
 	return n, ok
 }
 
-func tps(topic string, parts ...int32) []markersender.TopicPartition {
-	var out []markersender.TopicPartition
+func tps(topic string, parts ...int32) []txncore.TopicPartition {
+	var out []txncore.TopicPartition
 	for _, p := range parts {
-		out = append(out, markersender.TopicPartition{Topic: topic, Partition: p})
+		out = append(out, txncore.TopicPartition{Topic: topic, Partition: p})
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/txncore"
 )
 
 // Sender delivers transactions' markers to partition leaders. Its state is
@@ -46,7 +47,7 @@ type Sender struct {
 // txnState is one transaction's markers still to deliver.
 type txnState struct {
 	txn   Txn
-	parts map[TopicPartition]*partState // removed when done
+	parts map[txncore.TopicPartition]*partState // removed when done
 	// stuck is the reason the transaction is stuck ("" when not): no
 	// partition of it is sent until Retry.
 	stuck string
@@ -54,7 +55,7 @@ type txnState struct {
 
 // partState is one partition's marker.
 type partState struct {
-	tp TopicPartition
+	tp txncore.TopicPartition
 	// leader is the leader it was last routed to (-1: never routed).
 	leader int32
 	// routed: in leader's queue or in flight; false: waiting for the
@@ -142,7 +143,7 @@ func (s *Sender) Start(c Completer) {
 // of the same TransactionalID (a newer Prepare supersedes an older one);
 // answers to requests already in flight for the replaced entry are ignored.
 func (s *Sender) Enqueue(txn Txn) {
-	ts := &txnState{txn: txn, parts: map[TopicPartition]*partState{}}
+	ts := &txnState{txn: txn, parts: map[txncore.TopicPartition]*partState{}}
 	for _, tp := range txn.Partitions {
 		ts.parts[tp] = &partState{tp: tp, leader: -1}
 	}
@@ -233,14 +234,14 @@ func (s *Sender) Retry(txnID string) bool {
 
 // Undelivered returns the partitions of txnID whose markers have not been
 // acknowledged, sorted (nil when it has none pending).
-func (s *Sender) Undelivered(txnID string) []TopicPartition {
+func (s *Sender) Undelivered(txnID string) []txncore.TopicPartition {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ts := s.txns[txnID]
 	if ts == nil {
 		return nil
 	}
-	out := make([]TopicPartition, 0, len(ts.parts))
+	out := make([]txncore.TopicPartition, 0, len(ts.parts))
 	for tp := range ts.parts {
 		out = append(out, tp)
 	}
@@ -429,7 +430,7 @@ func (s *Sender) route() time.Duration {
 // placed is the leader the contract's placement rule gives tp,
 // leaders[(fnv32a(topic)+partition) mod len(leaders)], for a partition the
 // Router does not know.
-func (s *Sender) placed(tp TopicPartition) (cluster.Node, bool) {
+func (s *Sender) placed(tp txncore.TopicPartition) (cluster.Node, bool) {
 	if len(s.cfg.Leaders) == 0 || tp.Partition < 0 {
 		return cluster.Node{}, false
 	}

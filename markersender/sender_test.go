@@ -14,6 +14,7 @@ import (
 	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation/testkit"
+	"github.com/txncoord/txncoord/txncore"
 )
 
 func startLeader(t *testing.T, id int32, version string) (*testkit.FakeLeader, cluster.Node) {
@@ -40,7 +41,7 @@ func newSender(t *testing.T, cfg markersender.Config) *markersender.Sender {
 	return s
 }
 
-func txn(id string, pid int64, epoch int16, parts []markersender.TopicPartition) markersender.Txn {
+func txn(id string, pid int64, epoch int16, parts []txncore.TopicPartition) markersender.Txn {
 	return markersender.Txn{TransactionalID: id, ProducerID: pid, ProducerEpoch: epoch, Commit: true,
 		CoordinatorEpoch: 1, TransactionVersion: 2, Partitions: parts}
 }

@@ -3,13 +3,8 @@ package markersender
 import (
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/durable"
+	"github.com/txncoord/txncoord/txncore"
 )
-
-// TopicPartition names one partition.
-type TopicPartition struct {
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-}
 
 // Txn is one transaction's markers, handed over by the coordinator when
 // it decides the Prepare, with the position of that write in its log
@@ -26,7 +21,7 @@ type Txn struct {
 	// cluster's for coordinator-initiated aborts); sent only at
 	// WriteTxnMarkers v2.
 	TransactionVersion int8
-	Partitions         []TopicPartition
+	Partitions         []txncore.TopicPartition
 	// At and Pos are the log and the position of the Prepare the markers
 	// rest on (At nil: durable already). Until At is durable up to Pos
 	// the markers go only to leaders that append to At themselves
@@ -50,7 +45,7 @@ type Completer interface {
 	// MarkersStuck reports that a partition's marker cannot be applied;
 	// the transaction stays in Prepare* until an operator acts. It is
 	// called once per stuck transaction.
-	MarkersStuck(txn Txn, tp TopicPartition, reason string)
+	MarkersStuck(txn Txn, tp txncore.TopicPartition, reason string)
 }
 
 // Router finds the leader of a partition; *cluster.View implements it.

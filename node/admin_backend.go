@@ -12,6 +12,7 @@ import (
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/topics"
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 )
 
@@ -60,13 +61,13 @@ func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
 		TransactionalID: d.TransactionalID, CoordinatorID: b.owner(d.TransactionalID), ProducerID: d.ProducerID, ProducerEpoch: d.ProducerEpoch,
 		State: d.State, TimeoutMs: d.TimeoutMs, StartTimeMs: d.StartTimestamp, LastUpdateTimeMs: d.LastUpdateTimestamp,
 		DurationMs: -1, TransactionVersion: d.ClientTransactionVersion, StuckReason: d.StuckReason,
-		Partitions: markerPartitions(d.Partitions),
+		Partitions: apiPartitions(d.Partitions),
 	}
 	if d.State != txnlog.Empty.String() && d.StartTimestamp > 0 {
 		t.DurationMs = time.Now().UnixMilli() - d.StartTimestamp
 	}
 	if c := d.Completing; c != nil {
-		t.Completing = &admin.Completing{Result: "abort", ProducerEpoch: c.ProducerEpoch, Partitions: markerPartitions(c.Partitions)}
+		t.Completing = &admin.Completing{Result: "abort", ProducerEpoch: c.ProducerEpoch, Partitions: apiPartitions(c.Partitions)}
 		if c.Commit {
 			t.Completing.Result = "commit"
 		}
@@ -74,14 +75,10 @@ func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
 	return t
 }
 
-// markerPartitions converts store partitions for the admin API (an empty
-// list, never null).
-func markerPartitions(tps []txnlog.TopicPartition) []markersender.TopicPartition {
-	out := make([]markersender.TopicPartition, 0, len(tps))
-	for _, p := range tps {
-		out = append(out, markersender.TopicPartition{Topic: p.Topic, Partition: p.Partition})
-	}
-	return out
+// apiPartitions is a copy of tps for the admin API: an empty list, never
+// null.
+func apiPartitions(tps []txncore.TopicPartition) []txncore.TopicPartition {
+	return append(make([]txncore.TopicPartition, 0, len(tps)), tps...)
 }
 
 func (b *adminBackend) Transactions(f admin.ListFilter) []admin.Txn {
@@ -123,7 +120,7 @@ func (b *adminBackend) Abort(ctx context.Context, id string, force bool) (admin.
 	}
 	t, err := b.Transaction(id)
 	if len(res.GaveUp) > 0 {
-		t.GaveUp = markerPartitions(res.GaveUp)
+		t.GaveUp = apiPartitions(res.GaveUp)
 	}
 	return t, err
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/ownership"
 	"github.com/txncoord/txncoord/txnetcd"
-	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/txnrouter"
 )
 
@@ -157,11 +156,7 @@ func (t *clusterTxns) AbortWith(ctx context.Context, id string, opts coordinator
 		}
 		return coordinator.AbortResult{}, fmt.Errorf("abort through node %d's admin API %s: %w", owner, url, err)
 	}
-	res := coordinator.AbortResult{}
-	for _, tp := range txn.GaveUp {
-		res.GaveUp = append(res.GaveUp, txnlog.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
-	}
-	return res, nil
+	return coordinator.AbortResult{GaveUp: txn.GaveUp}, nil
 }
 
 // adminKey is where coordinator node publishes its admin API's URL.

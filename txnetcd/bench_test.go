@@ -41,7 +41,7 @@ func BenchmarkApply(b *testing.B) {
 			rec := func(i int) txnlog.TxnMetadata {
 				return txnlog.TxnMetadata{TransactionalID: ids[i%len(ids)], ProducerID: int64(i), NextProducerID: -1, PrevProducerID: -1,
 					LastProducerEpoch: -1, TimeoutMs: 60000, State: txncore.Ongoing, ClientTransactionVersion: 2,
-					Partitions: []txnlog.TopicPartition{{Topic: "orders", Partition: int32(i % 12)}, {Topic: "__consumer_offsets", Partition: 7}}}
+					Partitions: []txncore.TopicPartition{{Topic: "orders", Partition: int32(i % 12)}, {Topic: "__consumer_offsets", Partition: 7}}}
 			}
 			ctx := ctxT(b)
 			apply := func(batch txnlog.Batch) error { return s.Apply(ctx, fence, batch) }
@@ -132,7 +132,7 @@ func BenchmarkPartitions(b *testing.B) {
 				}
 				m := txnlog.TxnMetadata{TransactionalID: id, ProducerID: i, NextProducerID: -1, PrevProducerID: -1,
 					LastProducerEpoch: -1, TimeoutMs: 60000, State: txncore.Ongoing, ClientTransactionVersion: 2,
-					Partitions: []txnlog.TopicPartition{{Topic: "orders", Partition: int32(i % 12)}, {Topic: "__consumer_offsets", Partition: 7}}}
+					Partitions: []txncore.TopicPartition{{Topic: "orders", Partition: int32(i % 12)}, {Topic: "__consumer_offsets", Partition: 7}}}
 				if err := txnlog.Apply(ctx, ps, txnlog.Batch{Puts: []txnlog.TxnMetadata{m}}); err != nil {
 					b.Error(err)
 					return

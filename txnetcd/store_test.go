@@ -37,7 +37,7 @@ func everyState(ids []string) []txnlog.TxnMetadata {
 				ProducerEpoch: int16(i), LastProducerEpoch: int16(i - 1), TimeoutMs: 60000, State: st,
 				StartTimestamp: 1700000000000 + int64(i), LastUpdateTimestamp: 1700000000500 + int64(i), ClientTransactionVersion: tv}
 			if st != txncore.Empty && st != txncore.Dead {
-				m.Partitions = []txnlog.TopicPartition{{Topic: "orders", Partition: int32(i)}, {Topic: "__consumer_offsets", Partition: 49}}
+				m.Partitions = []txncore.TopicPartition{{Topic: "orders", Partition: int32(i)}, {Topic: "__consumer_offsets", Partition: 49}}
 			}
 			out = append(out, m)
 			i++
@@ -45,12 +45,12 @@ func everyState(ids []string) []txnlog.TxnMetadata {
 	}
 	completing := txnlog.TxnMetadata{TransactionalID: ids[i], ProducerID: 77, PrevProducerID: -1, NextProducerID: -1,
 		ProducerEpoch: 9, LastProducerEpoch: 8, TimeoutMs: 1000, State: txncore.Ongoing, ClientTransactionVersion: 2,
-		Partitions: []txnlog.TopicPartition{{Topic: "a", Partition: 0}},
+		Partitions: []txncore.TopicPartition{{Topic: "a", Partition: 0}},
 		Completing: &txnlog.Completion{Commit: true, ProducerID: 77, ProducerEpoch: 9, TransactionVersion: 2,
-			Partitions: []txnlog.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "b", Partition: 3}}}}
+			Partitions: []txncore.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "b", Partition: 3}}}}
 	exhausted := txnlog.TxnMetadata{TransactionalID: ids[i+1], ProducerID: 5000, PrevProducerID: 4999, NextProducerID: 5001,
 		ProducerEpoch: 32767, LastProducerEpoch: 32766, TimeoutMs: 1000, State: txncore.PrepareCommit, ClientTransactionVersion: 2,
-		Partitions: []txnlog.TopicPartition{{Topic: "a", Partition: 1}}}
+		Partitions: []txncore.TopicPartition{{Topic: "a", Partition: 1}}}
 	return append(out, completing, exhausted)
 }
 
@@ -82,7 +82,7 @@ func TestLoadApplyRoundTripEveryState(t *testing.T) {
 	// one Txn.
 	moved := recs[0].Clone()
 	moved.State, moved.ProducerEpoch = txncore.Ongoing, moved.ProducerEpoch+1
-	moved.Partitions = []txnlog.TopicPartition{{Topic: "x", Partition: 2}}
+	moved.Partitions = []txncore.TopicPartition{{Topic: "x", Partition: 2}}
 	apply(txnlog.Batch{Puts: []txnlog.TxnMetadata{moved}, Deletes: []string{recs[3].TransactionalID}})
 
 	got, err := s.Load(ctxT(t), p)
@@ -143,7 +143,7 @@ func TestStaleFenceChangesNothing(t *testing.T) {
 	old := acquire(t, cli, l, p, 0)
 	ids := idsIn(p, 3, "fence")
 	kept := txnlog.TxnMetadata{TransactionalID: ids[0], ProducerID: 1, NextProducerID: -1, LastProducerEpoch: -1, State: txncore.Ongoing,
-		Partitions: []txnlog.TopicPartition{{Topic: "t", Partition: 0}}}
+		Partitions: []txncore.TopicPartition{{Topic: "t", Partition: 0}}}
 	if err := s.Apply(ctxT(t), old, txnlog.Batch{Puts: []txnlog.TxnMetadata{kept}}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package txnlog
 
 import (
+	"github.com/txncoord/txncoord/txncore"
 	"reflect"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 func FuzzDecodeBatch(f *testing.F) {
 	f.Add(encodeBatch(Batch{}))
 	f.Add(encodeBatch(Batch{Puts: []TxnMetadata{{TransactionalID: "t", ProducerID: 7, State: Ongoing,
-		Partitions: []TopicPartition{{Topic: "orders", Partition: 3}}}}, Deletes: []string{"gone"}, CoordinatorEpoch: 4, ProducerIDHighWater: 1000}))
+		Partitions: []txncore.TopicPartition{{Topic: "orders", Partition: 3}}}}, Deletes: []string{"gone"}, CoordinatorEpoch: 4, ProducerIDHighWater: 1000}))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		b, err := decodeBatch(raw)
 		if err != nil {

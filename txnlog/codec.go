@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/txncoord/txncoord/txncore"
 )
 
 // Record format of one transaction (value of the txns bucket, key = the
@@ -83,7 +84,7 @@ func EncodeTxn(m TxnMetadata) []byte {
 	return b
 }
 
-func appendPartitions(b []byte, tps []TopicPartition) []byte {
+func appendPartitions(b []byte, tps []txncore.TopicPartition) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(tps)))
 	for _, p := range tps {
 		b = appendString(b, p.Topic)
@@ -200,7 +201,7 @@ func (r *reader) u64() uint64 {
 // partitions reads a partition count and the partitions. Each partition
 // takes at least 6 bytes: counts the record cannot hold are refused before
 // allocating for them.
-func (r *reader) partitions() []TopicPartition {
+func (r *reader) partitions() []txncore.TopicPartition {
 	n := r.u32()
 	if r.err == nil && uint64(n)*6 > uint64(len(r.b)) {
 		r.err = fmt.Errorf("partition count %d exceeds record", n)
@@ -208,10 +209,10 @@ func (r *reader) partitions() []TopicPartition {
 	if r.err != nil || n == 0 {
 		return nil
 	}
-	tps := make([]TopicPartition, 0, n)
+	tps := make([]txncore.TopicPartition, 0, n)
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		topic := r.str()
-		tps = append(tps, TopicPartition{Topic: topic, Partition: int32(r.u32())})
+		tps = append(tps, txncore.TopicPartition{Topic: topic, Partition: int32(r.u32())})
 	}
 	return tps
 }

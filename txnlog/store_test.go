@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"github.com/txncoord/txncoord/durable"
+	"github.com/txncoord/txncoord/txncore"
 )
 
 func sampleTxn(id string) TxnMetadata {
 	return TxnMetadata{
 		TransactionalID: id, ProducerID: 1001, PrevProducerID: 1000, NextProducerID: -1,
 		ProducerEpoch: 32767, LastProducerEpoch: 32766, TimeoutMs: 60000, State: PrepareCommit,
-		Partitions:     []TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 5}, {Topic: "__consumer_offsets", Partition: 49}},
+		Partitions:     []txncore.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 5}, {Topic: "__consumer_offsets", Partition: 49}},
 		StartTimestamp: 1700000000000, LastUpdateTimestamp: 1700000000123, ClientTransactionVersion: 2,
 	}
 }
@@ -26,9 +27,9 @@ func sampleTxn(id string) TxnMetadata {
 func completingTxn(id string) TxnMetadata {
 	m := sampleTxn(id)
 	m.State, m.ProducerEpoch, m.LastProducerEpoch, m.NextProducerID = Ongoing, 8, 7, -1
-	m.Partitions = []TopicPartition{{Topic: "orders", Partition: 0}}
+	m.Partitions = []txncore.TopicPartition{{Topic: "orders", Partition: 0}}
 	m.Completing = &Completion{Commit: true, ProducerID: 1001, ProducerEpoch: 8, TransactionVersion: 2,
-		Partitions: []TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 5}}}
+		Partitions: []txncore.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 5}}}
 	return m
 }
 

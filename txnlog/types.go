@@ -12,10 +12,9 @@ import (
 // The transaction's own types belong to the pure core (package txncore);
 // these aliases keep txnlog's users unchanged.
 type (
-	State          = txncore.State
-	TopicPartition = txncore.TopicPartition
-	TxnMetadata    = txncore.Metadata
-	Completion     = txncore.Completion
+	State       = txncore.State
+	TxnMetadata = txncore.Metadata
+	Completion  = txncore.Completion
 )
 
 const (

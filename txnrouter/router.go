@@ -14,6 +14,7 @@ import (
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/ownership"
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnetcd"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -474,7 +475,7 @@ func (r *Router) MarkersWritten(txn markersender.Txn) {
 }
 
 // MarkersStuck routes the sender's report like MarkersWritten.
-func (r *Router) MarkersStuck(txn markersender.Txn, tp markersender.TopicPartition, reason string) {
+func (r *Router) MarkersStuck(txn markersender.Txn, tp txncore.TopicPartition, reason string) {
 	if c := r.completer(txn); c != nil {
 		c.MarkersStuck(txn, tp, reason)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/txncoord/txncoord/internal/etcdtest"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/ownership"
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnetcd"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -58,8 +59,8 @@ func (f *fakeSender) Enqueue(txn markersender.Txn) {
 	txn.At.OnDurable(txn.Pos, deliver)
 }
 
-func (f *fakeSender) Undelivered(string) []markersender.TopicPartition { return nil }
-func (f *fakeSender) Forget(string)                                    {}
+func (f *fakeSender) Undelivered(string) []txncore.TopicPartition { return nil }
+func (f *fakeSender) Forget(string)                               {}
 
 func (f *fakeSender) snapshot() []markersender.Txn {
 	f.mu.Lock()

@@ -20,6 +20,7 @@ import (
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/internal/datadriven"
 	"github.com/txncoord/txncoord/markersender"
+	"github.com/txncoord/txncoord/txncore"
 )
 
 // These tests run the CLI in-process (run, as main does) against an admin
@@ -74,7 +75,7 @@ func (f *fakeAdminBackend) Abort(_ context.Context, id string, force bool) (admi
 	}
 	if force && strings.HasPrefix(f.txns[i].State, "Prepare") {
 		f.txns[i].State = "Complete" + strings.TrimPrefix(f.txns[i].State, "Prepare")
-		f.txns[i].GaveUp = []markersender.TopicPartition{{Topic: "orders", Partition: 1}}
+		f.txns[i].GaveUp = []txncore.TopicPartition{{Topic: "orders", Partition: 1}}
 		return f.txns[i], nil
 	}
 	if f.txns[i].State != "Ongoing" {
@@ -179,7 +180,7 @@ func TestCLIMessages(t *testing.T) {
 			{TransactionalID: "open-2", ProducerID: 8, ProducerEpoch: 0, State: "Ongoing", TransactionVersion: 2},
 			{TransactionalID: "done-1", ProducerID: 9, ProducerEpoch: 3, State: "CompleteCommit", TransactionVersion: 2},
 			{TransactionalID: "stuck-1", ProducerID: 10, ProducerEpoch: 2, State: "PrepareCommit", TransactionVersion: 2,
-				Partitions:     []markersender.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}},
+				Partitions:     []txncore.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}},
 				PendingOffsets: []admin.PendingOffset{{Group: "etl", Topic: "input", Partition: 0, Offset: 12, ProducerID: 10, ProducerEpoch: 2}}},
 		},
 		groups:  fakeGroups(),
