@@ -186,7 +186,7 @@ func Open(cfg Config) (*Coordinator, error) {
 		m := m
 		c.txns[id] = &entry{idQueue: idQueue{md: &m}}
 		if t := txncore.OutstandingMarkers(&m); t != nil {
-			resend = append(resend, senderTxn(*t))
+			resend = append(resend, markersender.Txn{Markers: *t})
 		}
 	}
 	c.log.Info().Int32("coordinator_epoch", c.epoch).Int("transactions", len(loaded.Txns)).Int("prepared", len(resend)).Msg("coordinator loaded")
@@ -327,7 +327,7 @@ func (c *Coordinator) markersWritten(txn markersender.Txn) *decision {
 	// (lazy).
 	d := c.stepWith(txn.TransactionalID, stepOpts{speculate: true, lazy: true}, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		wasPending = pending
-		return txncore.Complete(cur, pending, coreMarkers(txn), now)
+		return txncore.Complete(cur, pending, txn.Markers, now)
 	})
 	if !d.own && wasPending && d.changed != nil {
 		// Another write of the id is still finishing: try again when it

@@ -36,6 +36,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/durable"
+	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 )
@@ -266,9 +267,7 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 	e.mu.Unlock()
 	c.storeLog.OnDurable(pos, func(err error) { c.written(id, e, err) })
 	if d.Markers != nil {
-		m := senderTxn(*d.Markers)
-		m.At, m.Pos = c.storeLog, pos
-		c.sendMarkers(m)
+		c.sendMarkers(markersender.Txn{Markers: *d.Markers, At: c.storeLog, Pos: pos})
 	}
 	return d, false
 }

@@ -55,8 +55,8 @@ func BenchmarkMarkersToOneLeader(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			for i := range b.N {
-				s.Enqueue(markersender.Txn{TransactionalID: fmt.Sprint("t", i), ProducerID: int64(i), ProducerEpoch: 1,
-					Commit: true, CoordinatorEpoch: 1, TransactionVersion: 2, Partitions: tps("orders", int32(i%16))})
+				s.Enqueue(markersender.Txn{Markers: txncore.Markers{TransactionalID: fmt.Sprint("t", i), ProducerID: int64(i), ProducerEpoch: 1,
+					Commit: true, TransactionVersion: 2, Partitions: tps("orders", int32(i%16))}, CoordinatorEpoch: 1})
 			}
 			<-c.done
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "markers/s")

@@ -13,6 +13,7 @@ import (
 	"github.com/txncoord/txncoord/internal/datadriven"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation/testkit"
+	"github.com/txncoord/txncoord/txncore"
 )
 
 // TestResponseTable replays testdata/response_table.txt: one transaction
@@ -73,10 +74,10 @@ func TestResponseTable(t *testing.T) {
 		defer s.Close()
 		rec := &recorder{}
 		s.Start(rec)
-		s.Enqueue(markersender.Txn{
+		s.Enqueue(markersender.Txn{Markers: txncore.Markers{
 			TransactionalID: "t1", ProducerID: 7, ProducerEpoch: epoch, Commit: c.Arg("commit", "true") == "true",
-			CoordinatorEpoch: 3, TransactionVersion: int8(atoi16(c.Arg("tv", "2"))), Partitions: tps("orders", 0, 1),
-		})
+			TransactionVersion: int8(atoi16(c.Arg("tv", "2"))), Partitions: tps("orders", 0, 1),
+		}, CoordinatorEpoch: 3})
 		ev := rec.waitEvents(t, 1)[0]
 
 		var out strings.Builder

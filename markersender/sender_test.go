@@ -42,8 +42,8 @@ func newSender(t *testing.T, cfg markersender.Config) *markersender.Sender {
 }
 
 func txn(id string, pid int64, epoch int16, parts []txncore.TopicPartition) markersender.Txn {
-	return markersender.Txn{TransactionalID: id, ProducerID: pid, ProducerEpoch: epoch, Commit: true,
-		CoordinatorEpoch: 1, TransactionVersion: 2, Partitions: parts}
+	return markersender.Txn{Markers: txncore.Markers{TransactionalID: id, ProducerID: pid, ProducerEpoch: epoch, Commit: true,
+		TransactionVersion: 2, Partitions: parts}, CoordinatorEpoch: 1}
 }
 
 // Everything queued for a leader goes out as one request: 40 transactions

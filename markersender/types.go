@@ -6,22 +6,13 @@ import (
 	"github.com/txncoord/txncoord/txncore"
 )
 
-// Txn is one transaction's markers, handed over by the coordinator when
-// it decides the Prepare, with the position of that write in its log
-// (At, Pos). Every partition gets a marker with the same fields.
+// Txn is one transaction's markers as the core decided them, with what
+// delivery adds: the coordinator epoch, and the position of the Prepare's
+// write in its log (At, Pos). Every partition gets a marker with the same
+// fields; TransactionVersion goes out only at WriteTxnMarkers v2.
 type Txn struct {
-	TransactionalID string
-	ProducerID      int64
-	// ProducerEpoch is the marker epoch: the epoch after Prepare (e+1 for
-	// TV2, e for TV0/TV1).
-	ProducerEpoch    int16
-	Commit           bool
+	txncore.Markers
 	CoordinatorEpoch int32
-	// TransactionVersion is the transaction's stored client TV (or the
-	// cluster's for coordinator-initiated aborts); sent only at
-	// WriteTxnMarkers v2.
-	TransactionVersion int8
-	Partitions         []txncore.TopicPartition
 	// At and Pos are the log and the position of the Prepare the markers
 	// rest on (At nil: durable already). Until At is durable up to Pos
 	// the markers go only to leaders that append to At themselves

@@ -120,9 +120,10 @@ func (m *Metadata) HasPartition(tp TopicPartition) bool {
 }
 
 // Markers are one transaction's markers, as the core decides them: every
-// partition gets a marker with these fields. The caller adds what the core
-// does not know (the coordinator epoch) and hands them to its marker
-// sender once the Prepare that produced them is durable.
+// partition gets a marker with these fields. The same value goes to the
+// marker sender (markersender.Txn), which adds what the core does not
+// know: the coordinator epoch and where the Prepare that produced them was
+// written.
 type Markers struct {
 	TransactionalID string
 	ProducerID      int64
