@@ -35,6 +35,7 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/durable"
+	"github.com/txncoord/txncoord/internal/groupby"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/wire"
@@ -46,15 +47,9 @@ import (
 var addPartitionsAPI = wire.API[*Coordinator]{Key: 24, Min: 0, Max: 5, Access: wire.BrokersOnlyFrom(4),
 	Handle: (*Coordinator).handleAddPartitionsToTxn}
 
-// txnTopics is one transaction's partitions in request order.
-type txnTopics struct {
-	names []string
-	parts map[string][]int32
-}
-
 // partitionResult answers one transaction of an AddPartitionsToTxn.
 type partitionResult struct {
-	topics txnTopics
+	topics groupby.Ordered[string, int32] // in request order
 	d      *decision
 	// badPartitions holds UNKNOWN_TOPIC_OR_PARTITION partitions; when
 	// set, nothing was attempted.
@@ -192,7 +187,7 @@ type addRequest struct {
 	// append; its data, appended next, carries the registration's write
 	// to disk (txnlog.Batch.Lazy).
 	sameLog bool
-	topics  txnTopics
+	topics  groupby.Ordered[string, int32]
 }
 
 // addPartitions runs one transaction's add or verify.
@@ -200,8 +195,8 @@ func (c *Coordinator) addPartitions(a addRequest) *partitionResult {
 	id, pid, epoch, verifyOnly, topics := a.id, a.pid, a.epoch, a.verifyOnly, a.topics
 	pr := &partitionResult{topics: topics}
 	var tps []txncore.TopicPartition
-	for _, name := range topics.names {
-		for _, p := range topics.parts[name] {
+	for name, parts := range topics.All() {
+		for _, p := range parts {
 			tp := txncore.TopicPartition{Topic: name, Partition: p}
 			tps = append(tps, tp)
 			bad := !c.validPartition(tp)
@@ -268,12 +263,9 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	c.counters.addPartitions.Add(1)
 	if req.Version < 4 {
-		topics := txnTopics{parts: map[string][]int32{}}
+		var topics groupby.Ordered[string, int32]
 		for _, t := range req.Topics {
-			if _, seen := topics.parts[t.Topic]; !seen {
-				topics.names = append(topics.names, t.Topic)
-			}
-			topics.parts[t.Topic] = append(topics.parts[t.Topic], t.Partitions...)
+			topics.Add(t.Topic, t.Partitions...)
 		}
 		add := func() *partitionResult {
 			if txnIDDenied(r, kmsg.ACLOperationWrite, req.TransactionalID) {
@@ -284,10 +276,10 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 		pr := add()
 		return func() (kmsg.Response, error) {
 			pr = c.addPartitionsWaiting(ctx, pr, add, time.Now().Add(maxConcurrentWait), false)
-			for _, name := range pr.topics.names {
+			for name, parts := range pr.topics.All() {
 				rt := kmsg.NewAddPartitionsToTxnResponseTopic()
 				rt.Topic = name
-				for _, p := range pr.topics.parts[name] {
+				for _, p := range parts {
 					rp := kmsg.NewAddPartitionsToTxnResponseTopicPartition()
 					rp.Partition, rp.ErrorCode = p, pr.code(txncore.TopicPartition{Topic: name, Partition: p}, req.Version)
 					rt.Partitions = append(rt.Partitions, rp)
@@ -310,12 +302,9 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 	retries := make([]func() *partitionResult, len(req.Transactions))
 	ids := make([]string, len(req.Transactions))
 	for i, t := range req.Transactions {
-		topics := txnTopics{parts: map[string][]int32{}}
+		var topics groupby.Ordered[string, int32]
 		for _, tt := range t.Topics {
-			if _, seen := topics.parts[tt.Topic]; !seen {
-				topics.names = append(topics.names, tt.Topic)
-			}
-			topics.parts[tt.Topic] = append(topics.parts[tt.Topic], tt.Partitions...)
+			topics.Add(tt.Topic, tt.Partitions...)
 		}
 		ids[i] = t.TransactionalID
 		retries[i] = func() *partitionResult {
@@ -330,10 +319,10 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 			pr := c.addPartitionsWaiting(ctx, results[i], retries[i], until, inProcess)
 			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
 			rtx.TransactionalID = ids[i]
-			for _, name := range pr.topics.names {
+			for name, parts := range pr.topics.All() {
 				rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
 				rt.Topic = name
-				for _, p := range pr.topics.parts[name] {
+				for _, p := range parts {
 					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
 					rp.Partition, rp.ErrorCode = p, pr.code(txncore.TopicPartition{Topic: name, Partition: p}, req.Version)
 					rt.Partitions = append(rt.Partitions, rp)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/internal/groupby"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -46,17 +47,14 @@ func (c *Coordinator) handleDescribeTransactions(_ context.Context, r *wire.Requ
 		if d.State == "Empty" {
 			st.StartTimestamp = -1
 		}
-		byTopic := map[string]int{}
+		var byTopic groupby.Ordered[string, int32]
 		for _, tp := range d.Partitions {
-			i, ok := byTopic[tp.Topic]
-			if !ok {
-				i = len(st.Topics)
-				byTopic[tp.Topic] = i
-				t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
-				t.Topic = tp.Topic
-				st.Topics = append(st.Topics, t)
-			}
-			st.Topics[i].Partitions = append(st.Topics[i].Partitions, tp.Partition)
+			byTopic.Add(tp.Topic, tp.Partition)
+		}
+		for topic, parts := range byTopic.All() {
+			t := kmsg.NewDescribeTransactionsResponseTransactionStateTopic()
+			t.Topic, t.Partitions = topic, parts
+			st.Topics = append(st.Topics, t)
 		}
 		resp.TransactionStates = append(resp.TransactionStates, st)
 	}

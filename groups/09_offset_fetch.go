@@ -24,6 +24,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/internal/groupby"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -103,19 +104,15 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wi
 			}
 		}
 		for i, g := range groups {
-			byTopic := map[string][]FetchedOffset{}
-			var order []string
+			var byTopic groupby.Ordered[string, FetchedOffset]
 			for _, f := range fetched[i] {
-				if _, ok := byTopic[f.Topic]; !ok {
-					order = append(order, f.Topic)
-				}
-				byTopic[f.Topic] = append(byTopic[f.Topic], f)
+				byTopic.Add(f.Topic, f)
 			}
 			if req.Version < 8 {
-				for _, topic := range order {
+				for topic, fs := range byTopic.All() {
 					rt := kmsg.NewOffsetFetchResponseTopic()
 					rt.Topic = topic
-					for _, f := range byTopic[topic] {
+					for _, f := range fs {
 						rp := kmsg.NewOffsetFetchResponseTopicPartition()
 						md := f.Metadata
 						rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = f.Partition, f.Offset.Offset, f.LeaderEpoch, &md, f.Err
@@ -127,10 +124,10 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wi
 			}
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group, rg.ErrorCode = g.group, memberCodes[i]
-			for _, topic := range order {
+			for topic, fs := range byTopic.All() {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
 				rt.Topic = topic
-				for _, f := range byTopic[topic] {
+				for _, f := range fs {
 					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					md := f.Metadata
 					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = f.Partition, f.Offset.Offset, f.LeaderEpoch, &md, f.Err

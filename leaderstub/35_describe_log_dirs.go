@@ -21,6 +21,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/internal/groupby"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -40,8 +41,7 @@ func (l *Leader) handleDescribeLogDirs(_ context.Context, r *wire.Request) wire.
 		}
 	}
 	dir := LogDir(l.cfg.DataDir)
-	var byTopic []kmsg.DescribeLogDirsResponseDirTopic
-	index := map[string]int{}
+	var byTopic groupby.Ordered[string, kmsg.DescribeLogDirsResponseDirTopicPartition]
 	for _, p := range l.sortedPartitions() {
 		if req.Topics != nil && !want[p.topic][p.index] {
 			continue
@@ -49,23 +49,19 @@ func (l *Leader) handleDescribeLogDirs(_ context.Context, r *wire.Request) wire.
 		if _, ok := l.cfg.View.Topic(p.topic); !ok {
 			continue // deleted
 		}
-		i, ok := index[p.topic]
-		if !ok {
-			t := kmsg.NewDescribeLogDirsResponseDirTopic()
-			t.Topic = p.topic
-			byTopic = append(byTopic, t)
-			i = len(byTopic) - 1
-			index[p.topic] = i
-		}
 		dp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 		dp.Partition = p.index
 		p.mu.RLock()
 		dp.Size = p.size
 		p.mu.RUnlock()
-		byTopic[i].Partitions = append(byTopic[i].Partitions, dp)
+		byTopic.Add(p.topic, dp)
 	}
 	d := dir.Response()
-	d.Topics = byTopic
+	for topic, parts := range byTopic.All() {
+		t := kmsg.NewDescribeLogDirsResponseDirTopic()
+		t.Topic, t.Partitions = topic, parts
+		d.Topics = append(d.Topics, t)
+	}
 	resp.Dirs = append(resp.Dirs, d)
 	return wire.Now(resp)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/groups"
+	"github.com/txncoord/txncoord/internal/groupby"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -214,15 +215,16 @@ func listEndOffsets(ctx context.Context, view *cluster.View, dial wire.DialConfi
 			req := kmsg.NewPtrListOffsetsRequest()
 			req.SetVersion(4)
 			req.ReplicaID = -1
+			var byTopic groupby.Ordered[string, kmsg.ListOffsetsRequestTopicPartition]
 			for _, tp := range tps {
-				if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != tp.Topic {
-					rt := kmsg.NewListOffsetsRequestTopic()
-					rt.Topic = tp.Topic
-					req.Topics = append(req.Topics, rt)
-				}
 				rp := kmsg.NewListOffsetsRequestTopicPartition()
 				rp.Partition, rp.Timestamp = tp.Partition, -1
-				req.Topics[len(req.Topics)-1].Partitions = append(req.Topics[len(req.Topics)-1].Partitions, rp)
+				byTopic.Add(tp.Topic, rp)
+			}
+			for topic, parts := range byTopic.All() {
+				rt := kmsg.NewListOffsetsRequestTopic()
+				rt.Topic, rt.Partitions = topic, parts
+				req.Topics = append(req.Topics, rt)
 			}
 			raw, err := cl.Do(ctx, req)
 			if err != nil {
