@@ -8,6 +8,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/internal/groupby"
 )
 
 // Registration is one partition a Produce needs registered (VerifyOnly
@@ -171,25 +173,22 @@ func (r *Registrar) loop() {
 // markers (wire.CallerDone) ends with it, and the Registrar's Close comes
 // only after the leader's server has drained its Produce handlers.
 func (r *Registrar) sendNow(ctx context.Context, regs []*Registration) {
-	byKey := map[txnKey][]*Registration{}
-	var order []txnKey
+	var byKey groupby.Ordered[txnKey, *Registration]
 	for _, reg := range regs {
-		k := reg.key()
-		if _, ok := byKey[k]; !ok {
-			order = append(order, k)
-		}
-		byKey[k] = append(byKey[k], reg)
+		byKey.Add(reg.key(), reg)
 	}
-	for _, k := range order {
-		r.send(ctx, &pendingBatch{byKey: map[txnKey][]*Registration{k: byKey[k]}, keyOf: map[string]txnKey{k.txnID: k}, order: []txnKey{k}})
+	for k, regs := range byKey.All() {
+		b := &pendingBatch{keyOf: map[string]txnKey{k.txnID: k}}
+		b.byKey.Add(k, regs...)
+		r.send(ctx, b)
 	}
 }
 
-// pendingBatch is one request's registrations, grouped per transaction.
+// pendingBatch is one request's registrations, grouped per transaction in
+// the order they came.
 type pendingBatch struct {
-	byKey map[txnKey][]*Registration
+	byKey groupby.Ordered[txnKey, *Registration]
 	keyOf map[string]txnKey
-	order []txnKey
 }
 
 // take removes the next batch from the queue, or returns nil when the
@@ -202,46 +201,37 @@ func (r *Registrar) take() *pendingBatch {
 	if len(r.queue) == 0 || r.inFlight >= r.maxInFlight {
 		return nil
 	}
-	byKey := map[txnKey][]*Registration{}
-	keyOf := map[string]txnKey{}
-	var order []txnKey
+	b := &pendingBatch{keyOf: map[string]txnKey{}}
 	var later []*Registration
 	for _, reg := range r.queue {
 		k := reg.key()
-		if prev, ok := keyOf[reg.TxnID]; ok && prev != k {
+		if prev, ok := b.keyOf[reg.TxnID]; ok && prev != k {
 			later = append(later, reg)
 			continue
 		}
-		if _, ok := byKey[k]; !ok {
-			order = append(order, k)
-			keyOf[reg.TxnID] = k
-		}
-		byKey[k] = append(byKey[k], reg)
+		b.keyOf[reg.TxnID] = k
+		b.byKey.Add(k, reg)
 	}
 	r.queue = later
 	r.inFlight++
-	return &pendingBatch{byKey: byKey, keyOf: keyOf, order: order}
+	return b
 }
 
 // send sends one batch and answers each registration; parent bounds the
 // request (the registrar's context, or the Produce request's for sendNow).
 func (r *Registrar) send(parent context.Context, b *pendingBatch) {
-	byKey, keyOf, order := b.byKey, b.keyOf, b.order
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	for _, k := range order {
+	for k, regs := range b.byKey.All() {
 		t := kmsg.NewAddPartitionsToTxnRequestTransaction()
 		t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = k.txnID, k.pid, k.epoch, k.verifyOnly
-		topics := map[string]int{}
-		for _, reg := range byKey[k] {
-			i, ok := topics[reg.Topic]
-			if !ok {
-				i = len(t.Topics)
-				topics[reg.Topic] = i
-				rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-				rt.Topic = reg.Topic
-				t.Topics = append(t.Topics, rt)
-			}
-			t.Topics[i].Partitions = append(t.Topics[i].Partitions, reg.Partition)
+		var topics groupby.Ordered[string, int32]
+		for _, reg := range regs {
+			topics.Add(reg.Topic, reg.Partition)
+		}
+		for topic, partitions := range topics.All() {
+			rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+			rt.Topic, rt.Partitions = topic, partitions
+			t.Topics = append(t.Topics, rt)
 		}
 		req.Transactions = append(req.Transactions, t)
 	}
@@ -258,7 +248,7 @@ func (r *Registrar) send(parent context.Context, b *pendingBatch) {
 		topLevel = resp.ErrorCode
 	default:
 		for _, t := range resp.Transactions {
-			k, ok := keyOf[t.TransactionalID]
+			k, ok := b.keyOf[t.TransactionalID]
 			if !ok {
 				continue
 			}
@@ -273,7 +263,7 @@ func (r *Registrar) send(parent context.Context, b *pendingBatch) {
 			codes[k] = m
 		}
 	}
-	for k, regs := range byKey {
+	for k, regs := range b.byKey.All() {
 		for _, reg := range regs {
 			code := topLevel
 			if code == 0 {
