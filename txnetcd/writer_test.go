@@ -298,7 +298,7 @@ func TestWriterFencedPartitionFailsAlone(t *testing.T) {
 	if len(refused.batches) != len(results) || len(refused.fences) != 3 {
 		t.Fatalf("second Txn: %d batches of %d fences", len(refused.batches), len(refused.fences))
 	}
-	closed.Close()                           // in flight: the Txn is not cut
+	closed.Close()                            // in flight: the Txn is not cut
 	later := submit(kept, put(4, keptIDs[0])) // queued behind the refused Txn's batches
 	g.pass()
 	retried := g.next(t)
