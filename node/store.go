@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -49,7 +50,7 @@ func openSharedStore(dataDir string, noSync bool, fs wal.FS, reg prometheus.Regi
 	}
 	obs := newStoreObserver(reg)
 	st, err := storage.Open(filepath.Join(dataDir, SharedStoreFile), storage.Options{NoSync: noSync, Log: log, FS: fs,
-		Kinds: RecordCodecs, OnSync: obs.sync, OnApply: obs.apply})
+		Kinds: RecordCodecs, OnSync: obs.sync, OnApply: obs.apply, CommitDelay: sharedCommitDelay})
 	if err != nil {
 		return nil, err // it names the data dir or the file
 	}
@@ -59,6 +60,14 @@ func openSharedStore(dataDir string, noSync bool, fs wal.FS, reg prometheus.Regi
 	}
 	return st, nil
 }
+
+// sharedCommitDelay lets a transaction's batches to two leaders, which a
+// client sends together and which arrive a few microseconds apart, share
+// one fdatasync of the process log: without it the second waits for the
+// first's fdatasync and then for its own (measured with one kgo producer,
+// 1 record to each of 2 partitions: 3.2 group commits a transaction
+// without, 2.6 with 20 µs; 50 and 100 µs gathered no more).
+const sharedCommitDelay = 20 * time.Microsecond
 
 // storeObserver exports a process store's work and its failure.
 type storeObserver struct {

@@ -60,6 +60,10 @@ type Options struct {
 	FS wal.FS
 	// SegmentSize is the log's segment size (0: wal's default).
 	SegmentSize int64
+	// CommitDelay is the log's wal.Options.CommitDelay: how long a group
+	// commit started from idle gathers records appended right behind
+	// the first.
+	CommitDelay time.Duration
 	// OnSync, if set, observes each group commit of the log.
 	OnSync func(wal.SyncStats)
 	// OnApply, if set, observes each bbolt commit of the applier.
@@ -218,7 +222,7 @@ func Open(dbPath string, opts Options) (st *Store, err error) {
 		db.Close()
 		return nil, fmt.Errorf("%s: the log folder %s is missing, but the store was applied from a log up to record %d: records after it would be lost", dbPath, walDir, st.applied)
 	}
-	st.wal, err = wal.Open(walDir, wal.Options{FS: opts.FS, NoSync: opts.NoSync, SegmentSize: opts.SegmentSize, Log: opts.Log, OnSync: st.onSync, OnFail: st.onLogFail})
+	st.wal, err = wal.Open(walDir, wal.Options{FS: opts.FS, NoSync: opts.NoSync, SegmentSize: opts.SegmentSize, CommitDelay: opts.CommitDelay, Log: opts.Log, OnSync: st.onSync, OnFail: st.onLogFail})
 	if err != nil {
 		db.Close()
 		return nil, err

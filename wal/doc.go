@@ -21,8 +21,13 @@
 // Group commit: Append frames the records into a pending buffer under a
 // mutex and wakes the writer; the writer takes the whole buffer, writes it
 // (a few writes when a segment rolls) and syncs once. Records that arrive
-// during that fdatasync share the next one. There is no timer for them,
-// as in hashicorp/raft: a lone record is written at once.
+// during that fdatasync share the next one. By default there is no timer
+// for them, as in hashicorp/raft: a lone record is written at once. With
+// Options.CommitDelay a writer woken from idle by a record someone waits
+// for first gathers for that long (microseconds: it yields, it does not
+// sleep), so that records appended right behind it share its fdatasync
+// (MySQL's binlog_group_commit_sync_delay); under load the writer is
+// never idle and never gathers.
 //
 // Lazy records: AppendLazy queues records nobody waits for yet, which
 // start no group commit of their own: they go with the next record
