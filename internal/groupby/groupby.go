@@ -10,23 +10,46 @@ import "iter"
 type Ordered[K comparable, V any] struct {
 	keys   []K
 	values [][]V
-	index  map[K]int
+	index  map[K]int // built once there are more than linearKeys keys
 }
+
+// linearKeys is how many keys are found by a scan before an index map is
+// built: most requests name one or two topics, and a map per request was
+// a measurable share of the commit path's allocations.
+const linearKeys = 8
 
 // Add appends vs to k's group, making k the last key if it is new (even
 // when vs is empty).
 func (g *Ordered[K, V]) Add(k K, vs ...V) {
-	i, ok := g.index[k]
+	i, ok := g.find(k)
 	if !ok {
-		if g.index == nil {
-			g.index = map[K]int{}
-		}
 		i = len(g.keys)
-		g.index[k] = i
 		g.keys = append(g.keys, k)
 		g.values = append(g.values, nil)
+		switch {
+		case g.index != nil:
+			g.index[k] = i
+		case len(g.keys) > linearKeys:
+			g.index = make(map[K]int, 2*len(g.keys))
+			for j, key := range g.keys {
+				g.index[key] = j
+			}
+		}
 	}
 	g.values[i] = append(g.values[i], vs...)
+}
+
+func (g *Ordered[K, V]) find(k K) (int, bool) {
+	if g.index != nil {
+		i, ok := g.index[k]
+		return i, ok
+	}
+	for i, key := range g.keys {
+		if key == k {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // Len is the number of keys.
