@@ -3,6 +3,8 @@ package wal_test
 import (
 	"context"
 	"errors"
+	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,5 +120,40 @@ func TestCloseCommitsLazy(t *testing.T) {
 	defer again.Close()
 	if again.Last() != p {
 		t.Fatalf("after Close and a crash the log holds up to %d, want %d", again.Last(), p)
+	}
+}
+
+// TestLazyNotHurriedByAFailureWatcher: a waiter for a position never
+// appended (storage's watch for the log's failure waits for the largest
+// Pos) wakes at every group commit, and must not commit the lazy records
+// queued then: it waits for none of them.
+func TestLazyNotHurriedByAFailureWatcher(t *testing.T) {
+	gate := make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	l := openLog(t, "/wal", wal.Options{FS: gateFS{waltest.NewCrashFS(), gate}, LazyDelay: time.Hour})
+	t.Cleanup(release) // before Close, which syncs
+	watching := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { watching <- l.WaitDurable(ctx, wal.Pos(math.MaxUint64)) }()
+	first, err := l.Append(record(1)) // the writer takes it and waits at the gate
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, err := l.AppendLazy(nil, record(2)); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := l.WaitDurable(waitCtx(t), first); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the watcher has woken and looked at the queue
+	if d, s := l.Durable(), l.Stats().Syncs; d != first || s != 1 {
+		t.Fatalf("durable %d after %d fdatasyncs, want %d after 1: the lazy record was committed for a waiter that waits for no record", d, s, first)
+	}
+	cancel()
+	if err := <-watching; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the watcher: %v", err)
 	}
 }

@@ -312,8 +312,12 @@ func (l *Log) WaitDurable(ctx context.Context, p Pos) error {
 	for {
 		l.mu.Lock()
 		err, advanced := l.outcomeLocked(p), l.advanced
-		// A waiter for a lazy record still queued: commit it now.
-		hurry := err == errNotYet && p > l.committing && len(l.queue.sizes) > 0 && !l.queue.urgent
+		// A waiter for a lazy record still queued: commit it now. Only a
+		// record appended already: a waiter for a position beyond the
+		// last (one that watches for the log's failure) waits for no
+		// queued record, and hurrying for it would give every lazy
+		// record a group commit of its own.
+		hurry := err == errNotYet && p > l.committing && p <= l.last && len(l.queue.sizes) > 0 && !l.queue.urgent
 		if hurry {
 			l.queue.urgent = true
 		}
