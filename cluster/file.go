@@ -150,6 +150,14 @@ func Parse(raw []byte) (*File, error) {
 // unknownField rewrites yaml's "field x not found in type cluster.File".
 var unknownField = regexp.MustCompile(`^(line \d+: )field (\S+) not found in type \S+$`)
 
+// MaxPartitions is the most partitions one topic may have, the same limit
+// for topics created with CreateTopics (topics.DefaultMaxPartitions), named
+// in the cluster file, auto-created, and for the internal topics: every
+// node lists every partition in Metadata and a leader keeps state per
+// partition, so a count of millions costs every client's Metadata hundreds
+// of megabytes.
+const MaxPartitions = 10000
+
 // Validate returns one error per problem, joined.
 func (f *File) Validate() error {
 	var errs []error
@@ -164,8 +172,8 @@ func (f *File) Validate() error {
 	if len(f.Leaders) == 0 {
 		add("no leaders: at least one leader is needed")
 	}
-	if f.DefaultPartitions < 1 {
-		add("default_partitions must be at least 1, got %d", f.DefaultPartitions)
+	if f.DefaultPartitions < 1 || f.DefaultPartitions > MaxPartitions {
+		add("default_partitions must be from 1 to %d, got %d", MaxPartitions, f.DefaultPartitions)
 	}
 	ids := map[int32]bool{}
 	addrs := map[string]bool{}
@@ -214,12 +222,12 @@ func (f *File) Validate() error {
 		}
 		check(what, l)
 	}
-	if f.TransactionStatePartitions < 0 {
-		add("transaction_state_partitions must be at least 1 (or left out for %d), got %d", DefaultTransactionStatePartitions, f.TransactionStatePartitions)
+	if f.TransactionStatePartitions < 0 || f.TransactionStatePartitions > MaxPartitions {
+		add("transaction_state_partitions must be from 1 to %d (or left out for %d), got %d", MaxPartitions, DefaultTransactionStatePartitions, f.TransactionStatePartitions)
 	}
 	f.validateEtcd(nc, add)
-	if f.OffsetsPartitions < 0 {
-		add("offsets_partitions must be at least 1 (or left out for %d), got %d", DefaultOffsetsPartitions, f.OffsetsPartitions)
+	if f.OffsetsPartitions < 0 || f.OffsetsPartitions > MaxPartitions {
+		add("offsets_partitions must be from 1 to %d (or left out for %d), got %d", MaxPartitions, DefaultOffsetsPartitions, f.OffsetsPartitions)
 	}
 	if _, ok := f.Topics[OffsetsTopic]; ok {
 		add("topics: %s is internal: set its partition count with offsets_partitions", OffsetsTopic)
@@ -233,8 +241,8 @@ func (f *File) Validate() error {
 		if err := ValidTopicName(name); err != nil {
 			add("topics: %v", err)
 		}
-		if n := f.Topics[name]; n < 1 {
-			add("topics: %s: partition count must be at least 1, got %d", name, n)
+		if n := f.Topics[name]; n < 1 || n > MaxPartitions {
+			add("topics: %s: partition count must be from 1 to %d, got %d", name, MaxPartitions, n)
 		}
 	}
 	return errors.Join(errs...)

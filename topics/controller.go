@@ -22,8 +22,9 @@ const SpaceName = "topics"
 
 // DefaultMaxPartitions is txncoord's create-topic policy: more partitions
 // per topic than this is POLICY_VIOLATION (every node lists every
-// partition in Metadata, and a leader keeps state per partition).
-const DefaultMaxPartitions = 10000
+// partition in Metadata, and a leader keeps state per partition); the
+// cluster file's topics are held to the same limit.
+const DefaultMaxPartitions = cluster.MaxPartitions
 
 // Config configures a Controller.
 type Config struct {
