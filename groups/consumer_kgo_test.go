@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/txncoord/txncoord/groups"
 )
 
 // Real kgo clients with kgo.ServerSideBalancer() (KIP-848) against an
@@ -125,11 +126,19 @@ func TestKgo848GroupOfThree(t *testing.T) {
 				t.Fatalf("ConsumerGroupDescribe: %+v", dg)
 			}
 			// The admin API's view (txncoord groups describe) of the same
-			// members: two, owning every partition of "in" between them.
-			if ad, ok := tc.e.Coordinator.Groups.DescribeGroup(group); !ok || ad.Type != "consumer" || len(ad.Members) != 2 {
-				t.Fatalf("admin DescribeGroup: %+v %v", ad, ok)
-			} else {
-				owned := map[int32]int{}
+			// members: two, owning every partition of "in" once between
+			// them. The leaver's partitions reach the others on their next
+			// heartbeats, so the view is awaited (bounded) rather than
+			// sampled once.
+			var owned map[int32]int
+			var ad groups.GroupDescription
+			converged := func() bool {
+				var ok bool
+				ad, ok = tc.e.Coordinator.Groups.DescribeGroup(group)
+				if !ok || ad.Type != "consumer" || len(ad.Members) != 2 {
+					return false
+				}
+				owned = map[int32]int{}
 				for _, m := range ad.Members {
 					for _, tp := range m.Assignment {
 						for _, p := range tp.Partitions {
@@ -140,12 +149,18 @@ func TestKgo848GroupOfThree(t *testing.T) {
 					}
 				}
 				if len(owned) != 6 {
-					t.Errorf("admin DescribeGroup: partitions of in owned %v, want 0-5 once each", owned)
+					return false
 				}
-				for p, k := range owned {
+				for _, k := range owned {
 					if k != 1 {
-						t.Errorf("admin DescribeGroup: partition %d owned by %d members", p, k)
+						return false
 					}
+				}
+				return true
+			}
+			for deadline := time.Now().Add(15 * time.Second); !converged(); time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("admin DescribeGroup: %d members owning partitions of in %v, want 2 owning 0-5 once each: %+v", len(ad.Members), owned, ad)
 				}
 			}
 			want := endOffsets(t, adm, "in")
