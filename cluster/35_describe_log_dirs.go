@@ -1,6 +1,6 @@
 package cluster
 
-// DescribeLogDirs (key 35), v0–v4, on a node that leads no partitions (the
+// DescribeLogDirs (key 35), v0–v5, on a node that leads no partitions (the
 // coordinator node): it keeps no partition logs, so it answers with no log
 // dirs, and no error (v3+). A leader answers with its own (leaderstub).
 // kadm's DescribeAllLogDirs asks every broker Metadata lists, and fails
@@ -14,7 +14,7 @@ import (
 
 const (
 	describeLogDirsMinVersion = 0
-	describeLogDirsMaxVersion = 4
+	describeLogDirsMaxVersion = 5
 )
 
 // RegisterNoLogDirs adds DescribeLogDirs answered with no log dirs, unless

@@ -1,6 +1,6 @@
 package groups
 
-// TxnOffsetCommit (key 28), v0–v5.
+// TxnOffsetCommit (key 28), v0–v6.
 //
 // Behavior:
 //   - the group's __consumer_offsets partition must be in the producer's
@@ -21,7 +21,11 @@ package groups
 //     OffsetFetch; answered once they are durable.
 //
 // Version notes: v2 adds the leader epoch; v3 generation, member id and
-// group.instance.id; v5 is TV2 (implicit add, TRANSACTION_ABORTABLE).
+// group.instance.id; v5 is TV2 (implicit add, TRANSACTION_ABORTABLE); v6
+// (Kafka 4.4, KIP-1319) names topics by id: an unknown id is
+// UNKNOWN_TOPIC_ID for its partitions, and a request naming no known topic
+// is answered at once, as Kafka's KafkaApis does before the group
+// coordinator sees it.
 
 import (
 	"context"
@@ -34,11 +38,12 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-// txnOffsetCommitAPI is TxnOffsetCommit v0–v5.
-var txnOffsetCommitAPI = wire.API[*Coordinator]{Key: 28, Min: 0, Max: 5, Handle: (*Coordinator).handleTxnOffsetCommit}
+// txnOffsetCommitAPI is TxnOffsetCommit v0–v6.
+var txnOffsetCommitAPI = wire.API[*Coordinator]{Key: 28, Min: 0, Max: 6, Handle: (*Coordinator).handleTxnOffsetCommit}
 
 func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.TxnOffsetCommitRequest)
+	unknownID := c.resolveTopicIDs(req)
 	cr := CommitRequest{Group: req.Group, Generation: -1, Offsets: map[TP]Offset{}}
 	if req.Version >= 3 {
 		cr.Generation, cr.MemberID, cr.InstanceID = req.Generation, req.MemberID, str(req.InstanceID)
@@ -50,12 +55,20 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, r *wire.Request
 		func(p kmsg.TxnOffsetCommitRequestTopicPartition) (int32, int64, int32, *string) {
 			return p.Partition, p.Offset, p.LeaderEpoch, p.Metadata
 		}, req.Version >= 2)
+	for i := range unknownID {
+		for j := range codes[i] {
+			codes[i][j] = kerr.UnknownTopicID.Code
+		}
+	}
 	return func() (kmsg.Response, error) {
-		code := c.txnCommit(ctx, r, req, cr)
+		var code int16
+		if len(unknownID) < len(req.Topics) || len(req.Topics) == 0 {
+			code = c.txnCommit(ctx, r, req, cr)
+		}
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		for i, t := range req.Topics {
 			rt := kmsg.NewTxnOffsetCommitResponseTopic()
-			rt.Topic = t.Topic
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
 			for j, p := range t.Partitions {
 				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 				rp.Partition, rp.ErrorCode = p.Partition, codes.of(i, j, code)
@@ -65,6 +78,24 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, r *wire.Request
 		}
 		return resp, nil
 	}
+}
+
+// resolveTopicIDs names, at v6, each topic by its id; it returns the
+// indexes of the topics whose id is unknown (left without a name).
+func (c *Coordinator) resolveTopicIDs(req *kmsg.TxnOffsetCommitRequest) map[int]bool {
+	if req.Version < 6 {
+		return nil
+	}
+	unknown := map[int]bool{}
+	for i := range req.Topics {
+		t, ok := c.cfg.View.TopicByID(req.Topics[i].TopicID)
+		if !ok {
+			unknown[i] = true
+			continue
+		}
+		req.Topics[i].Topic = t.Name
+	}
+	return unknown
 }
 
 // txnCommit verifies (or adds) the partition, then stores the pending

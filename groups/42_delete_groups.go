@@ -1,23 +1,27 @@
 package groups
 
-// DeleteGroups (key 42), v0–v2.
+// DeleteGroups (key 42), v0–v3.
 //
 // Behavior: per group: GROUP_ID_NOT_FOUND if there is none,
 // NON_EMPTY_GROUP while it has members, else the group and its committed
 // offsets are deleted (answered once durable). Pending transactional
 // offsets stay until their marker.
+//
+// Version notes: v3 (Kafka 4.4) adds a per-group error message: the
+// error's description.
 
 import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/wire"
 )
 
-// deleteGroupsAPI is DeleteGroups v0–v2.
-var deleteGroupsAPI = wire.API[*Coordinator]{Key: 42, Min: 0, Max: 2, Handle: (*Coordinator).handleDeleteGroups}
+// deleteGroupsAPI is DeleteGroups v0–v3.
+var deleteGroupsAPI = wire.API[*Coordinator]{Key: 42, Min: 0, Max: 3, Handle: (*Coordinator).handleDeleteGroups}
 
 func (c *Coordinator) handleDeleteGroups(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DeleteGroupsRequest)
@@ -37,6 +41,9 @@ func (c *Coordinator) handleDeleteGroups(ctx context.Context, r *wire.Request) w
 			rg.Group, rg.ErrorCode = g, codes[i]
 			if rg.ErrorCode == 0 && err != nil {
 				rg.ErrorCode = storeErrCode(err)
+			}
+			if e, ok := kerr.ErrorForCode(rg.ErrorCode).(*kerr.Error); ok && req.Version >= 3 {
+				rg.ErrorMessage = &e.Description
 			}
 			resp.Groups = append(resp.Groups, rg)
 		}

@@ -29,6 +29,12 @@ type testCluster struct {
 
 func startCluster(t *testing.T) *testCluster {
 	t.Helper()
+	return startClusterAt(t, "4.2")
+}
+
+// startClusterAt starts the cluster with every node at one Kafka version.
+func startClusterAt(t *testing.T, kafkaVersion string) *testCluster {
+	t.Helper()
 	tc := &testCluster{t: t, dir: t.TempDir(), addrs: map[int32]string{}}
 	lns := map[int32]net.Listener{}
 	for id := int32(0); id <= 2; id++ {
@@ -39,10 +45,10 @@ func startCluster(t *testing.T) *testCluster {
 		lns[id], tc.addrs[id] = ln, ln.Addr().String()
 	}
 	tc.file = &cluster.File{ClusterID: "groups-test", DefaultPartitions: 3, OffsetsPartitions: 5,
-		Coordinator: &cluster.Node{NodeID: 0, Addr: tc.addrs[0], KafkaVersion: "4.2"},
+		Coordinator: &cluster.Node{NodeID: 0, Addr: tc.addrs[0], KafkaVersion: kafkaVersion},
 		Topics:      map[string]int32{"in": 6, "out": 3}}
 	for id := int32(1); id <= 2; id++ {
-		tc.file.Leaders = append(tc.file.Leaders, cluster.Node{NodeID: id, Addr: tc.addrs[id], KafkaVersion: "4.2"})
+		tc.file.Leaders = append(tc.file.Leaders, cluster.Node{NodeID: id, Addr: tc.addrs[id], KafkaVersion: kafkaVersion})
 	}
 	if err := tc.file.Validate(); err != nil {
 		t.Fatal(err)

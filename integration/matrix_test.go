@@ -14,9 +14,10 @@ import (
 	"github.com/txncoord/txncoord/integration/checker"
 	"github.com/txncoord/txncoord/integration/workload"
 	"github.com/txncoord/txncoord/leaderstub"
+	"github.com/txncoord/txncoord/negotiation"
 )
 
-// The version matrix of issue 7: coordinator × leader set × client. Every
+// The version matrix: coordinator × leader set × client. Every
 // cell is a named subtest, coord=V/leaders=SET/client=C, that runs a short
 // workload (about 1/3 aborts) through the checker and then checks, at each
 // leader, the WriteTxnMarkers version and TV of every marker of that cell.
@@ -28,28 +29,51 @@ import (
 
 var matrixCoordinators = []string{"4.2", "4.1"}
 
-var matrixLeaderSets = []struct {
+type matrixLeaderSet struct {
 	name     string
 	versions []string
-}{
+}
+
+var matrixLeaderSets = []matrixLeaderSet{
 	{"all-4.2", []string{"4.2", "4.2"}},
 	{"mixed-4.2-4.1", []string{"4.2", "4.1"}},
 	{"all-4.1", []string{"4.1", "4.1"}},
 	{"one-3.9", []string{"4.2", "3.9"}}, // TV2 off cluster-wide
 }
 
+// matrixNewest is the newest coordinator over one leader of every release
+// that speaks WriteTxnMarkers v2 or v1 (4.4 down to 4.1): the cross product
+// above covers the 4.2 coordinator's rules, this pair that later releases
+// keep them.
+var matrixNewest = matrixPair{"4.4", matrixLeaderSet{"mixed-4.4-4.1", []string{"4.4", "4.3", "4.2", "4.1"}}}
+
+// matrixPair is one cluster of the matrix: a coordinator version over a
+// leader set.
+type matrixPair struct {
+	coordinator string
+	leaders     matrixLeaderSet
+}
+
+// matrixPairs lists every pair the matrix runs.
+func matrixPairs() []matrixPair {
+	var pairs []matrixPair
+	for _, coord := range matrixCoordinators {
+		for _, set := range matrixLeaderSets {
+			pairs = append(pairs, matrixPair{coord, set})
+		}
+	}
+	return append(pairs, matrixNewest)
+}
+
 var matrixClients = []string{"kgo-tv2", "kgo-tv1", "sarama", "confluent"}
 
 // expectedMarker is the WriteTxnMarkers version and decoded TV a leader
 // must see: min(coordinator max, leader max) — a 4.1 coordinator sends only
-// v1, a 4.2 one v2 to 4.2 leaders and v1 to older ones — and TV 2 only for
-// a TV2 client in a cluster that finalizes TV2, and only at v2 (at v1 the
-// field does not exist and the leader decodes 0).
+// v1, a 4.2+ one v2 to 4.2+ leaders and v1 to older ones — and TV 2 only
+// for a TV2 client in a cluster that finalizes TV2, and only at v2 (at v1
+// the field does not exist and the leader decodes 0).
 func expectedMarker(coordinator, leader, client string, leaders []string) (version int16, tv int8) {
-	version = 1
-	if coordinator == "4.2" && leader == "4.2" {
-		version = 2
-	}
+	version = min(negotiation.MaxVersion(coordinator, 27), negotiation.MaxVersion(leader, 27))
 	tv2Cluster := !slices.Contains(leaders, "3.9")
 	if version == 2 && client == "kgo-tv2" && tv2Cluster {
 		tv = 2
@@ -78,8 +102,8 @@ func (m *matrixSeen) record(cell, seen string) {
 
 const matrixHeader = `# WriteTxnMarkers as received at each leader, per matrix cell (TestMatrix).
 # vN/tvM: request version N, TransactionVersion M as the leader decoded it
-# (at v1 the field does not exist: 0). The 4.2 coordinator negotiates per
-# leader (KIP-1228 with the 4.2.1 discovery fix); the 4.1 coordinator sends
+# (at v1 the field does not exist: 0). The 4.2 and 4.4 coordinators negotiate
+# per leader (KIP-1228 with the 4.2.1 discovery fix); the 4.1 coordinator sends
 # only v1; only a TV2 client in a cluster finalizing TV2 has TV 2; a 3.9
 # leader turns TV2 off cluster-wide. Refresh: go test ./integration -run TestMatrix -rewrite
 `
@@ -95,23 +119,21 @@ func TestMatrix(t *testing.T) {
 			return
 		}
 		var b strings.Builder
-		for _, coord := range matrixCoordinators {
-			for _, set := range matrixLeaderSets {
-				for _, client := range matrixClients {
-					cell := matrixCell(coord, set.versions, client)
-					fmt.Fprintf(&b, "%-52s -> %s\n", cell, seen.cells[cell])
-				}
+		for _, pair := range matrixPairs() {
+			coord, set := pair.coordinator, pair.leaders
+			for _, client := range matrixClients {
+				cell := matrixCell(coord, set.versions, client)
+				fmt.Fprintf(&b, "%-52s -> %s\n", cell, seen.cells[cell])
 			}
 		}
 		goldenTable(t, "matrix.txt", matrixHeader, b.String())
 	})
-	for _, coord := range matrixCoordinators {
-		for _, set := range matrixLeaderSets {
-			t.Run(fmt.Sprintf("coord=%s/leaders=%s", coord, set.name), func(t *testing.T) {
-				t.Parallel()
-				runMatrixCluster(t, Options{CoordinatorVersion: coord, LeaderVersions: set.versions}, seen)
-			})
-		}
+	for _, pair := range matrixPairs() {
+		coord, set := pair.coordinator, pair.leaders
+		t.Run(fmt.Sprintf("coord=%s/leaders=%s", coord, set.name), func(t *testing.T) {
+			t.Parallel()
+			runMatrixCluster(t, Options{CoordinatorVersion: coord, LeaderVersions: set.versions}, seen)
+		})
 	}
 }
 

@@ -1,6 +1,6 @@
 package leaderstub
 
-// DescribeLogDirs (key 35), v0–v4.
+// DescribeLogDirs (key 35), v0–v5.
 //
 // Behavior: a leader has one log dir, its data dir (the process log and
 // bbolt file hold every partition of it). Each partition this leader has
@@ -12,7 +12,8 @@ package leaderstub
 // (kadm DescribeAllLogDirs) gets an answer from each.
 //
 // Version notes: v2 flexible; v3 top-level ErrorCode; v4 TotalBytes and
-// UsableBytes.
+// UsableBytes; v5 (Kafka 4.3) IsCordoned, always false: a leader's one log
+// dir is never cordoned.
 
 import (
 	"context"
@@ -25,8 +26,8 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-// describeLogDirsAPI is DescribeLogDirs v0–v4.
-var describeLogDirsAPI = wire.API[*Leader]{Key: 35, Min: 0, Max: 4, Handle: (*Leader).handleDescribeLogDirs}
+// describeLogDirsAPI is DescribeLogDirs v0–v5.
+var describeLogDirsAPI = wire.API[*Leader]{Key: 35, Min: 0, Max: 5, Handle: (*Leader).handleDescribeLogDirs}
 
 func (l *Leader) handleDescribeLogDirs(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DescribeLogDirsRequest)

@@ -17,6 +17,8 @@ var profiles = map[string]func() *kversion.Versions{
 	"4.0": kversion.V4_0_0,
 	"4.1": kversion.V4_1_0,
 	"4.2": kversion.V4_2_0,
+	"4.3": kversion.V4_3_0,
+	"4.4": kversion.V4_4_0,
 }
 
 // Profile returns the version profile of a Kafka version name ("4.2").

@@ -356,13 +356,15 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	cluster.RegisterNotServed(reg, coordinator.APIs)
 	groups.RegisterNotCoordinator(reg, v.GroupCoordinator().KafkaVersion)
 	return wire.Start(wire.Config{
-		Addr:     self.Addr,
-		Listener: ln,
-		Registry: reg,
-		Security: sec,
-		Profile:  profile,
-		Features: func() wire.Features { return v.Features(self.KafkaVersion) },
-		Log:      log,
-		Limits:   limits,
+		Addr:      self.Addr,
+		Listener:  ln,
+		Registry:  reg,
+		Security:  sec,
+		Profile:   profile,
+		Features:  func() wire.Features { return v.Features(self.KafkaVersion) },
+		ClusterID: v.ClusterID(),
+		NodeID:    self.NodeID,
+		Log:       log,
+		Limits:    limits,
 	})
 }

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
@@ -16,11 +17,17 @@ import (
 //     (kmsg drops the tagged field at -1, and kgo then ignores features);
 //   - a request above our max gets the KIP-511 answer: a v0 response with
 //     UNSUPPORTED_VERSION (35) and only the ApiVersions key, on a
-//     connection that stays open for the client's retry.
+//     connection that stays open for the client's retry;
+//   - v5+ (KIP-1242, Kafka 4.4): the client may name the cluster and node
+//     it believes it reached, both or neither (one alone is
+//     INVALID_REQUEST); naming another cluster or node is
+//     REBOOTSTRAP_REQUIRED, so a client whose metadata routed it to the
+//     wrong address starts over from its seed brokers; either error
+//     answers with no keys, as Kafka's getErrorResponse does.
 //
 // Version notes: the response header is always v0, even for flexible
 // versions (v3+), so a client can read it before it knows our versions.
-// Kafka 4.2 serves v0–v4; kmsg knows v5 (KIP-1242).
+// Kafka 4.2 and 4.3 serve v0–v4, 4.4 v0–v5 (the profile caps it).
 
 // advertise computes the advertised ranges: the registered range, its
 // maximum capped by the profile, plus the built-in ApiVersions and the other
@@ -65,12 +72,36 @@ func advertise(reg *Registry, profile *kversion.Versions, builtin map[int16][2]i
 	return ranges, keys
 }
 
+// answerApiVersions answers a decoded ApiVersions request.
+func (s *Server) answerApiVersions(req *kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
+	return s.apiVersionsResponse(req.Version, s.identityError(req), req.ClientSoftwareName)
+}
+
+// identityError checks the cluster and node a v5+ request names.
+func (s *Server) identityError(req *kmsg.ApiVersionsRequest) int16 {
+	if req.Version < 5 {
+		return 0
+	}
+	hasCluster, hasNode := req.ClusterID != nil, req.NodeID != -1
+	switch {
+	case hasCluster != hasNode:
+		return kerr.InvalidRequest.Code
+	case hasCluster && s.cfg.ClusterID != "" && (*req.ClusterID != s.cfg.ClusterID || req.NodeID != s.cfg.NodeID):
+		return kerr.RebootstrapRequired.Code
+	}
+	return 0
+}
+
 // apiVersionsResponse builds the ApiVersions answer at version v for a
 // client whose ApiVersions v3+ named its software softwareName.
 func (s *Server) apiVersionsResponse(v int16, errorCode int16, softwareName string) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(v)
 	resp.ErrorCode = errorCode
+	if errorCode != 0 && errorCode != kerr.UnsupportedVersion.Code {
+		// Kafka's ApiVersionsRequest.getErrorResponse: no keys.
+		return resp
+	}
 	if errorCode != 0 {
 		// KIP-511: the error answer carries only the ApiVersions key, as
 		// Kafka's ApiVersionsRequest.getErrorResponse does. Clients

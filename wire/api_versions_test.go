@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -130,5 +131,65 @@ func TestApiVersionsKgoEveryVersion(t *testing.T) {
 	// never enabled transaction.version 2.
 	if len(logs.lines(map[string]any{"message": "ApiVersions above our max: KIP-511 answer", "api_version": float64(5)})) == 0 {
 		t.Fatal("server never saw the v5 ApiVersions probe")
+	}
+}
+
+// ApiVersions v5 (KIP-1242) on a Kafka 4.4 node: a client may name the
+// cluster and node it believes it reached. Naming this node passes, another
+// cluster or node is REBOOTSTRAP_REQUIRED, one without the other is
+// INVALID_REQUEST, both errors with no keys. A real kgo client, which names
+// them on every connection to a broker it learnt from Metadata, gets its
+// answers there: the identity Metadata hands out is the one ApiVersions
+// checks.
+func TestApiVersionsV5Identity(t *testing.T) {
+	c := clustertest.Start(t, clustertest.Options{CoordinatorVersion: "4.4", LeaderVersions: []string{"4.4"}})
+	leader := c.Nodes[1]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(leader.Server.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	clusterID := leader.View.ClusterID()
+	other := "another-cluster"
+	for _, tc := range []struct {
+		name      string
+		clusterID *string
+		nodeID    int32
+		code      int16
+	}{
+		{"neither", nil, -1, 0},
+		{"this node", &clusterID, leader.Node.NodeID, 0},
+		{"another node", &clusterID, leader.Node.NodeID + 7, kerr.RebootstrapRequired.Code},
+		{"another cluster", &other, leader.Node.NodeID, kerr.RebootstrapRequired.Code},
+		{"cluster alone", &clusterID, -1, kerr.InvalidRequest.Code},
+		{"node alone", nil, leader.Node.NodeID, kerr.InvalidRequest.Code},
+	} {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "txncoord-test", "1"
+		req.ClusterID, req.NodeID = tc.clusterID, tc.nodeID
+		raw, err := cl.SeedBrokers()[0].Request(ctx, req)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		resp := raw.(*kmsg.ApiVersionsResponse)
+		if resp.GetVersion() != 5 || resp.ErrorCode != tc.code {
+			t.Fatalf("%s: v%d error %d, want v5 error %d", tc.name, resp.GetVersion(), resp.ErrorCode, tc.code)
+		}
+		if (tc.code == 0) != (len(resp.ApiKeys) > 0) {
+			t.Fatalf("%s: %d keys with error %d", tc.name, len(resp.ApiKeys), resp.ErrorCode)
+		}
+	}
+
+	// kgo learns the cluster id from Metadata and names it, with the
+	// broker's node id, in the ApiVersions of every later connection.
+	if _, err := cl.SeedBrokers()[0].Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes {
+		if _, err := cl.Broker(int(n.Node.NodeID)).Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+			t.Fatalf("Metadata from node %d on a connection naming it: %v", n.Node.NodeID, err)
+		}
 	}
 }

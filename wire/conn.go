@@ -409,7 +409,7 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 		return pending{}, false
 	}
 	if h.key == 18 {
-		return pending{h: h, reply: Now(c.s.apiVersionsResponse(h.version, 0, decoded.(*kmsg.ApiVersionsRequest).ClientSoftwareName))}, true
+		return pending{h: h, reply: Now(c.s.answerApiVersions(decoded.(*kmsg.ApiVersionsRequest)))}, true
 	}
 	if c.sasl != nil {
 		switch body := decoded.(type) {

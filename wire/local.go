@@ -270,7 +270,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	}
 	var reply Reply
 	if key == 18 {
-		resp := s.apiVersionsResponse(version, 0, req.(*kmsg.ApiVersionsRequest).ClientSoftwareName)
+		resp := s.answerApiVersions(req.(*kmsg.ApiVersionsRequest))
 		// Shared with every ApiVersions answer: the caller gets its own.
 		resp.ApiKeys = slices.Clone(resp.ApiKeys)
 		reply = Now(resp)

@@ -31,6 +31,13 @@ type Config struct {
 	// Features returns the features advertised in ApiVersions v3+. It is
 	// called per ApiVersions request, so it may change over time.
 	Features func() Features
+	// ClusterID and NodeID are this node's identity, which ApiVersions
+	// v5+ (KIP-1242) lets a client check: one that names another cluster
+	// or node gets REBOOTSTRAP_REQUIRED. An empty ClusterID (a node that
+	// belongs to no cluster, as in protocol tests) checks nothing but the
+	// both-or-neither rule.
+	ClusterID string
+	NodeID    int32
 	// MaxFrameBytes is the largest request frame accepted (default 100 MiB).
 	MaxFrameBytes int32
 	// FrameTimeout bounds how long the rest of a frame may take once its

@@ -100,11 +100,13 @@ func Start(t testing.TB, o Options) *Cluster {
 		}
 		version := n.KafkaVersion
 		cfg := wire.Config{
-			Listener: listeners[i],
-			Registry: reg,
-			Profile:  profile,
-			Features: func() wire.Features { return view.Features(version) },
-			Log:      o.Log.With().Int32("node", n.NodeID).Logger(),
+			Listener:  listeners[i],
+			Registry:  reg,
+			Profile:   profile,
+			Features:  func() wire.Features { return view.Features(version) },
+			ClusterID: view.ClusterID(),
+			NodeID:    n.NodeID,
+			Log:       o.Log.With().Int32("node", n.NodeID).Logger(),
 		}
 		if o.Tune != nil {
 			o.Tune(n, &cfg)

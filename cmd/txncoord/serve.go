@@ -90,7 +90,7 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir"), Usage: "where the logs live; DATA_DIR/cluster.yaml is written"},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", EnvVars: env("listen"), Usage: "coordinator address; leaders take the next ports"},
-			&cli.StringFlag{Name: "leaders", Value: "4.2,4.2,4.1", EnvVars: env("leaders"), Usage: "Kafka version of each leader: 3.9, 4.0, 4.1 or 4.2"},
+			&cli.StringFlag{Name: "leaders", Value: "4.2,4.2,4.1", EnvVars: env("leaders"), Usage: "Kafka version of each leader: 3.9, 4.0, 4.1, 4.2, 4.3 or 4.4"},
 			&cli.StringFlag{Name: "coordinator-version", Value: "4.2", EnvVars: env("coordinator-version"), Usage: "Kafka version of the coordinator (4.1 sends only WriteTxnMarkers v1)"},
 			&cli.IntFlag{Name: "coordinators", Value: 1, EnvVars: env("coordinators"),
 				Usage: "coordinator nodes (0..C-1 on port(--listen)+i, leaders after them); more than one share the transactional ids through etcd: an embedded one under DATA_DIR/etcd on the two ports after the last leader's, unless --etcd-endpoints names one"},
