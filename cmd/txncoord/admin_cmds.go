@@ -171,42 +171,43 @@ func txnCommand() *cli.Command {
 			{
 				Name:  "abort",
 				Usage: "ABORT an open transaction: its records become invisible to read_committed consumers",
-				Description: `Example:
+				Description: `Examples:
    txncoord txn abort --transactional-id orders-app-1 --yes
+   txncoord txn abort --topic orders --partition 1 --start-offset 42 --yes
 
-An Ongoing transaction is aborted (PrepareAbort, then its markers). One in PrepareAbort whose
-markers are stuck (txncoord markers) is completed as aborted: the leaders that did not get the
-marker keep it open (txn find-hanging shows them). A transaction in PrepareCommit is never
-aborted: --force completes it as COMMITTED for the partitions that acknowledged and GIVES UP on
-the others, whose records stay uncommitted; it also ends a PrepareAbort whose markers are not
-(yet) stuck. The answer lists the partitions given up.
+By transactional id, through the coordinator: an Ongoing transaction is aborted (PrepareAbort,
+then its markers). One in PrepareAbort whose markers are stuck (txncoord markers) is completed
+as aborted: the leaders that did not get the marker keep it open (txn find-hanging shows them).
+A transaction in PrepareCommit is never aborted: --force completes it as COMMITTED for the
+partitions that acknowledged and GIVES UP on the others, whose records stay uncommitted; it
+also ends a PrepareAbort whose markers are not (yet) stuck. The answer lists the partitions
+given up.
+
+By partition, straight to its leader (a hanging transaction the coordinator no longer knows,
+as kafka-transactions.sh abort): --topic, --partition and either --start-offset (the open
+transaction's first offset there, as txn find-hanging and txncoord producers show it) or
+--producer-id, --producer-epoch and --coordinator-epoch. An ABORT marker is written to that
+one partition only; the coordinator is not asked.
 
 Asks before it acts unless --yes is given; without a terminal, --yes is required.`,
-				Flags: adminFlags(
+				Flags: append(adminFlags(
 					txnIDFlag(),
 					&cli.BoolFlag{Name: "yes", EnvVars: env("yes"), Usage: "do not ask for confirmation"},
 					&cli.BoolFlag{Name: "force", EnvVars: env("force"), Usage: "end a transaction in PrepareCommit or PrepareAbort whose markers are not all delivered: " +
 						"complete it as it was decided (PrepareCommit: COMMITTED) for the partitions that acknowledged, and GIVE UP on the others (their leaders keep it open)"},
-				),
-				Action: txnIDAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, id string) (admin.Txn, error) {
-					if !c.Bool("yes") {
-						if err := confirmAbort(c, ctx, cl, id); err != nil {
-							return admin.Txn{}, err
-						}
+					&cli.StringFlag{Name: "topic", EnvVars: env("topic"), Usage: "abort at this topic's partition instead of by transactional id"},
+					&cli.IntFlag{Name: "partition", Value: -1, EnvVars: env("partition"), Usage: "the partition (with --topic)"},
+					&cli.Int64Flag{Name: "start-offset", Value: -1, EnvVars: env("start-offset"), Usage: "the first offset of the open transaction to abort (with --topic)"},
+					&cli.Int64Flag{Name: "producer-id", Value: -1, EnvVars: env("producer-id"), Usage: "the producer id (with --topic, instead of --start-offset)"},
+					&cli.IntFlag{Name: "producer-epoch", Value: -1, EnvVars: env("producer-epoch"), Usage: "the producer epoch (with --producer-id)"},
+					&cli.IntFlag{Name: "coordinator-epoch", Value: -1, EnvVars: env("coordinator-epoch"), Usage: "the coordinator epoch (with --producer-id; -1 as DescribeProducers shows it becomes 0)"},
+				), kafkaFlags()...),
+				Action: func(c *cli.Context) error {
+					if c.IsSet("topic") {
+						return partitionAbortAction(c)
 					}
-					return cl.AbortForce(ctx, id, c.Bool("force"))
-				}, func(c *cli.Context, t admin.Txn) error {
-					verb := "aborting"
-					if strings.HasPrefix(t.State, "Complete") {
-						verb = "ended"
-					}
-					_, err := fmt.Fprintf(c.App.Writer, "%s %s: state %s, producer id %d, epoch %d\n", verb, t.TransactionalID, t.State, t.ProducerID, t.ProducerEpoch)
-					if err == nil && len(t.GaveUp) > 0 {
-						_, err = fmt.Fprintf(c.App.Writer, "gave up the markers of %s: their leaders keep the transaction open (txncoord txn find-hanging)\n",
-							partitionsString(admin.Txn{Partitions: t.GaveUp}))
-					}
-					return err
-				}),
+					return txnAbortAction(c)
+				},
 			},
 			{
 				Name:        "retry-markers",
@@ -225,6 +226,27 @@ Asks before it acts unless --yes is given; without a terminal, --yes is required
 	}
 }
 
+// txnAbortAction aborts by transactional id, through the coordinator.
+var txnAbortAction = txnIDAction(func(c *cli.Context, ctx context.Context, cl *admin.Client, id string) (admin.Txn, error) {
+	if !c.Bool("yes") {
+		if err := confirmAbort(c, ctx, cl, id); err != nil {
+			return admin.Txn{}, err
+		}
+	}
+	return cl.AbortForce(ctx, id, c.Bool("force"))
+}, func(c *cli.Context, t admin.Txn) error {
+	verb := "aborting"
+	if strings.HasPrefix(t.State, "Complete") {
+		verb = "ended"
+	}
+	_, err := fmt.Fprintf(c.App.Writer, "%s %s: state %s, producer id %d, epoch %d\n", verb, t.TransactionalID, t.State, t.ProducerID, t.ProducerEpoch)
+	if err == nil && len(t.GaveUp) > 0 {
+		_, err = fmt.Fprintf(c.App.Writer, "gave up the markers of %s: their leaders keep the transaction open (txncoord txn find-hanging)\n",
+			partitionsString(admin.Txn{Partitions: t.GaveUp}))
+	}
+	return err
+})
+
 // confirmInput is where `txn abort` reads its answer (a test sets a file
 // that is not a terminal).
 var confirmInput = os.Stdin
@@ -237,20 +259,28 @@ func confirmAbort(c *cli.Context, ctx context.Context, cl *admin.Client, id stri
 	if err != nil {
 		return err
 	}
-	if !isatty.IsTerminal(confirmInput.Fd()) {
-		return usagef("refusing to abort %s without --yes: standard input is not a terminal to confirm on", id)
-	}
+	var consequence string
 	switch {
 	case t.State == "PrepareCommit" && c.Bool("force"):
-		fmt.Fprintf(c.App.ErrWriter, "This will COMPLETE transaction %q (producer id %d, epoch %d, state %s, %d partitions) as COMMITTED without waiting for all its markers: the partitions that have not acknowledged are GIVEN UP and their records stay uncommitted.\n",
+		consequence = fmt.Sprintf("This will COMPLETE transaction %q (producer id %d, epoch %d, state %s, %d partitions) as COMMITTED without waiting for all its markers: the partitions that have not acknowledged are GIVEN UP and their records stay uncommitted.",
 			id, t.ProducerID, t.ProducerEpoch, t.State, len(t.Partitions))
 	case t.State == "PrepareAbort":
-		fmt.Fprintf(c.App.ErrWriter, "This will COMPLETE transaction %q (producer id %d, epoch %d, state %s, %d partitions) as aborted without waiting for all its markers: the leaders that have not acknowledged keep it open.\n",
+		consequence = fmt.Sprintf("This will COMPLETE transaction %q (producer id %d, epoch %d, state %s, %d partitions) as aborted without waiting for all its markers: the leaders that have not acknowledged keep it open.",
 			id, t.ProducerID, t.ProducerEpoch, t.State, len(t.Partitions))
 	default:
-		fmt.Fprintf(c.App.ErrWriter, "This will ABORT transaction %q (producer id %d, epoch %d, state %s, %d partitions): its records will never be visible to read_committed consumers, and the producer will be fenced.\n",
+		consequence = fmt.Sprintf("This will ABORT transaction %q (producer id %d, epoch %d, state %s, %d partitions): its records will never be visible to read_committed consumers, and the producer will be fenced.",
 			id, t.ProducerID, t.ProducerEpoch, t.State, len(t.Partitions))
 	}
+	return confirmAbortOf(c, id, consequence)
+}
+
+// confirmAbortOf shows what an abort of what will do and asks on the
+// terminal; without one it refuses (a usage error: --yes is missing).
+func confirmAbortOf(c *cli.Context, what, consequence string) error {
+	if !isatty.IsTerminal(confirmInput.Fd()) {
+		return usagef("refusing to abort %s without --yes: standard input is not a terminal to confirm on", what)
+	}
+	fmt.Fprintln(c.App.ErrWriter, consequence)
 	fmt.Fprint(c.App.ErrWriter, "Abort it? [y/N] ")
 	line, _ := bufio.NewReader(confirmInput).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.etcd.io/bbolt"
 
@@ -16,8 +18,9 @@ import (
 
 // TestFindHanging makes a hanging transaction the way one arises in
 // practice — the coordinator loses its state while a leader still holds the
-// transaction open — and checks that `txn find-hanging` reports it, as
-// kafka-transactions.sh find-hanging does.
+// transaction open — and checks that `txn find-hanging` reports it and
+// `txn abort --topic --partition --start-offset` ends it, as
+// kafka-transactions.sh find-hanging and abort do.
 func TestFindHanging(t *testing.T) {
 	base := freePortRun(t, 4)
 	dataDir := t.TempDir()
@@ -78,5 +81,53 @@ func TestFindHanging(t *testing.T) {
 	if len(hanging) != 0 {
 		t.Fatalf("find-hanging --max-transaction-timeout 1h: %+v", hanging)
 	}
+
+	// It holds back every read_committed consumer of orders-1 until it is
+	// aborted at the partition, as kafka-transactions.sh abort does: by
+	// its start offset (a wrong one names nothing and changes nothing).
+	if lso := lastStableOffset(ctx, t, up.bootstrap, "orders", 1); lso != 0 {
+		t.Fatalf("last stable offset of orders-1 %d before the abort, want 0 (the hanging transaction's start)", lso)
+	}
+	_, stderr, code := runCLI(t, append([]string{"txn", "abort", "--topic", "orders", "--partition", "1", "--start-offset", "5", "--yes"}, adminArgs...)...)
+	if code != 1 || !strings.Contains(stderr, "no open transaction starts at offset 5 on orders-1") {
+		t.Fatalf("abort at a start offset with no transaction: exit %d, %s", code, stderr)
+	}
+	_, stderr, code = runCLI(t, append([]string{"txn", "abort", "--topic", "orders", "--start-offset", "0", "--yes"}, adminArgs...)...)
+	if code != 2 || !strings.Contains(stderr, "--partition is required with --topic") {
+		t.Fatalf("abort without --partition: exit %d, %s", code, stderr)
+	}
+	var aborted partitionAbort
+	cliJSON(t, &aborted, append([]string{"txn", "abort", "--topic", "orders", "--partition", "1", "--start-offset", "0", "--yes"}, adminArgs...)...)
+	if aborted.ProducerID != pid || aborted.StartOffset != 0 || aborted.Partition != 1 {
+		t.Fatalf("abort: %+v, want pid %d at orders-1 from offset 0", aborted, pid)
+	}
+	cliJSON(t, &hanging, append([]string{"txn", "find-hanging", "--topic", "orders", "--max-transaction-timeout", "0s"}, adminArgs...)...)
+	if len(hanging) != 0 {
+		t.Fatalf("find-hanging after the abort: %+v", hanging)
+	}
+	// The record and its ABORT marker: offsets 0 and 1, both stable.
+	if lso := lastStableOffset(ctx, t, up.bootstrap, "orders", 1); lso != 2 {
+		t.Fatalf("last stable offset of orders-1 %d after the abort, want 2", lso)
+	}
 	up.stop(t)
+}
+
+// lastStableOffset is a partition's end offset as read_committed consumers
+// see it (ListOffsets, isolation level 1).
+func lastStableOffset(ctx context.Context, t *testing.T, bootstrap, topic string, partition int32) int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := ends.Lookup(topic, partition)
+	if !ok || o.Err != nil {
+		t.Fatalf("ListOffsets %s-%d: %+v", topic, partition, o)
+	}
+	return o.Offset
 }
