@@ -16,7 +16,7 @@ import (
 func groupsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "groups",
-		Usage: "list, describe and delete consumer groups (as kafka-consumer-groups.sh)",
+		Usage: "list, describe, delete consumer groups and reset their offsets (as kafka-consumer-groups.sh)",
 		Description: `Examples:
    txncoord groups list
    txncoord groups describe --group orders-app
@@ -76,6 +76,7 @@ not ended yet (invisible to consumers until the COMMIT marker).`,
 					return err
 				}),
 			},
+			groupsResetOffsetsCommand(),
 		},
 	}
 }

@@ -16,11 +16,12 @@ import (
 
 // topicsCommand is `txncoord topics list|create|describe|delete`, in the
 // style of kafka-topics.sh (--list, --create, --describe, --delete),
-// through the coordinator's admin API (the topic controller).
+// through the coordinator's admin API (the topic controller), and
+// `alter-config|add-partitions` through the Kafka protocol (alter_cmds.go).
 func topicsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "topics",
-		Usage: "list, create, describe and delete topics (as kafka-topics.sh)",
+		Usage: "list, create, describe, delete and alter topics (as kafka-topics.sh and kafka-configs.sh)",
 		Description: `Examples:
    txncoord topics list
    txncoord topics create --topic orders --partitions 6 --config max.message.bytes=65536 --config retention.ms=86400000
@@ -167,6 +168,8 @@ Without --topic, every topic.`,
 					return err
 				}),
 			},
+			topicsAlterConfigCommand(),
+			topicsAddPartitionsCommand(),
 		},
 	}
 }
