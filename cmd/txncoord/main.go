@@ -76,7 +76,7 @@ func newApp() *cli.App {
 		Name:                 "txncoord",
 		Usage:                "Kafka transaction coordinator with KIP-1228 marker version negotiation",
 		Version:              version,
-		EnableBashCompletion: false,
+		EnableBashCompletion: true, // the completion scripts ask for --generate-bash-completion
 		Description:          "txncoord help [COMMAND [SUBCOMMAND]] (or COMMAND --help) shows a command's flags.",
 		// urfave/cli's help command reads one level only (help txn, not
 		// help txn abort): the root's action serves help instead.
@@ -108,6 +108,7 @@ func newApp() *cli.App {
 			markersCommand(),
 			groupsCommand(),
 			topicsCommand(),
+			completionCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version",
