@@ -108,6 +108,8 @@ func newApp() *cli.App {
 			markersCommand(),
 			groupsCommand(),
 			topicsCommand(),
+			produceCommand(),
+			consumeCommand(),
 			completionCommand(),
 			{
 				Name:  "version",
