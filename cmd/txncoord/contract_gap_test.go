@@ -338,6 +338,16 @@ func TestStuckMetricAndOneLogLine(t *testing.T) {
 	if described.State != "PrepareCommit" || described.StuckReason == "" {
 		t.Fatalf("txn describe of the stuck transaction: %+v", described)
 	}
+	// `status` shows it on its one screen, with the reason.
+	var st clusterStatus
+	cliJSON(t, &st, "status", "--admin", up.adminURL, "-o", "json")
+	if len(st.Stuck) != 1 || st.Stuck[0].TransactionalID != "stuck-app" || st.Transactions["PrepareCommit"] != 1 || len(st.Leaders) != 2 {
+		t.Fatalf("status: %+v", st)
+	}
+	screen, _, code := runCLI(t, "status", "--admin", up.adminURL)
+	if code != 0 || !strings.Contains(screen, "1 stuck") || !strings.Contains(screen, "stuck-app (COMMIT): ") || !strings.Contains(screen, "PrepareCommit=1") {
+		t.Fatalf("status: exit %d:\n%s", code, screen)
+	}
 	time.Sleep(500 * time.Millisecond) // a second line, if any, has been written by now
 
 	logs := up.logs()

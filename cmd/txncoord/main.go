@@ -108,6 +108,7 @@ func newApp() *cli.App {
 			markersCommand(),
 			groupsCommand(),
 			topicsCommand(),
+			statusCommand(),
 			produceCommand(),
 			consumeCommand(),
 			completionCommand(),

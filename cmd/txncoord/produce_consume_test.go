@@ -92,4 +92,13 @@ func TestProduceConsume(t *testing.T) {
 	if _, stderr, code := runCLI(t, append([]string{"consume", "--topic", "cli", "--isolation", "dirty"}, admin...)...); code != 2 || !strings.Contains(stderr, "--isolation") {
 		t.Fatalf("a bad --isolation: exit %d: %s", code, stderr)
 	}
+
+	// `status` counts what happened: one transactional id (its last
+	// transaction committed), one empty group, no marker pending.
+	var st clusterStatus
+	cliJSON(t, &st, append([]string{"status", "-o", "json"}, admin...)...)
+	if st.Transactions["CompleteCommit"] != 1 || len(st.Transactions) != 1 || st.Groups["Empty"] != 1 || st.Pending != 0 ||
+		len(st.Leaders) != 1 || len(st.Coordinators) != 1 || st.Partitions < 1 {
+		t.Fatalf("status: %+v", st)
+	}
 }
