@@ -23,7 +23,7 @@ function h(tag, attrs, ...children) {
     else if (k === 'style') el.style.cssText = v; // CSSOM: allowed by the page's CSP, a style attribute is not
     else el.setAttribute(k, v === true ? '' : v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === undefined || c === null || c === false) continue;
     el.append(c instanceof Node ? c : String(c));
   }
@@ -32,7 +32,7 @@ function h(tag, attrs, ...children) {
 
 // fill replaces el's children (arrays flattened, null and false left out).
 function fill(el, ...children) {
-  el.replaceChildren(...children.flat(2).filter((c) => c !== null && c !== undefined && c !== false));
+  el.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
 }
 
 class AuthError extends Error {}
@@ -238,7 +238,7 @@ async function viewTxn(main, id, first) {
       ['Transaction version (TV)', t.transaction_version], ['Coordinator', t.coordinator_id],
       ['Timeout', t.timeout_ms + ' ms'], ['Started', when(t.start_time_ms)], ['Last update', when(t.last_update_time_ms)],
       ['Open for', open ? age(t.duration_ms) : '—']])),
-    h('div', {}, open || stuck ? actions(t, stuck) : null),
+    h('div', {}, open || stuck || pendingAction ? actions(t, stuck) : null),
     h('h2', {}, 'Partitions and their markers'),
     table(['Topic', 'Partition', 'Leader', 'Kafka', 'WriteTxnMarkers', 'Marker', 'Attempts', 'Last error'],
       t.partitions.length ? t.partitions.map(partRow) : [emptyRow(8, 'no partition in this transaction')], { id: 'txn-partitions' }),
@@ -339,13 +339,20 @@ async function viewTopics(main) {
 }
 
 async function viewTopic(main, name) {
-  const [t, open] = await Promise.all([api('/v1/topics/' + encodeURIComponent(name)), openByPartition()]);
+  const [t, open, offsets] = await Promise.all([api('/v1/topics/' + encodeURIComponent(name)), openByPartition(),
+    optional('/v1/topics/' + encodeURIComponent(name) + '/offsets', [])]);
+  const at = Object.fromEntries(offsets.map((o) => [o.partition, o]));
+  const n = (v) => v === undefined || v < 0 ? '?' : v;
   fill(main, h('p', {}, h('a', { href: '#/topics' }, '‹ Topics')), h('h1', {}, 'Topic ', h('code', {}, t.name)),
     h('div', { class: 'box' }, facts([['Id', t.id], ['Partitions', t.partitions], ['Replication factor', `${t.replication_factor} (asked ${t.requested_replication_factor})`],
       ['Configs', Object.entries(t.configs).map(([k, v]) => `${k}=${v}`).join(', ') || '—']])),
-    table(['Partition', 'Leader', 'Open transactions (producer id, epoch, age)'], (t.partition_info || []).map((p) => {
+    h('p', { class: 'muted' }, 'LSO below HW: a transaction is open there; read_committed consumers stop at the LSO.'),
+    table(['Partition', 'Leader', 'HW', 'LSO', 'Open transactions (producer id, epoch, age)'], (t.partition_info || []).map((p) => {
       const ts = open[`${t.name}-${p.partition}`] || [];
-      return h('tr', {}, h('td', { class: 'num' }, p.partition), h('td', { class: 'num' }, p.leader),
+      const o = at[p.partition] || {};
+      return h('tr', { 'data-partition': p.partition }, h('td', { class: 'num' }, p.partition), h('td', { class: 'num' }, p.leader),
+        h('td', { class: 'num hw' }, n(o.high_watermark)),
+        h('td', { class: 'num lso' + (o.last_stable_offset < o.high_watermark ? ' stuck' : '') }, n(o.last_stable_offset)),
         h('td', {}, ts.length ? ts.map((x, i) => [i ? ', ' : '', h('a', { href: '#/txn/' + encodeURIComponent(x.transactional_id) }, x.transactional_id),
           ` (${x.producer_id}, ${x.producer_epoch}, ${age(x.duration_ms)})`]) : h('span', { class: 'muted' }, 'none')));
     })));
