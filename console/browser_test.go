@@ -8,7 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -85,7 +88,16 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(25*time.Second), chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+	var err error
+	for range 3 {
+		_, err = chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(25*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
+		// A poll that started in the document a navigation just
+		// replaced loses its JavaScript context: ask the new one.
+		if err == nil || !strings.Contains(err.Error(), "Cannot find context with specified id") {
+			break
+		}
+	}
+	if err != nil {
 		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('main').innerText`))
 		t.Fatalf("%s: %v; the page shows:\n%s", what, err, html)
 	}
@@ -295,7 +307,8 @@ func TestBrowserConsole(t *testing.T) {
 
 // TestBrowserStuckMarker: in the reproduction mode (no marker version
 // discovery), a committed transaction's v2 marker to the 4.1 leader gets
-// stuck; its page shows why, with the Retry button, and the markers view
+// stuck; its page shows why, with the Retry button (confirmed, the API
+// accepts the retry), and the markers view
 // lists it as STUCK under that leader with the reason.
 func TestBrowserStuckMarker(t *testing.T) {
 	ctx := browser(t)
@@ -306,6 +319,12 @@ func TestBrowserStuckMarker(t *testing.T) {
 	waitJS(t, ctx, "stuck reason", `(document.getElementById('stuck-reason')?.textContent || '').includes('advertises max v1')`)
 	waitJS(t, ctx, "retry button", `!!document.getElementById('retry')`)
 	screenshot(t, ctx, "stuck")
+	// Retry resends the markers (they get stuck again: the leader still
+	// advertises max v1); the API accepted it.
+	run(t, ctx, "ask to retry", chromedp.Click(chromedp.CSS("#retry")))
+	waitJS(t, ctx, "retry confirm step", `(document.getElementById('confirm')?.textContent || '').includes('resends the undelivered markers of "console-stuck"')`)
+	run(t, ctx, "confirm retry", chromedp.Click(chromedp.CSS("#confirm-retry")))
+	waitJS(t, ctx, "retry accepted", `(document.getElementById('action-result')?.textContent || '').startsWith('Retry accepted')`)
 	run(t, ctx, "markers view", chromedp.Navigate(base+"/#/markers"))
 	waitJS(t, ctx, "stuck under leader 2", `[...document.querySelectorAll('section[data-leader="2"] tbody tr')].some(tr =>
 		tr.textContent.includes('console-stuck') && tr.textContent.includes('STUCK') && tr.textContent.includes('advertises max v1'))`)
@@ -387,4 +406,76 @@ func state(t *testing.T, c testCluster, id string) string {
 		t.Fatal(err)
 	}
 	return tx.State
+}
+
+// TestBrowserManyTransactions measures, with TXNCOORD_CONSOLE_MANY=N
+// (e.g. 10000) kgo transactions committed, how long each view takes to
+// fetch and draw; it logs the times and asserts only that the views draw.
+func TestBrowserManyTransactions(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("TXNCOORD_CONSOLE_MANY"))
+	if n <= 0 {
+		t.Skip("a measurement: set TXNCOORD_CONSOLE_MANY=10000 (and TXNCOORD_BROWSER_TESTS=1) to run it")
+	}
+	ctx := browser(t)
+	c := startCluster(t, true)
+	started := time.Now()
+	var wg sync.WaitGroup
+	ids := make(chan int)
+	var failed atomic.Int64
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range ids {
+				if err := commitOne(c.bootstrap, fmt.Sprintf("many-%05d", i), int32(i%3)); err != nil {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		ids <- i
+	}
+	close(ids)
+	wg.Wait()
+	if f := failed.Load(); f > 0 {
+		t.Fatalf("%d of %d transactions failed", f, n)
+	}
+	t.Logf("%d transactions committed in %s", n, time.Since(started).Round(time.Millisecond))
+	base := c.e.Admin.URL()
+	for _, v := range []struct{ name, hash, ready string }{
+		{"transactions", "#/transactions", `document.querySelectorAll('#txn-table tr[data-txn]').length === 50`},
+		{"transaction", "#/txn/many-00042", `document.querySelectorAll('h1 [data-state]').length === 1`},
+		{"cluster", "#/cluster", `!!document.querySelector('tr[data-leader="1"]')`},
+		{"markers", "#/markers", `document.querySelectorAll('section[data-leader]').length >= 2`},
+		{"topics", "#/topics", `[...document.querySelectorAll('main td a')].some(a => a.textContent === 'orders')`},
+		{"topic", "#/topic/orders", `document.querySelectorAll('main tbody tr[data-partition]').length === 3`},
+		{"groups", "#/groups", `!!document.querySelector('main table')`},
+	} {
+		run(t, ctx, "blank", chromedp.Navigate("about:blank"))
+		start := time.Now()
+		run(t, ctx, v.name, chromedp.Navigate(base+"/"+v.hash))
+		waitJS(t, ctx, v.name+" drawn", v.ready)
+		t.Logf("view %s with %d transactions: %s from navigation to drawn (fetch and draw: %s ms)", v.name, n,
+			time.Since(start).Round(time.Millisecond), eval[string](t, ctx, `document.getElementById('main').dataset.loadedMs || ''`))
+	}
+}
+
+// commitOne commits one transaction of id with one record on partition p.
+func commitOne(bootstrap, id string, p int32) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.TransactionalID(id), kgo.DefaultProduceTopic("orders"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte(id)}).FirstErr(); err != nil {
+		return err
+	}
+	return cl.EndTransaction(ctx, kgo.TryCommit)
 }

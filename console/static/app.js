@@ -161,7 +161,7 @@ async function viewTransactions(main, _arg, first) {
   if (txnList.minAge) q.set('duration_filter', txnList.minAge);
   let txns;
   try {
-    txns = await api('/v1/transactions' + (q.toString() ? '?' + q : ''));
+    txns = await (txnList.state === 'open' ? openTxns(q) : api('/v1/transactions' + (q.toString() ? '?' + q : '')));
   } catch (e) {
     if (e.status !== 400) throw e;
     main.querySelector('#txn-counts').replaceChildren(h('span', { class: 'error' }, e.message));
@@ -317,9 +317,21 @@ async function viewMarkers(main) {
     }));
 }
 
+// openTxns lists the open transactions, one filtered call per open state
+// (the API filters by one state): far less than the whole list when most
+// transactions are complete. query adds other filters (duration_filter).
+async function openTxns(query) {
+  const lists = await Promise.all(OPEN_STATES.map((st) => {
+    const q = new URLSearchParams(query);
+    q.set('state', st);
+    return api('/v1/transactions?' + q);
+  }));
+  return lists.flat();
+}
+
 // openByPartition maps "topic-partition" to the open transactions on it.
 async function openByPartition() {
-  const txns = await api('/v1/transactions');
+  const txns = await openTxns();
   const out = {};
   for (const t of txns) if (OPEN_STATES.includes(t.state)) for (const p of t.partitions) (out[tp(p)] = out[tp(p)] || []).push(t);
   return out;
@@ -509,10 +521,25 @@ function route() {
   return { name: views[name] ? name : 'transactions', arg: decodeURIComponent(rest.join('/')) };
 }
 
-let rendering = false;
-async function render(main, first) {
-  if (rendering && !first) return;
-  rendering = true;
+// render draws the current view: first on navigation, otherwise a poll.
+// Draws run one at a time, in order, so a poll still fetching for the
+// view just left cannot draw over the new one; polls waiting to run are
+// merged into one.
+let queue = Promise.resolve();
+let pollQueued = false;
+function render(main, first) {
+  if (!first) {
+    if (pollQueued) return queue;
+    pollQueued = true;
+  }
+  queue = queue.then(() => {
+    if (!first) pollQueued = false;
+    return draw(main, first);
+  });
+  return queue;
+}
+
+async function draw(main, first) {
   const { name, arg } = route();
   for (const a of document.querySelectorAll('#nav a')) {
     a.classList.toggle('active', a.getAttribute('href') === '#/' + name || (name === 'txn' && a.getAttribute('href') === '#/transactions') ||
@@ -529,8 +556,6 @@ async function render(main, first) {
       document.getElementById('status').textContent = 'error: ' + e.message;
       if (first) fill(main, h('p', { class: 'error' }, e.message));
     }
-  } finally {
-    rendering = false;
   }
 }
 
