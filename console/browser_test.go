@@ -301,6 +301,8 @@ func TestBrowserConsole(t *testing.T) {
 			const l = document.querySelector('#' + id + ' polyline.series');
 			return !!l && l.getAttribute('points').split(' ').length >= 2 })`)
 		<-done
+		// A few more samples (the last ones at rest) before the picture.
+		waitJS(t, ctx, "more samples", `document.querySelector('#plot-txns polyline.series').getAttribute('points').split(' ').length >= 5`)
 		screenshot(t, ctx, "plots")
 	})
 }

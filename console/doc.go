@@ -5,7 +5,8 @@
 // It owns only the static files and the handler that serves them. It
 // holds no data and no logic of its own: the page reads the admin API
 // (/v1/transactions, /v1/markers, /v1/leaders, /v1/coordinators,
-// /v1/topics, /v1/groups, /metrics) from the browser, polling it, and
+// /v1/topics with /v1/topics/{name}/offsets, /v1/groups, /metrics) from
+// the browser, polling it every 2 s (one draw at a time), and
 // its Abort and Retry buttons call the API's POST endpoints after the
 // same show-and-confirm step as `txncoord txn abort`.
 //

@@ -433,11 +433,13 @@ async function sample() {
 
 const sum = (m, name, pick) => (m[name] || []).filter((x) => !pick || pick(x.labels)).reduce((a, x) => a + x.value, 0);
 
-// quantile of the EndTxn latency histogram between two scrapes.
+// quantile of the commit latency (EndTxn's histogram, result="commit")
+// between two scrapes.
 function quantile(a, b, q) {
   const buckets = {};
-  for (const x of b.m.txncoord_coordinator_end_txn_seconds_bucket || []) buckets[x.labels.le] = (buckets[x.labels.le] || 0) + x.value;
-  for (const x of a.m.txncoord_coordinator_end_txn_seconds_bucket || []) buckets[x.labels.le] -= x.value;
+  const commits = (m) => (m.txncoord_coordinator_end_txn_seconds_bucket || []).filter((x) => x.labels.result === 'commit');
+  for (const x of commits(b.m)) buckets[x.labels.le] = (buckets[x.labels.le] || 0) + x.value;
+  for (const x of commits(a.m)) buckets[x.labels.le] -= x.value;
   const les = Object.keys(buckets).sort((x, y) => Number(x) - Number(y));
   const total = buckets['+Inf'] || 0;
   if (!total) return null;
@@ -455,21 +457,18 @@ function quantile(a, b, q) {
 }
 
 function series() {
-  const txns = [], p50 = [], p99 = [], markers = {};
+  const commits = [], aborts = [], p50 = [], p99 = [], markers = {};
+  const rate = (a, b, name, pick) => Math.max(sum(b.m, name, pick) - sum(a.m, name, pick), 0) / ((b.t - a.t) / 1000);
   for (let i = 1; i < samples.length; i++) {
     const a = samples[i - 1], b = samples[i];
-    const dt = (b.t - a.t) / 1000;
-    const ends = sum(b.m, 'txncoord_coordinator_end_txn_seconds_count') - sum(a.m, 'txncoord_coordinator_end_txn_seconds_count');
-    txns.push([b.t, Math.max(ends, 0) / dt]);
+    commits.push([b.t, rate(a, b, 'txncoord_coordinator_end_txn_seconds_count', (l) => l.result === 'commit')]);
+    aborts.push([b.t, rate(a, b, 'txncoord_coordinator_end_txn_seconds_count', (l) => l.result === 'abort')]);
     p50.push([b.t, quantile(a, b, 0.5)]);
     p99.push([b.t, quantile(a, b, 0.99)]);
     const leaders = new Set((b.m.txncoord_markers_sent_total || []).map((x) => x.labels.leader));
-    for (const l of leaders) {
-      const d = sum(b.m, 'txncoord_markers_sent_total', (x) => x.leader === l) - sum(a.m, 'txncoord_markers_sent_total', (x) => x.leader === l);
-      (markers[l] = markers[l] || []).push([b.t, Math.max(d, 0) / dt]);
-    }
+    for (const l of leaders) (markers[l] = markers[l] || []).push([b.t, rate(a, b, 'txncoord_markers_sent_total', (x) => x.leader === l)]);
   }
-  return { txns, p50, p99, markers };
+  return { commits, aborts, p50, p99, markers };
 }
 
 const COLORS = ['#2457c5', '#c0262d', '#1a7f37', '#b25e00', '#7b3fc4'];
@@ -505,12 +504,12 @@ function chart(id, title, lines, unit) {
 }
 
 async function viewPlots(main) {
-  const { txns, p50, p99, markers } = series();
+  const { commits, aborts, p50, p99, markers } = series();
   fill(main, h('h1', {}, 'Plots'),
     h('p', { class: 'muted' }, `From this node's /metrics, sampled every ${POLL_MS / 1000} s since the console opened (${samples.length} samples).`),
     h('div', { class: 'plots' },
-      chart('plot-txns', 'Transactions ended per second (EndTxn)', [{ name: 'EndTxn/s', points: txns }], 'per s'),
-      chart('plot-latency', 'EndTxn latency', [{ name: 'p50', points: p50 }, { name: 'p99', points: p99 }], 'ms'),
+      chart('plot-txns', 'Transactions ended per second (EndTxn)', [{ name: 'commits', points: commits }, { name: 'aborts', points: aborts }], 'per s'),
+      chart('plot-latency', 'Commit latency (EndTxn commit, until answered)', [{ name: 'p50', points: p50 }, { name: 'p99', points: p99 }], 'ms'),
       chart('plot-markers', 'Markers sent per leader', Object.entries(markers).map(([l, pts]) => ({ name: 'leader ' + l, points: pts })), 'per s')));
 }
 
