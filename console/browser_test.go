@@ -250,16 +250,16 @@ func TestBrowserConsole(t *testing.T) {
 		run(t, ctx, "open the transaction", chromedp.Navigate(base+"/#/txn/console-open"))
 		waitJS(t, ctx, "partitions with their leaders", `document.querySelectorAll('#txn-partitions tr[data-partition]').length === 2`)
 		screenshot(t, ctx, "transaction")
-		run(t, ctx, "ask to abort", chromedp.Click(chromedp.CSS("#abort")))
+		run(t, ctx, "ask to abort", click("#abort"))
 		waitJS(t, ctx, "confirm step", `!!document.querySelector('#confirm') && document.querySelector('#confirm').textContent.includes('This will ABORT transaction "console-open"')`)
 		screenshot(t, ctx, "abort-confirm")
-		run(t, ctx, "cancel", chromedp.Click(chromedp.CSS("#cancel")))
+		run(t, ctx, "cancel", click("#cancel"))
 		waitJS(t, ctx, "confirm gone", `!document.querySelector('#confirm') && !!document.querySelector('#abort')`)
 		if got := state(t, c, "console-open"); got != "Ongoing" {
 			t.Fatalf("after Cancel the transaction is %s, want Ongoing", got)
 		}
-		run(t, ctx, "ask again", chromedp.Click(chromedp.CSS("#abort")))
-		run(t, ctx, "confirm", chromedp.WaitVisible(chromedp.CSS("#confirm-abort")), chromedp.Click(chromedp.CSS("#confirm-abort")))
+		run(t, ctx, "ask again", click("#abort"))
+		run(t, ctx, "confirm", click("#confirm-abort"))
 		waitJS(t, ctx, "aborted", `(() => { const b = document.querySelector('h1 [data-state]'); return !!b && b.dataset.state === 'CompleteAbort' })()`)
 		waitJS(t, ctx, "the answer shown", `(document.getElementById('action-result')?.textContent || '').startsWith('Abort accepted')`)
 		if got := state(t, c, "console-open"); got != "CompleteAbort" {
@@ -323,9 +323,9 @@ func TestBrowserStuckMarker(t *testing.T) {
 	screenshot(t, ctx, "stuck")
 	// Retry resends the markers (they get stuck again: the leader still
 	// advertises max v1); the API accepted it.
-	run(t, ctx, "ask to retry", chromedp.Click(chromedp.CSS("#retry")))
+	run(t, ctx, "ask to retry", click("#retry"))
 	waitJS(t, ctx, "retry confirm step", `(document.getElementById('confirm')?.textContent || '').includes('resends the undelivered markers of "console-stuck"')`)
-	run(t, ctx, "confirm retry", chromedp.Click(chromedp.CSS("#confirm-retry")))
+	run(t, ctx, "confirm retry", click("#confirm-retry"))
 	waitJS(t, ctx, "retry accepted", `(document.getElementById('action-result')?.textContent || '').startsWith('Retry accepted')`)
 	run(t, ctx, "markers view", chromedp.Navigate(base+"/#/markers"))
 	waitJS(t, ctx, "stuck under leader 2", `[...document.querySelectorAll('section[data-leader="2"] tbody tr')].some(tr =>
@@ -378,6 +378,17 @@ func TestBrowserSecureShowsOnlyLogin(t *testing.T) {
 	if strings.Contains(href, "s3cret") {
 		t.Fatalf("the token is in the URL: %s", href)
 	}
+}
+
+// click clicks the button sel, waiting for it, in one step in the page:
+// the transaction page is redrawn on every poll, and a click by
+// coordinates could land on a node that was just replaced.
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](fmt.Sprintf(`(() => { const b = document.querySelector(%q); if (!b) return false; b.click(); return true })()`, sel),
+			chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))(ctx, t)
+		return err
+	})
 }
 
 // change fires a change event on the element sel, as a user's choice
