@@ -55,7 +55,8 @@ soak: deps
 	TXNCOORD_SOAK=1 $(GO) test -race -count=1 -timeout 60m -run '^(TestSoak|TestEOSTxncoord|TestEOSSoak)$$' -v ./integration
 
 # Clients that are not Go modules: kcat (librdkafka, Debian) and KafkaJS
-# (npm) against txncoord up; installs them itself (apt-get as root, npm).
+# (npm) against txncoord up, and the console's tests in headless Chromium
+# (Debian's chromium); installs them itself (apt-get as root, npm).
 interop: deps
 	bash integration/interop/run.sh
 

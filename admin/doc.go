@@ -11,8 +11,10 @@
 // DELETE /v1/groups/{id}; additions), the coordinators on etcd
 // (coordinators.go: GET /v1/coordinators, an addition; 404 from a
 // backend that does not report them),
-// GET /metrics (Prometheus), GET /healthz, GET /readyz, and Go's
-// /debug/pprof/ profiles (an addition to the contract).
+// GET /metrics (Prometheus), GET /healthz, GET /readyz, Go's
+// /debug/pprof/ profiles (an addition to the contract), and the web
+// console at GET / with its files under /console/ (package console; served
+// without the token, which the page asks for before it reads the API).
 // Errors are JSON {"error": "..."} with the matching HTTP status; a known
 // path asked with another method is answered 405 with an Allow header.
 // Connections have read, write and idle timeouts (server.go timeouts), and

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
+	"github.com/txncoord/txncoord/console"
 	"github.com/txncoord/txncoord/security"
 )
 
@@ -36,15 +37,17 @@ type Server struct {
 	log zerolog.Logger
 }
 
-// Start listens on addr and serves the admin API for b. gatherer serves
-// /metrics (nil: prometheus.DefaultGatherer).
 // Auth protects the API with a bearer token; Open lists paths served
 // without it (/metrics, /healthz, /readyz when metrics are left open).
+// The console's files (console.Paths) are always served without it: they
+// hold no data, and the page asks for the token before it reads the API.
 type Auth struct {
 	Token string
 	Open  []string
 }
 
+// Start listens on addr and serves the admin API and the console for b.
+// gatherer serves /metrics (nil: prometheus.DefaultGatherer).
 func Start(addr string, b Backend, gatherer prometheus.Gatherer, auth Auth, log zerolog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -55,7 +58,7 @@ func Start(addr string, b Backend, gatherer prometheus.Gatherer, auth Auth, log 
 	}
 	s := &Server{ln: ln, log: log}
 	s.srv = &http.Server{
-		Handler:           security.RequireBearer(auth.Token, auth.Open, Handler(b, gatherer)),
+		Handler:           security.RequireBearer(auth.Token, append(console.Paths(), auth.Open...), Handler(b, gatherer)),
 		ReadHeaderTimeout: timeouts.readHeader,
 		ReadTimeout:       timeouts.read,
 		WriteTimeout:      timeouts.write,
@@ -78,7 +81,7 @@ func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
 // Shutdown stops the server gracefully.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
 
-// Handler returns the admin API's routes.
+// Handler returns the admin API's routes and the console at GET /.
 func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/transactions", func(w http.ResponseWriter, r *http.Request) {
@@ -157,6 +160,8 @@ func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 		}
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
+	mux.Handle("GET /{$}", console.Handler())
+	mux.Handle("GET "+console.Prefix, console.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))

@@ -157,6 +157,47 @@ func TestClientAndToken(t *testing.T) {
 	}
 }
 
+// TestConsoleWithToken: with a token, the console's files are served
+// without it (they hold no data; the page asks for the token), every API
+// path still needs it, and GET / is the page, not the JSON 404.
+func TestConsoleWithToken(t *testing.T) {
+	b := &fakeBackend{txns: map[string]Txn{"a": {TransactionalID: "a", State: "Ongoing"}}}
+	s, err := Start("127.0.0.1:0", b, prometheus.NewRegistry(), Auth{Token: "s3cret"}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	for _, tc := range []struct {
+		method, path, token string
+		status              int
+		body                string
+	}{
+		{"GET", "/", "", 200, "<title>txncoord console</title>"},
+		{"GET", "/console/app.js", "", 200, "Authorization"},
+		{"GET", "/console/app.css", "", 200, "table"},
+		{"GET", "/v1/transactions", "", 401, "missing or invalid bearer token"},
+		{"GET", "/metrics", "", 401, "missing or invalid bearer token"},
+		{"GET", "/console/other", "", 401, "missing or invalid bearer token"},
+		{"GET", "/v1/transactions", "s3cret", 200, `"transactional_id": "a"`},
+		{"POST", "/", "s3cret", 405, "allowed: GET, HEAD"},
+		{"GET", "/nope", "s3cret", 404, "no such endpoint"},
+	} {
+		req, _ := http.NewRequest(tc.method, s.URL()+tc.path, nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.body) {
+			t.Errorf("%s %s (token %q): %d %.80q, want %d containing %q", tc.method, tc.path, tc.token, resp.StatusCode, body, tc.status, tc.body)
+		}
+	}
+}
+
 // A known path asked with a method it does not serve is answered 405 with
 // the methods it does serve in Allow (RFC 9110 §15.5.6); an unknown path
 // 404 without one.

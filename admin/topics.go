@@ -14,7 +14,7 @@ import (
 )
 
 // Topics in the admin API: GET /v1/topics, GET /v1/topics/{name},
-// POST /v1/topics, DELETE /v1/topics/{name}, and `txncoord topics
+// GET /v1/topics/{name}/offsets, POST /v1/topics, DELETE /v1/topics/{name}, and `txncoord topics
 // list|create|describe|delete`, in the style of kafka-topics.sh. The node
 // serves them when its Backend also implements TopicsBackend (the
 // coordinator node, which runs the topic controller); otherwise they
@@ -69,6 +69,27 @@ type TopicsBackend interface {
 	DeleteTopic(ctx context.Context, name string) error
 }
 
+// PartitionOffsets is one partition's offsets as its leader answers
+// ListOffsets (latest): the high watermark (read_uncommitted) and the last
+// stable offset (read_committed), below which no transaction is open; -1
+// when the leader could not be asked.
+type PartitionOffsets struct {
+	Partition        int32 `json:"partition"`
+	Leader           int32 `json:"leader"`
+	HighWatermark    int64 `json:"high_watermark"`
+	LastStableOffset int64 `json:"last_stable_offset"`
+}
+
+// PartitionOffsetsBackend serves GET /v1/topics/{name}/offsets (an
+// addition; the console's topic view). Errors as TopicsBackend's.
+type PartitionOffsetsBackend interface {
+	PartitionOffsets(ctx context.Context, topic string) ([]PartitionOffsets, error)
+}
+
+// errNoOffsets answers GET /v1/topics/{name}/offsets on a node that does
+// not reach the leaders for them.
+var errNoOffsets = errorString("this node does not report partition offsets: ask the coordinator node's admin API")
+
 // Errors of TopicsBackend.
 var (
 	ErrTopicNotFound = errorString("topic not found")
@@ -102,6 +123,15 @@ func topicRoutes(mux *http.ServeMux, b Backend) {
 			return
 		}
 		writeJSON(w, http.StatusOK, t)
+	}))
+	ob, hasOffsets := b.(PartitionOffsetsBackend)
+	mux.HandleFunc("GET /v1/topics/{name}/offsets", servedIf(hasOffsets, errNoOffsets)(func(w http.ResponseWriter, r *http.Request) {
+		os, err := ob.PartitionOffsets(r.Context(), r.PathValue("name"))
+		if err != nil {
+			writeTopicError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, nonNil(os))
 	}))
 	mux.HandleFunc("POST /v1/topics", serve(func(w http.ResponseWriter, r *http.Request) {
 		var req CreateTopic
@@ -158,6 +188,12 @@ func (c *Client) Topics(ctx context.Context) ([]Topic, error) {
 func (c *Client) Topic(ctx context.Context, name string) (Topic, error) {
 	var out Topic
 	return out, c.do(ctx, http.MethodGet, "/v1/topics/"+url.PathEscape(name), &out)
+}
+
+// TopicOffsets is each partition's high watermark and last stable offset.
+func (c *Client) TopicOffsets(ctx context.Context, name string) ([]PartitionOffsets, error) {
+	var out []PartitionOffsets
+	return out, c.do(ctx, http.MethodGet, "/v1/topics/"+url.PathEscape(name)+"/offsets", &out)
 }
 
 // CreateTopic creates a topic (or only checks it, ValidateOnly).

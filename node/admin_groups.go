@@ -37,6 +37,10 @@ type groupsAdminBackend struct {
 	// (ListOffsets, latest), for the lag; a partition missing from the
 	// answer has an unknown end.
 	endOffsets func(ctx context.Context, tps []admin.TopicPartition) map[admin.TopicPartition]int64
+	// listOffsets asks the same with an isolation level: read_uncommitted
+	// answers the high watermark, read_committed the last stable offset
+	// (GET /v1/topics/{name}/offsets, admin_topics.go).
+	listOffsets func(ctx context.Context, tps []admin.TopicPartition, isolation int8) map[admin.TopicPartition]int64
 }
 
 // withGroupsAdmin is b with the node's group coordinator, when it has one.
@@ -109,7 +113,9 @@ func (h heldGroups) PendingOffsets(producerID int64) []groups.PendingOffsetInfo 
 // comes from ListOffsets at the leaders of view, dialed with dial.
 func withGroups(b *adminBackend, g groupsSource, view *cluster.View, dial wire.DialConfig) admin.Backend {
 	return &groupsAdminBackend{adminBackend: b, groups: g, endOffsets: func(ctx context.Context, tps []admin.TopicPartition) map[admin.TopicPartition]int64 {
-		return listEndOffsets(ctx, view, dial, tps)
+		return listEndOffsets(ctx, view, dial, tps, isolationUncommitted)
+	}, listOffsets: func(ctx context.Context, tps []admin.TopicPartition, isolation int8) map[admin.TopicPartition]int64 {
+		return listEndOffsets(ctx, view, dial, tps, isolation)
 	}}
 }
 
@@ -186,11 +192,18 @@ func pendingOffsets(ps []groups.PendingOffsetInfo) []admin.PendingOffset {
 	return out
 }
 
+// ListOffsets' isolation levels.
+const (
+	isolationUncommitted int8 = 0
+	isolationCommitted   int8 = 1
+)
+
 // listEndOffsets asks each partition's leader for its log end offset
-// (ListOffsets v4+, timestamp -1, read_uncommitted: what
-// kafka-consumer-groups.sh shows as LOG-END-OFFSET), one request per leader
-// in parallel, each bounded by 5 s; what fails is left out.
-func listEndOffsets(ctx context.Context, view *cluster.View, dial wire.DialConfig, tps []admin.TopicPartition) map[admin.TopicPartition]int64 {
+// (ListOffsets v4+, timestamp -1; read_uncommitted: the high watermark,
+// what kafka-consumer-groups.sh shows as LOG-END-OFFSET; read_committed:
+// the last stable offset), one request per leader in parallel, each
+// bounded by 5 s; what fails is left out.
+func listEndOffsets(ctx context.Context, view *cluster.View, dial wire.DialConfig, tps []admin.TopicPartition, isolation int8) map[admin.TopicPartition]int64 {
 	byLeader := map[string][]admin.TopicPartition{}
 	for _, tp := range tps {
 		if n, ok := view.LeaderOf(tp.Topic, tp.Partition); ok && n.Addr != "" {
@@ -215,6 +228,7 @@ func listEndOffsets(ctx context.Context, view *cluster.View, dial wire.DialConfi
 			req := kmsg.NewPtrListOffsetsRequest()
 			req.SetVersion(4)
 			req.ReplicaID = -1
+			req.IsolationLevel = isolation
 			var byTopic groupby.Ordered[string, kmsg.ListOffsetsRequestTopicPartition]
 			for _, tp := range tps {
 				rp := kmsg.NewListOffsetsRequestTopicPartition()

@@ -113,3 +113,41 @@ func topicError(name string, res topics.Result) error {
 	}
 	return fmt.Errorf("%w: topic %q: %s (%s)", kind, name, res.Msg, res.Err.Message)
 }
+
+var _ admin.PartitionOffsetsBackend = (*groupsAdminBackend)(nil)
+
+// PartitionOffsets asks each partition's leader for its high watermark and
+// last stable offset. It is served by the backend that reaches the
+// leaders (the one with the group coordinator, which asks them for the
+// lag too).
+func (b *groupsAdminBackend) PartitionOffsets(ctx context.Context, name string) ([]admin.PartitionOffsets, error) {
+	t, err := b.Topic(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	tps := make([]admin.TopicPartition, 0, len(t.PartitionInfo))
+	for _, p := range t.PartitionInfo {
+		tps = append(tps, admin.TopicPartition{Topic: name, Partition: p.Partition})
+	}
+	var hw, lso map[admin.TopicPartition]int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		hw = b.listOffsets(ctx, tps, isolationUncommitted)
+	}()
+	lso = b.listOffsets(ctx, tps, isolationCommitted)
+	<-done
+	out := make([]admin.PartitionOffsets, 0, len(t.PartitionInfo))
+	for _, p := range t.PartitionInfo {
+		tp := admin.TopicPartition{Topic: name, Partition: p.Partition}
+		o := admin.PartitionOffsets{Partition: p.Partition, Leader: p.Leader, HighWatermark: -1, LastStableOffset: -1}
+		if v, ok := hw[tp]; ok {
+			o.HighWatermark = v
+		}
+		if v, ok := lso[tp]; ok {
+			o.LastStableOffset = v
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}

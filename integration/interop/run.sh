@@ -5,8 +5,10 @@
 # (verify/); then librdkafka consumers read it back read_committed to
 # partition EOF: kcat -C -e (must exit by itself) and a confluent-kafka
 # Python consumer (Debian's python3-confluent-kafka, assign()). Installs
-# what it needs: apt-get install kcat python3-confluent-kafka (as root),
-# npm install kafkajs into this directory. Exits non-zero on any failure.
+# what it needs: apt-get install kcat python3-confluent-kafka chromium (as
+# root), npm install kafkajs into this directory. Last, the web console's
+# browser tests (console/browser_test.go) in headless Chromium. Exits
+# non-zero on any failure.
 #
 # kcat has no way to abort a transaction: it commits at EOF. Its abort case
 # is a kcat SIGKILLed inside its transaction; the next kcat with the same
@@ -54,6 +56,12 @@ if ! /usr/bin/python3 -c 'import confluent_kafka' 2>/dev/null; then
 	log "installing python3-confluent-kafka (apt-get)"
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-confluent-kafka >/dev/null
+fi
+if ! command -v chromium >/dev/null 2>&1; then
+	[ "$(id -u)" -eq 0 ] || fail "chromium is missing; install it (apt-get install -y chromium) or run as root"
+	log "installing chromium (apt-get)"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 command -v node >/dev/null 2>&1 || fail "node is missing"
 if [ ! -f "$HERE/node_modules/kafkajs/package.json" ]; then
@@ -178,4 +186,9 @@ log "confluent-kafka assign() read_committed: EOF on every partition, $(wc -l <"
 bash "$HERE/groups.sh" "$BOOT" "$ADMIN" "$WORK/txncoord" || fail "consumer groups (groups.sh)"
 # KafkaJS in an exactly-once consume-transform-produce chain (its own txncoord up).
 bash "$HERE/eos.sh" || fail "kafkajs exactly-once chain (eos.sh)"
+# The web console in headless Chromium (chromedp): its views against an
+# embedded cluster with kgo transactions, Abort, the login with a token.
+(cd "$ROOT" && TXNCOORD_BROWSER_TESTS=1 go test -race -count=1 -run '^TestBrowser' ./console) \
+	|| fail "console browser tests"
+log "console: browser tests passed ($(chromium --version 2>/dev/null | head -n 1))"
 log "PASS"
