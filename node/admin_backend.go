@@ -10,6 +10,7 @@ import (
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/txncore"
@@ -30,7 +31,12 @@ type adminBackend struct {
 	topics *topics.Controller
 	// coordinators lists the cluster's coordinators (admin_etcd.go).
 	coordinators func() []admin.CoordinatorStatus
+	// faults are the process's injected faults (nil: none can be set).
+	faults *faults.Set
 }
+
+// FaultSet is admin.FaultsBackend: the faults of this process's nodes.
+func (b *adminBackend) FaultSet() *faults.Set { return b.faults }
 
 // txnSource is what the admin API reads and asks of transactions: the
 // coordinator (*coordinator.Coordinator), or every coordinator of an etcd
@@ -53,7 +59,7 @@ func (c *Coordinator) AdminBackend() admin.Backend {
 				return fmt.Errorf("%w: %w", errStoreFailed, err)
 			}
 			return nil
-		}, topics: c.Controller, coordinators: c.singleCoordinator})
+		}, topics: c.Controller, coordinators: c.singleCoordinator, faults: c.Faults})
 }
 
 func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {

@@ -108,6 +108,7 @@ func newApp() *cli.App {
 			markersCommand(),
 			groupsCommand(),
 			topicsCommand(),
+			faultCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version",

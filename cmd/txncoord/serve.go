@@ -18,6 +18,7 @@ import (
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/node"
 	"github.com/txncoord/txncoord/ownership"
 	"github.com/txncoord/txncoord/security"
@@ -317,9 +318,14 @@ func coordinatorCommand() *cli.Command {
 			if id < 0 || id >= len(view.Coordinators()) {
 				return usagef("--node-id %d: the cluster file's coordinators are nodes 0..%d", id, len(view.Coordinators())-1)
 			}
+			// Faults on demand reach this node's listener and its marker
+			// sender (holds of the markers to any node).
+			injected := faults.New(func(n int32) bool { return n == int32(id) },
+				func(n int32) bool { _, ok := view.Node(n); return ok }, metrics, logger)
+			defer injected.Close()
 			co, err := node.StartCoordinator(node.CoordinatorConfig{
 				View: view, DataDir: c.String("data-dir"), MarkerVersionDiscovery: c.Bool("marker-version-discovery"),
-				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: metrics, Limits: lim,
+				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: metrics, Limits: lim, Faults: injected,
 				NodeID: int32(id), LeaseTTL: c.Duration("etcd-lease-ttl"), MarkerRequestTimeout: c.Duration("marker-request-timeout"),
 			})
 			if err != nil {
@@ -349,6 +355,7 @@ func coordinatorCommand() *cli.Command {
 				if adm != nil {
 					adm.Shutdown(ctx)
 				}
+				injected.Close()
 				return co.Stop(ctx)
 			})
 		},
