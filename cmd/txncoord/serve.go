@@ -16,9 +16,9 @@ import (
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/negotiation"
-	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/node"
 	"github.com/txncoord/txncoord/ownership"
 	"github.com/txncoord/txncoord/security"
