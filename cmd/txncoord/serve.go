@@ -196,6 +196,14 @@ func runUp(c *cli.Context) error {
 	for _, d := range discarded {
 		logger.Warn().Str("moved", d).Msg("--force-new-cluster: the previous store is discarded (moved aside)")
 	}
+	layout := node.EmbeddedLayout(file)
+	if !c.Bool("force-new-cluster") {
+		if err := node.CheckLayout(dataDir, layout, node.EmbeddedLayout); errors.Is(err, node.ErrLayoutChanged) {
+			return usageError{err}
+		} else if err != nil {
+			return err
+		}
+	}
 	var local *security.Local
 	if c.Bool("secure") {
 		if local, err = security.GenerateLocal(filepath.Join(dataDir, "security")); err != nil {
@@ -219,6 +227,10 @@ func runUp(c *cli.Context) error {
 	// Written once the store holds the data dir's lock: a second `up`
 	// refused on the same dir must not rewrite the running one's file.
 	if _, err := node.WriteClusterFile(dataDir, file); err != nil {
+		e.Stop(context.Background())
+		return fmt.Errorf("data dir %s: %w", dataDir, err)
+	}
+	if err := node.WriteLayout(dataDir, layout); err != nil {
 		e.Stop(context.Background())
 		return fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
@@ -318,6 +330,9 @@ func coordinatorCommand() *cli.Command {
 			if id < 0 || id >= len(view.Coordinators()) {
 				return usagef("--node-id %d: the cluster file's coordinators are nodes 0..%d", id, len(view.Coordinators())-1)
 			}
+			if err := checkNodeLayout(c.String("data-dir"), node.NodeLayout(view.File(), int32(id), "coordinator")); err != nil {
+				return err
+			}
 			// Faults on demand reach this node's listener and its marker
 			// sender (holds of the markers to any node).
 			injected := faults.New(func(n int32) bool { return n == int32(id) },
@@ -329,6 +344,10 @@ func coordinatorCommand() *cli.Command {
 				NodeID: int32(id), LeaseTTL: c.Duration("etcd-lease-ttl"), MarkerRequestTimeout: c.Duration("marker-request-timeout"),
 			})
 			if err != nil {
+				return err
+			}
+			if err := node.WriteLayout(c.String("data-dir"), node.NodeLayout(view.File(), int32(id), "coordinator")); err != nil {
+				co.Stop(context.Background())
 				return err
 			}
 			adminURL := "none"
@@ -389,6 +408,10 @@ func leaderCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			layout := node.NodeLayout(view.File(), int32(c.Int("node-id")), "leader")
+			if err := checkNodeLayout(c.String("data-dir"), layout); err != nil {
+				return err
+			}
 			l, err := node.StartLeader(node.LeaderConfig{
 				View: view, NodeID: int32(c.Int("node-id")), KafkaVersion: c.String("kafka-version"),
 				DataDir: c.String("data-dir"), RetentionBytes: c.Int64("retention-bytes"),
@@ -401,8 +424,22 @@ func leaderCommand() *cli.Command {
 				}
 				return err
 			}
+			if err := node.WriteLayout(c.String("data-dir"), layout); err != nil {
+				l.Stop(context.Background())
+				return err
+			}
 			fmt.Fprintf(c.App.Writer, "txncoord ready leader=%d addr=%s\n", l.Node.NodeID, l.Server.Addr())
 			return waitAndStop(sigs, l.Stop)
 		},
 	}
+}
+
+// checkNodeLayout refuses to start a coordinator or leader process on a data
+// dir that holds another layout (node.CheckLayout): a usage error, exit 2.
+func checkNodeLayout(dataDir string, want node.Layout) error {
+	err := node.CheckLayout(dataDir, want, nil)
+	if errors.Is(err, node.ErrLayoutChanged) {
+		return usageError{err}
+	}
+	return err
 }
