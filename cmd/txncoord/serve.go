@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -72,6 +73,54 @@ func limits(c *cli.Context) (wire.Limits, error) {
 		return wire.Limits{}, usagef("--max-inflight-request-bytes %d: want a positive number of bytes", n)
 	}
 	return wire.Limits{Budget: wire.NewBudget(n), MaxConnsPerIP: c.Int("max-connections-per-ip")}, nil
+}
+
+// checkServerFlags refuses the values of the node commands' flags that
+// would otherwise be replaced silently by a default or rounded (a usage
+// error naming the flag, exit 2). Flags a command does not have are
+// skipped.
+func checkServerFlags(c *cli.Context) error {
+	has := func(name string) bool {
+		for _, f := range c.Command.Flags {
+			for _, n := range f.Names() {
+				if n == name {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if has("etcd-lease-ttl") {
+		if d := c.Duration("etcd-lease-ttl"); d < time.Second || d%time.Second != 0 {
+			return usagef("--etcd-lease-ttl %s: want whole seconds, at least 1s (etcd leases are granted in seconds)", d)
+		}
+	}
+	if has("retention-bytes") {
+		if n := c.Int64("retention-bytes"); n <= 0 {
+			return usagef("--retention-bytes %d: want a positive number of bytes (the log size kept per partition)", n)
+		}
+	}
+	if has("producer-id-expiration") {
+		if d := c.Duration("producer-id-expiration"); d <= 0 {
+			return usagef("--producer-id-expiration %s: want a positive duration, such as 24h", d)
+		}
+	}
+	if has("kafka-version") {
+		if v := c.String("kafka-version"); v != "" {
+			if err := knownVersions("--kafka-version", v); err != nil {
+				return err
+			}
+		}
+	}
+	if has("listen") {
+		l := c.String("listen")
+		if _, port, err := net.SplitHostPort(l); err != nil {
+			return usagef("--listen %q: want host:port, such as 127.0.0.1:9092", l)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			return usagef("--listen %q: the port must be a number from 0 to 65535", l)
+		}
+	}
+	return nil
 }
 
 func producerExpirationFlag() cli.Flag {
@@ -149,6 +198,9 @@ func parseTopics(s string) (map[string]int32, error) {
 }
 
 func runUp(c *cli.Context) error {
+	if err := checkServerFlags(c); err != nil {
+		return err
+	}
 	sigs := stopSignals()
 	defer signal.Stop(sigs)
 	topics, err := parseTopics(c.String("topics"))
@@ -315,6 +367,9 @@ func coordinatorCommand() *cli.Command {
 			discoveryFlag(), markerTimeoutFlag(), noSyncFlag(), leaseTTLFlag(),
 		}, limitsFlags()...),
 		Action: func(c *cli.Context) error {
+			if err := checkServerFlags(c); err != nil {
+				return err
+			}
 			sigs := stopSignals()
 			defer signal.Stop(sigs)
 			view, err := loadCluster(c)
@@ -395,6 +450,9 @@ func leaderCommand() *cli.Command {
 			noSyncFlag(), retentionFlag(), producerExpirationFlag(),
 		}, limitsFlags()...),
 		Action: func(c *cli.Context) error {
+			if err := checkServerFlags(c); err != nil {
+				return err
+			}
 			sigs := stopSignals()
 			defer signal.Stop(sigs)
 			view, err := loadCluster(c)

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBadServerFlagValues: values that used to be replaced silently (a
+// lease of 500ms became 1 s, 0s the 5 s default; --retention-bytes -5 and
+// --producer-id-expiration 0s their defaults), or refused with a message
+// about something else (--listen 127.0.0.1:abc, leader --kafka-version 9.9
+// exited 1), exit 2 with one line naming the flag, before anything is
+// written.
+func TestBadServerFlagValues(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"up", "--etcd-lease-ttl", "500ms"}, "--etcd-lease-ttl 500ms"},
+		{[]string{"up", "--etcd-lease-ttl", "0s"}, "--etcd-lease-ttl 0s"},
+		{[]string{"up", "--etcd-lease-ttl", "-1s"}, "--etcd-lease-ttl -1s"},
+		{[]string{"coordinator", "--cluster", "x.yaml", "--etcd-lease-ttl", "1500ms"}, "--etcd-lease-ttl 1.5s"},
+		{[]string{"up", "--retention-bytes", "-5"}, "--retention-bytes -5"},
+		{[]string{"leader", "--cluster", "x.yaml", "--node-id", "1", "--retention-bytes", "0"}, "--retention-bytes 0"},
+		{[]string{"up", "--producer-id-expiration", "0s"}, "--producer-id-expiration 0s"},
+		{[]string{"leader", "--cluster", "x.yaml", "--node-id", "1", "--producer-id-expiration", "-1h"}, "--producer-id-expiration -1h"},
+		{[]string{"leader", "--cluster", "x.yaml", "--node-id", "1", "--kafka-version", "9.9"}, "--kafka-version"},
+		{[]string{"up", "--listen", "127.0.0.1:abc"}, `--listen "127.0.0.1:abc"`},
+		{[]string{"up", "--listen", "nohost"}, `--listen "nohost"`},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			data := filepath.Join(dir, "data")
+			stdout, stderr, code := runCLI(t, append(tc.args, "--data-dir", data)...)
+			if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q: want exit 2 and one line naming %q", code, stdout, stderr, tc.want)
+			}
+			if _, err := os.Stat(data); !os.IsNotExist(err) {
+				t.Errorf("the data dir was created (%v)", err)
+			}
+		})
+	}
+}
