@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -42,5 +46,35 @@ func TestBadServerFlagValues(t *testing.T) {
 				t.Errorf("the data dir was created (%v)", err)
 			}
 		})
+	}
+}
+
+// TestVersionCommand: `txncoord version` names the version, the commit
+// the binary was built from (-ldflags, as make build stamps them) and the
+// Go version, and -o json gives the same as one object.
+func TestVersionCommand(t *testing.T) {
+	oldVersion, oldCommit := version, commit
+	version, commit = "v1.2.3", "0123456789abcdef0123456789abcdef01234567"
+	defer func() { version, commit = oldVersion, oldCommit }()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"txncoord", "version", "-o", "json"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("version -o json: exit %d, %s", code, stderr.String())
+	}
+	var v struct {
+		Version   string `json:"version"`
+		Module    string `json:"module"`
+		Commit    string `json:"commit"`
+		GoVersion string `json:"go_version"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
+		t.Fatalf("version -o json: %v: %q", err, stdout.String())
+	}
+	if v.Version != version || v.Commit != commit || v.GoVersion != runtime.Version() || v.Module != "github.com/txncoord/txncoord" {
+		t.Errorf("version -o json: %+v; want %s, commit %s, %s", v, version, commit, runtime.Version())
+	}
+	stdout.Reset()
+	if code := run([]string{"txncoord", "version"}, &stdout, &stderr); code != 0 ||
+		stdout.String() != fmt.Sprintf("txncoord v1.2.3\ncommit %s\n%s %s/%s\n", commit, runtime.Version(), runtime.GOOS, runtime.GOARCH) {
+		t.Errorf("version: exit %d, %q", code, stdout.String())
 	}
 }

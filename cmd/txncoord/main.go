@@ -109,14 +109,7 @@ func newApp() *cli.App {
 			groupsCommand(),
 			topicsCommand(),
 			faultCommand(),
-			{
-				Name:  "version",
-				Usage: "print the version",
-				Action: func(c *cli.Context) error {
-					fmt.Fprintln(c.App.Writer, version)
-					return nil
-				},
-			},
+			versionCommand(),
 		},
 	}
 	prepareCommands(app.Commands)
