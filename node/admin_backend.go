@@ -70,7 +70,13 @@ func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
 		Partitions: apiPartitions(d.Partitions),
 	}
 	if d.State != txnlog.Empty.String() && d.StartTimestamp > 0 {
-		t.DurationMs = time.Now().UnixMilli() - d.StartTimestamp
+		end := time.Now().UnixMilli()
+		if finished(d.State) && d.LastUpdateTimestamp >= d.StartTimestamp {
+			// Its Complete record's time is its end: the duration
+			// stops growing there.
+			end = d.LastUpdateTimestamp
+		}
+		t.DurationMs = end - d.StartTimestamp
 	}
 	if c := d.Completing; c != nil {
 		t.Completing = &admin.Completing{Result: "abort", ProducerEpoch: c.ProducerEpoch, Partitions: apiPartitions(c.Partitions)}
@@ -79,6 +85,11 @@ func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
 		}
 	}
 	return t
+}
+
+// finished reports whether a transaction in state has ended.
+func finished(state string) bool {
+	return state == txnlog.CompleteCommit.String() || state == txnlog.CompleteAbort.String() || state == txnlog.Dead.String()
 }
 
 // apiPartitions is a copy of tps for the admin API: an empty list, never
