@@ -39,13 +39,17 @@ const (
 	// Pause stops the node reading requests until the fault is removed:
 	// connections stay open, nothing is answered.
 	Pause Kind = "pause"
+	// Kill stops the node (its listener and connections close: clients
+	// are refused) until the fault is removed, then starts it again on
+	// its state (Set.SetLifecycle says which nodes can be).
+	Kill Kind = "kill"
 	// HoldMarkers holds the WriteTxnMarkers sent to the leader Node until
 	// the fault is removed, keeping a copy of each for Replay.
 	HoldMarkers Kind = "hold_markers"
 )
 
 // Kinds lists every kind, in the order the help text shows them.
-var Kinds = []Kind{DelayRequest, DelayResponse, DropRequest, DropResponse, Error, Pause, HoldMarkers}
+var Kinds = []Kind{DelayRequest, DelayResponse, DropRequest, DropResponse, Error, Pause, Kill, HoldMarkers}
 
 func (k Kind) perRequest() bool {
 	switch k {
@@ -204,7 +208,33 @@ type Set struct {
 
 	injected *prometheus.CounterVec
 	active   prometheus.GaugeFunc
+
+	// lifecycle stops and restarts nodes for Kill (nil: none can be).
+	lifecycle Lifecycle
+	// lifeMu orders the stops and restarts of Kill faults (taken before
+	// mu): a kill removed while its node is stopping restarts it after.
+	lifeMu sync.Mutex
 }
+
+// Lifecycle stops and starts nodes of the process for Kill faults.
+type Lifecycle struct {
+	// Killable says whether Kill may name a node.
+	Killable func(node int32) bool
+	// Stop closes the node's listener and connections; Start runs it
+	// again on its state.
+	Stop, Start func(ctx context.Context, node int32) error
+}
+
+// SetLifecycle lets Kill faults stop and restart nodes (before any is
+// added).
+func (s *Set) SetLifecycle(l Lifecycle) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lifecycle = l
+}
+
+// lifecycleTimeout bounds stopping or starting a node for a Kill fault.
+const lifecycleTimeout = time.Minute
 
 // New returns an empty set. served says whether this process serves a
 // node's listener (the nodes per-request faults and pauses may name),
@@ -242,6 +272,21 @@ func (s *Set) check(sp Spec) error {
 	if !known {
 		return bad("kind %q: want one of %v", sp.Kind, Kinds)
 	}
+	if sp.Kind == Kill {
+		s.mu.Lock()
+		l := s.lifecycle
+		dup := false
+		for _, f := range s.faults {
+			dup = dup || (f.Kind == Kill && f.Node == sp.Node)
+		}
+		s.mu.Unlock()
+		if l.Killable == nil || !l.Killable(sp.Node) {
+			return bad("node %d cannot be killed here: kill takes a leader of txncoord up", sp.Node)
+		}
+		if dup {
+			return bad("node %d is killed already", sp.Node)
+		}
+	}
 	if sp.Kind == HoldMarkers {
 		if s.targets != nil && !s.targets(sp.Node) {
 			return bad("node %d: no such node in the cluster", sp.Node)
@@ -276,6 +321,10 @@ func (s *Set) check(sp Spec) error {
 
 // Add adds a fault and returns it with its id.
 func (s *Set) Add(sp Spec) (Fault, error) {
+	if sp.Kind == Kill {
+		s.lifeMu.Lock()
+		defer s.lifeMu.Unlock()
+	}
 	if err := s.check(sp); err != nil {
 		return Fault{}, err
 	}
@@ -283,17 +332,38 @@ func (s *Set) Add(sp Spec) (Fault, error) {
 	defer s.mu.Unlock()
 	s.nextID++
 	f := &fault{Fault: Fault{ID: s.nextID, Spec: sp, Remaining: sp.Count, AddedAt: time.Now()}}
-	if !sp.Kind.perRequest() {
+	if sp.Kind == Pause || sp.Kind == HoldMarkers {
 		f.released = make(chan struct{})
 	}
+	s.faults = append(s.faults, f)
+	s.armed.Store(true)
+	if sp.Kind == Kill {
+		// Stopped outside the lock: the node's connections end, and its
+		// handlers may ask the set about requests meanwhile.
+		stop := s.lifecycle.Stop
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
+		err := stop(ctx, sp.Node)
+		cancel()
+		s.mu.Lock()
+		if err != nil {
+			for i, g := range s.faults {
+				if g == f {
+					s.faults = append(s.faults[:i], s.faults[i+1:]...)
+				}
+			}
+			s.armed.Store(len(s.faults) > 0)
+			return Fault{}, fmt.Errorf("kill node %d: %w", sp.Node, err)
+		}
+		f.Injected++
+		s.count(f)
+	}
 	if sp.For > 0 {
-		at := f.AddedAt.Add(time.Duration(sp.For))
+		at := time.Now().Add(time.Duration(sp.For))
 		f.ExpiresAt = &at
 		id := f.ID
 		f.timer = time.AfterFunc(time.Duration(sp.For), func() { s.remove(id, "expired") })
 	}
-	s.faults = append(s.faults, f)
-	s.armed.Store(true)
 	ev := s.log.Warn().Uint64("fault", f.ID).Str("kind", string(sp.Kind)).Int32("node", sp.Node)
 	if sp.APIKey != nil {
 		ev = ev.Str("api", kmsg.NameForKey(*sp.APIKey))
@@ -348,15 +418,29 @@ func (s *Set) Clear() {
 }
 
 func (s *Set) remove(id uint64, why string) bool {
+	s.lifeMu.Lock()
+	defer s.lifeMu.Unlock()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for i, f := range s.faults {
 		if f.ID != id {
 			continue
 		}
 		s.removeLocked(i, why)
+		start := s.lifecycle.Start
+		s.mu.Unlock()
+		if f.Kind == Kill {
+			ctx, cancel := context.WithTimeout(context.Background(), lifecycleTimeout)
+			err := start(ctx, f.Node)
+			cancel()
+			if err != nil {
+				s.log.Error().Err(err).Uint64("fault", f.ID).Int32("node", f.Node).Msg("restart of a killed node failed")
+			} else {
+				s.log.Warn().Uint64("fault", f.ID).Int32("node", f.Node).Msg("killed node restarted on its state")
+			}
+		}
 		return true
 	}
+	s.mu.Unlock()
 	return false
 }
 

@@ -167,3 +167,35 @@ func TestHoldReleaseReplay(t *testing.T) {
 		t.Errorf("replay after Clear: %v", err)
 	}
 }
+
+func TestKillStopsAndRestarts(t *testing.T) {
+	s := New(nil, nil, nil, zerolog.Nop())
+	if _, err := s.Add(Spec{Kind: Kill, Node: 1}); !errors.Is(err, ErrBadSpec) {
+		t.Fatalf("kill without a lifecycle: %v, want ErrBadSpec", err)
+	}
+	var calls []string
+	s.SetLifecycle(Lifecycle{
+		Killable: func(n int32) bool { return n == 1 },
+		Stop:     func(_ context.Context, n int32) error { calls = append(calls, "stop"); return nil },
+		Start:    func(_ context.Context, n int32) error { calls = append(calls, "start"); return nil },
+	})
+	if _, err := s.Add(Spec{Kind: Kill, Node: 2}); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("kill of a node that cannot be: %v, want ErrBadSpec", err)
+	}
+	f, err := s.Add(Spec{Kind: Kill, Node: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Add(Spec{Kind: Kill, Node: 1}); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("second kill of node 1: %v, want ErrBadSpec", err)
+	}
+	if len(calls) != 1 || calls[0] != "stop" {
+		t.Fatalf("after kill: %v", calls)
+	}
+	if err := s.Remove(f.ID); err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 2 || calls[1] != "start" {
+		t.Errorf("after removing the kill: %v", calls)
+	}
+}

@@ -152,6 +152,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	}()
 	inView := func(id int32) bool { _, ok := e.View.Node(id); return ok }
 	e.Faults = faults.New(inView, inView, e.Metrics, cfg.Log)
+	e.Faults.SetLifecycle(e.killLifecycle())
 	if e.Shared, err = openSharedStore(cfg.DataDir, cfg.UnsafeNoSync, cfg.WALFS, e.Metrics, cfg.Log); err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ func faultCommand() *cli.Command {
 	}
 	return &cli.Command{
 		Name:  "fault",
-		Usage: "inject faults into a running cluster: delay, drop or fail requests, pause a node, hold and replay markers",
+		Usage: "inject faults into a running cluster: delay, drop or fail requests, pause or kill a node, hold and replay markers",
 		Description: "FOR TESTS: a fault makes the nodes misbehave on purpose, for every client, until it ends.\n" +
 			"The same faults are at the admin API's /v1/faults, for a test suite in any language.",
 		Subcommands: []*cli.Command{
@@ -35,6 +35,7 @@ func faultCommand() *cli.Command {
 					"   txncoord fault add --kind delay_response --node 0 --api-key 26 --delay 2s --for 1m\n" +
 					"   txncoord fault add --kind drop_response --node 1 --api-key 0 --count 1            # the write happens, the answer is lost\n" +
 					"   txncoord fault add --kind pause --node 2 --for 30s\n" +
+					"   txncoord fault add --kind kill --node 1                                           # up: leader 1 down until fault clear\n" +
 					"   txncoord fault add --kind hold_markers --node 1                                   # then: fault list, fault clear --id N, fault replay --marker M",
 				Flags: adminFlags(
 					&cli.StringFlag{Name: "kind", EnvVars: env("kind"), Usage: "one of " + strings.Join(kinds, ", ")},
@@ -76,7 +77,7 @@ func faultCommand() *cli.Command {
 			},
 			{
 				Name:        "clear",
-				Usage:       "end one fault (--id) or every fault: a paused node resumes, held markers are sent",
+				Usage:       "end one fault (--id) or every fault: a paused node resumes, a killed one restarts, held markers are sent",
 				Description: "Examples:\n   txncoord fault clear --id 3\n   txncoord fault clear",
 				Flags: adminFlags(
 					&cli.Uint64Flag{Name: "id", EnvVars: env("id"), Usage: "the fault to end (default: every fault, and the held marker copies are forgotten)"},
@@ -172,6 +173,8 @@ func faultWhat(f faults.Fault) string {
 		what = fmt.Sprintf("node %d: %s of %s", f.Node, f.Kind, api)
 	case faults.Pause:
 		what = fmt.Sprintf("node %d paused", f.Node)
+	case faults.Kill:
+		what = fmt.Sprintf("node %d killed (restarted on its state when the fault ends)", f.Node)
 	case faults.HoldMarkers:
 		what = fmt.Sprintf("WriteTxnMarkers to node %d held", f.Node)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -213,6 +214,40 @@ func TestFaultsOnDemand(t *testing.T) {
 		}
 		if err := <-done; err != nil {
 			t.Fatalf("produce after resume: %v", err)
+		}
+	})
+
+	t.Run("killed leader: refused, restarted on its state, the producer's retries go through", func(t *testing.T) {
+		cl := newClient()
+		before := []byte("before-kill")
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "f", Partition: p1, Value: before}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		f := addFault(t, up.adminURL, map[string]any{"kind": "kill", "node": 1})
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", base+1)); err == nil {
+			c.Close()
+			t.Fatal("a killed leader's address accepted a connection")
+		}
+		after := []byte("after-kill")
+		rec := &kgo.Record{Topic: "f", Partition: p1, Value: after}
+		done := make(chan error, 1)
+		go func() { done <- cl.ProduceSync(ctx, rec).FirstErr() }()
+		select {
+		case err := <-done:
+			t.Fatalf("produce to a killed leader returned (%v) before it restarted", err)
+		default:
+		}
+		if code := faultHTTP(t, http.MethodDelete, fmt.Sprintf("%s/v1/faults/%d", up.adminURL, f.ID), nil, nil); code != http.StatusOK {
+			t.Fatalf("restart: HTTP %d", code)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("produce across the kill and restart: %v", err)
+		}
+		if n := countValue(t, ctx, up.bootstrap, "f", p1, rec.Offset, before); n != 1 {
+			t.Errorf("the record written before the kill is there %d times after the restart, want 1", n)
+		}
+		if n := countValue(t, ctx, up.bootstrap, "f", p1, rec.Offset, after); n != 1 {
+			t.Errorf("the record retried across the kill is there %d times, want 1", n)
 		}
 	})
 
