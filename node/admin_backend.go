@@ -110,7 +110,13 @@ func (b *adminBackend) Transactions(f admin.ListFilter) []admin.Txn {
 	var out []admin.Txn
 	for _, s := range b.coord.List(cf) {
 		if d, ok := b.coord.Describe(s.TransactionalID); ok {
-			out = append(out, b.txn(d))
+			t := b.txn(d)
+			if f.MinDuration > 0 && t.DurationMs < f.MinDuration.Milliseconds() {
+				// Finished sooner: it was never open that long (its
+				// duration stopped at its end; List measures to now).
+				continue
+			}
+			out = append(out, t)
 		}
 	}
 	return out
