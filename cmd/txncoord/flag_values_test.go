@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -76,5 +77,27 @@ func TestVersionCommand(t *testing.T) {
 	if code := run([]string{"txncoord", "version"}, &stdout, &stderr); code != 0 ||
 		stdout.String() != fmt.Sprintf("txncoord v1.2.3\ncommit %s\n%s %s/%s\n", commit, runtime.Version(), runtime.GOOS, runtime.GOARCH) {
 		t.Errorf("version: exit %d, %q", code, stdout.String())
+	}
+}
+
+// TestUpPortInUseWritesNothing: an admin port in use is found before
+// anything starts: exit 1 naming the address, and the data dir is not
+// created (it used to be found after the whole cluster had started,
+// leaving LOCK, txncoord.db and wal/ behind).
+func TestUpPortInUseWritesNothing(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	base := freePortRun(t, 2)
+	data := filepath.Join(t.TempDir(), "data")
+	stdout, stderr, code := runCLI(t, "up", "--data-dir", data, "--listen", fmt.Sprintf("127.0.0.1:%d", base), "--leaders", "4.2",
+		"--admin-listen", busy.Addr().String())
+	if code != 1 || stdout != "" || !strings.Contains(stderr, busy.Addr().String()) || !strings.Contains(stderr, "address already in use") {
+		t.Errorf("exit %d, stdout %q, stderr %q: want exit 1 naming %s in use", code, stdout, stderr, busy.Addr())
+	}
+	if _, err := os.Stat(data); !os.IsNotExist(err) {
+		t.Errorf("the data dir was created (%v)", err)
 	}
 }

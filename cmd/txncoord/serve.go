@@ -240,6 +240,21 @@ func runUp(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Every port first: a port in use found after the data dir was
+	// written would leave a half-started cluster's files behind.
+	addrs := []string{c.String("admin-listen")}
+	for _, n := range file.CoordinatorNodes() {
+		addrs = append(addrs, n.Addr)
+	}
+	for _, n := range file.Leaders {
+		addrs = append(addrs, n.Addr)
+	}
+	if client, peer, ok := spec.EmbeddedEtcdAddrs(); ok {
+		addrs = append(addrs, client, peer)
+	}
+	if err := portsFree(addrs); err != nil {
+		return err
+	}
 	dataDir := c.String("data-dir")
 	discarded, err := node.PrepareDataDir(dataDir, c.Bool("force-new-cluster"))
 	if err != nil {
@@ -500,4 +515,20 @@ func checkNodeLayout(dataDir string, want node.Layout) error {
 		return usageError{err}
 	}
 	return err
+}
+
+// portsFree checks that each address ("" or port 0: skipped) can be
+// listened on now, by listening and closing at once.
+func portsFree(addrs []string) error {
+	for _, a := range addrs {
+		if _, port, err := net.SplitHostPort(a); a == "" || (err == nil && port == "0") {
+			continue
+		}
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w (nothing was started or written)", a, err)
+		}
+		ln.Close()
+	}
+	return nil
 }
