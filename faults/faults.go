@@ -502,10 +502,10 @@ type Decision struct {
 }
 
 // Request is called before a request of key is handled: it waits while the
-// node is paused and while a DelayRequest delays it (until stop closes),
-// and returns what else a fault wants done with it. The first matching
-// fault wins; its count goes down by one.
-func (n *Node) Request(stop <-chan struct{}, key int16) Decision {
+// node is paused and while a DelayRequest delays it (until stop or also
+// closes; a nil channel never does), and returns what else a fault wants
+// done with it. The first matching fault wins; its count goes down by one.
+func (n *Node) Request(stop, also <-chan struct{}, key int16) Decision {
 	s := n.set
 	for {
 		s.mu.Lock()
@@ -527,6 +527,8 @@ func (n *Node) Request(stop <-chan struct{}, key int16) Decision {
 		select {
 		case <-paused:
 		case <-stop:
+			return Decision{Stopped: true}
+		case <-also:
 			return Decision{Stopped: true}
 		}
 	}
@@ -554,6 +556,8 @@ func (n *Node) Request(stop <-chan struct{}, key int16) Decision {
 		select {
 		case <-t.C:
 		case <-stop:
+			return Decision{Stopped: true}
+		case <-also:
 			return Decision{Stopped: true}
 		}
 		return Decision{}

@@ -51,18 +51,18 @@ func TestRequestCountsAndMatching(t *testing.T) {
 	if !n1.Armed() {
 		t.Fatal("not armed after Add")
 	}
-	if d := n2.Request(nil, 0); d.Kind != "" {
+	if d := n2.Request(nil, nil, 0); d.Kind != "" {
 		t.Errorf("node 2 got %+v from node 1's fault", d)
 	}
-	if d := n1.Request(nil, 1); d.Kind != "" {
+	if d := n1.Request(nil, nil, 1); d.Kind != "" {
 		t.Errorf("Fetch got %+v from a Produce fault", d)
 	}
 	for i := range 2 {
-		if d := n1.Request(nil, 0); d.Kind != Error || d.ErrorCode != 6 || d.Fault != f.ID {
+		if d := n1.Request(nil, nil, 0); d.Kind != Error || d.ErrorCode != 6 || d.Fault != f.ID {
 			t.Errorf("produce %d: %+v", i, d)
 		}
 	}
-	if d := n1.Request(nil, 0); d.Kind != "" {
+	if d := n1.Request(nil, nil, 0); d.Kind != "" {
 		t.Errorf("after the count: %+v", d)
 	}
 	if s.Armed() || len(s.List().Faults) != 0 {
@@ -84,10 +84,10 @@ func TestPauseWaitsUntilRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan Decision)
-	go func() { done <- s.Node(1).Request(nil, 0) }()
+	go func() { done <- s.Node(1).Request(nil, nil, 0) }()
 	stop := make(chan struct{})
 	close(stop)
-	if d := s.Node(1).Request(stop, 0); !d.Stopped {
+	if d := s.Node(1).Request(stop, nil, 0); !d.Stopped {
 		t.Errorf("a paused request whose connection stops: %+v, want Stopped", d)
 	}
 	if err := s.Remove(f.ID); err != nil {

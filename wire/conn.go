@@ -418,7 +418,7 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 		}
 		p, ok := c.serveDecoded(t, h, req, decoded)
 		if ok && !p.isRaw {
-			p.reply = faultAfter(d, c.stop, p.reply)
+			p.reply = c.s.faultAfter(d, c.stop, p.reply)
 		}
 		return p, ok
 	}

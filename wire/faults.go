@@ -19,7 +19,9 @@ import (
 // answer replaces the handler's; drop means no answer, and the connection
 // closes.
 func (s *Server) faultBefore(stop <-chan struct{}, req *Request, body kmsg.Request) (d faults.Decision, answer Reply, drop bool) {
-	d = s.cfg.Faults.Request(stop, req.Key)
+	// Shutdown ends a wait as well (draining): an in-process caller's
+	// stop may never close.
+	d = s.cfg.Faults.Request(stop, s.draining, req.Key)
 	switch {
 	case d.Stopped:
 		return d, nil, true
@@ -35,7 +37,7 @@ func (s *Server) faultBefore(stop <-chan struct{}, req *Request, body kmsg.Reque
 // faultAfter wraps the reply of a handled request for a DelayResponse or
 // DropResponse decision: the handler's work is done (and waited for)
 // either way.
-func faultAfter(d faults.Decision, stop <-chan struct{}, reply Reply) Reply {
+func (s *Server) faultAfter(d faults.Decision, stop <-chan struct{}, reply Reply) Reply {
 	switch d.Kind {
 	case faults.DelayResponse:
 		return func() (kmsg.Response, error) {
@@ -45,6 +47,7 @@ func faultAfter(d faults.Decision, stop <-chan struct{}, reply Reply) Reply {
 			select {
 			case <-t.C:
 			case <-stop:
+			case <-s.draining:
 			}
 			return resp, err
 		}

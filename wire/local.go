@@ -295,7 +295,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 			return nil, fmt.Errorf("wire: in-process %s: %w", kmsg.NameForKey(key), err)
 		}
 	}
-	reply = faultAfter(fault, ctx.Done(), reply)
+	reply = s.faultAfter(fault, ctx.Done(), reply)
 	resolve := func() (kmsg.Response, error) {
 		defer s.wg.Done()
 		resp, err := resolveReply(key, version, reply)
