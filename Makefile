@@ -3,6 +3,10 @@ GO        ?= go
 PKGS      ?= ./...
 FUZZTIME  ?= 1000000x
 DATA_DIR  ?= ./txncoord-data
+# `txncoord version` reports these (builds may carry no VCS stamp: -buildvcs=false).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS   ?= -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 .PHONY: all build run test vet deps fuzz bench soak interop conformance clean
 
@@ -12,7 +16,7 @@ deps:
 	$(GO) mod download
 
 build: deps
-	$(GO) build -o bin/txncoord ./cmd/txncoord
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/txncoord ./cmd/txncoord
 
 # Runs the service: coordinator + leaders in one process (txncoord up).
 run: build

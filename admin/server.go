@@ -142,6 +142,7 @@ func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 	groupRoutes(mux, b)
 	topicRoutes(mux, b)
 	coordinatorRoutes(mux, b)
+	faultRoutes(mux, b)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	// Profiles for performance work (go tool pprof URL/debug/pprof/profile);
 	// behind the admin token like the rest of the API.

@@ -11,14 +11,16 @@ import (
 
 // Txn is one transaction as the admin API shows it.
 type Txn struct {
-	TransactionalID    string                   `json:"transactional_id"`
-	CoordinatorID      int32                    `json:"coordinator_id"`
-	ProducerID         int64                    `json:"producer_id"`
-	ProducerEpoch      int16                    `json:"producer_epoch"`
-	State              string                   `json:"state"`
-	TimeoutMs          int32                    `json:"timeout_ms"`
-	StartTimeMs        int64                    `json:"start_time_ms"`
-	LastUpdateTimeMs   int64                    `json:"last_update_time_ms"`
+	TransactionalID  string `json:"transactional_id"`
+	CoordinatorID    int32  `json:"coordinator_id"`
+	ProducerID       int64  `json:"producer_id"`
+	ProducerEpoch    int16  `json:"producer_epoch"`
+	State            string `json:"state"`
+	TimeoutMs        int32  `json:"timeout_ms"`
+	StartTimeMs      int64  `json:"start_time_ms"`
+	LastUpdateTimeMs int64  `json:"last_update_time_ms"`
+	// DurationMs is how long it has been open (-1: Empty); for a
+	// finished one, from its start to its end.
 	DurationMs         int64                    `json:"duration_ms"`
 	TransactionVersion int16                    `json:"transaction_version"`
 	Partitions         []txncore.TopicPartition `json:"partitions"`

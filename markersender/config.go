@@ -9,6 +9,7 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/durable"
+	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/negotiation"
 )
 
@@ -63,6 +64,9 @@ type Config struct {
 	// in-process wire.LocalClient for a leader in this process); nil uses
 	// wire.Dial.
 	Dial func(ctx context.Context, addr string) (negotiation.Transport, error)
+	// Faults, when set, may hold the requests to a leader (a fault
+	// injected on demand, faults.HoldMarkers).
+	Faults *faults.Set
 }
 
 func (c *Config) defaults() {

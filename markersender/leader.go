@@ -8,7 +8,11 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/durable"
+	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/negotiation"
 )
 
@@ -119,6 +123,14 @@ func (s *Sender) takeBatch(l *leaderState) []queued {
 // table to every partition in it.
 func (s *Sender) sendBatch(l *leaderState, conn *negotiation.LeaderConn, batch []queued) {
 	req := buildRequest(batch)
+	if f := s.cfg.Faults; f.Armed() {
+		// An injected hold (faults.HoldMarkers) waits here, outside the
+		// request's timeout; the sender's Close ends the wait.
+		if err := f.HoldMarkers(s.ctx, l.node.NodeID, req, s.resender(l.node)); err != nil {
+			s.onSendError(l, batch, err)
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
 	resp, err := conn.WriteTxnMarkers(ctx, req)
 	cancel()
@@ -233,4 +245,21 @@ func (s *Sender) onSendError(l *leaderState, batch []queued, err error) {
 	s.mu.Unlock()
 	s.kickRouter()
 	s.run(outs)
+}
+
+// resender sends a copy of a marker request to node on a connection of its
+// own, outside the queue and its bookkeeping: a held marker replayed on
+// demand (faults.Set.Replay), a late or duplicate marker as the network
+// could deliver one.
+func (s *Sender) resender(node cluster.Node) faults.Resend {
+	return func(ctx context.Context, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+		conn, err := s.newLeaderConn(node)
+		if err != nil {
+			return nil, err
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+		defer cancel()
+		return conn.WriteTxnMarkers(ctx, req)
+	}
 }

@@ -297,20 +297,13 @@ func (s *Sender) leaderLocked(node cluster.Node) *leaderState {
 	}
 	l := &leaderState{node: node, wake: make(chan struct{}, 1)}
 	for range s.cfg.MaxInFlight {
-		conn, err := negotiation.NewLeaderConn(negotiation.LeaderConfig{
-			NodeID: node.NodeID, Addr: node.Addr, KafkaVersion: node.KafkaVersion,
-			CoordinatorVersion: s.cfg.CoordinatorVersion, Discovery: s.cfg.Discovery,
-			Dial: s.cfg.Dial, Log: s.log,
-		})
+		conn, err := s.newLeaderConn(node)
 		if err != nil {
 			// An unknown coordinator version is a configuration error the
 			// CLI rejects before this; fall back to 4.2 rather than panic.
 			s.log.Error().Err(err).Msg("bad coordinator version; using 4.2")
 			s.cfg.CoordinatorVersion = "4.2"
-			conn, _ = negotiation.NewLeaderConn(negotiation.LeaderConfig{
-				NodeID: node.NodeID, Addr: node.Addr, KafkaVersion: node.KafkaVersion,
-				CoordinatorVersion: "4.2", Discovery: s.cfg.Discovery, Dial: s.cfg.Dial, Log: s.log,
-			})
+			conn, _ = s.newLeaderConn(node)
 		}
 		l.conns = append(l.conns, conn)
 	}
@@ -320,6 +313,16 @@ func (s *Sender) leaderLocked(node cluster.Node) *leaderState {
 		s.startLeaderLocked(l)
 	}
 	return l
+}
+
+// newLeaderConn is a connection to node that negotiates its
+// WriteTxnMarkers version as the sender's own do.
+func (s *Sender) newLeaderConn(node cluster.Node) (*negotiation.LeaderConn, error) {
+	return negotiation.NewLeaderConn(negotiation.LeaderConfig{
+		NodeID: node.NodeID, Addr: node.Addr, KafkaVersion: node.KafkaVersion,
+		CoordinatorVersion: s.cfg.CoordinatorVersion, Discovery: s.cfg.Discovery,
+		Dial: s.cfg.Dial, Log: s.log,
+	})
 }
 
 func (s *Sender) startLeaderLocked(l *leaderState) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/txncore"
@@ -30,7 +31,12 @@ type adminBackend struct {
 	topics *topics.Controller
 	// coordinators lists the cluster's coordinators (admin_etcd.go).
 	coordinators func() []admin.CoordinatorStatus
+	// faults are the process's injected faults (nil: none can be set).
+	faults *faults.Set
 }
+
+// FaultSet is admin.FaultsBackend: the faults of this process's nodes.
+func (b *adminBackend) FaultSet() *faults.Set { return b.faults }
 
 // txnSource is what the admin API reads and asks of transactions: the
 // coordinator (*coordinator.Coordinator), or every coordinator of an etcd
@@ -53,7 +59,7 @@ func (c *Coordinator) AdminBackend() admin.Backend {
 				return fmt.Errorf("%w: %w", errStoreFailed, err)
 			}
 			return nil
-		}, topics: c.Controller, coordinators: c.singleCoordinator})
+		}, topics: c.Controller, coordinators: c.singleCoordinator, faults: c.Faults})
 }
 
 func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
@@ -64,7 +70,13 @@ func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
 		Partitions: apiPartitions(d.Partitions),
 	}
 	if d.State != txnlog.Empty.String() && d.StartTimestamp > 0 {
-		t.DurationMs = time.Now().UnixMilli() - d.StartTimestamp
+		end := time.Now().UnixMilli()
+		if finished(d.State) && d.LastUpdateTimestamp >= d.StartTimestamp {
+			// Its Complete record's time is its end: the duration
+			// stops growing there.
+			end = d.LastUpdateTimestamp
+		}
+		t.DurationMs = end - d.StartTimestamp
 	}
 	if c := d.Completing; c != nil {
 		t.Completing = &admin.Completing{Result: "abort", ProducerEpoch: c.ProducerEpoch, Partitions: apiPartitions(c.Partitions)}
@@ -73,6 +85,11 @@ func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
 		}
 	}
 	return t
+}
+
+// finished reports whether a transaction in state has ended.
+func finished(state string) bool {
+	return state == txnlog.CompleteCommit.String() || state == txnlog.CompleteAbort.String() || state == txnlog.Dead.String()
 }
 
 // apiPartitions is a copy of tps for the admin API: an empty list, never
@@ -93,7 +110,13 @@ func (b *adminBackend) Transactions(f admin.ListFilter) []admin.Txn {
 	var out []admin.Txn
 	for _, s := range b.coord.List(cf) {
 		if d, ok := b.coord.Describe(s.TransactionalID); ok {
-			out = append(out, b.txn(d))
+			t := b.txn(d)
+			if f.MinDuration > 0 && t.DurationMs < f.MinDuration.Milliseconds() {
+				// Finished sooner: it was never open that long (its
+				// duration stopped at its end; List measures to now).
+				continue
+			}
+			out = append(out, t)
 		}
 	}
 	return out

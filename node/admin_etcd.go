@@ -34,6 +34,7 @@ func (c *Coordinator) etcdAdminBackend() *adminBackend {
 		owner:  txns.owner,
 		coord:  txns,
 		sender: c.Sender,
+		faults: c.Faults,
 		ready: func() error {
 			if err := c.Member.Err(); err != nil {
 				return fmt.Errorf("etcd: not serving transactions: %w", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/txncoord/txncoord/coordclient"
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/durable"
+	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation"
@@ -56,6 +57,10 @@ type CoordinatorConfig struct {
 	Metrics         prometheus.Registerer
 	// Limits are the listener's limits (wire.Limits).
 	Limits wire.Limits
+	// Faults, optional, are the process's faults injected on demand
+	// (the admin API's /v1/faults): this node's listener asks them about
+	// every request while one is set.
+	Faults *faults.Set
 	// GroupTimeouts are the group coordinator's timeouts (zero values:
 	// its defaults).
 	GroupTimeouts groups.Timeouts
@@ -96,6 +101,9 @@ type Coordinator struct {
 	Groups *groups.Coordinator
 	// Controller owns the cluster's topics (package topics).
 	Controller *topics.Controller
+	// Faults are the faults injected on demand into this process's
+	// nodes (CoordinatorConfig.Faults), served by its admin API.
+	Faults *faults.Set
 
 	// The etcd mode (several coordinators); nil otherwise.
 	// Coordinator and Store are nil in that mode: the Router runs one
@@ -278,7 +286,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		closeStores()
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, log, func(reg *wire.Registry) {
 		coord.Register(reg)
 		grp.Register(reg)
 		ctl.Register(reg)
@@ -296,7 +304,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	// durable only with them).
 	txnClient.Store(srv.Local(clusterPrincipal(cfg.View)).WithClientID(groupsClientID).Inline().FromLog(groupStore))
 	ownServer.Store(srv)
-	return &Coordinator{view: cfg.View, Groups: grp, Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
+	return &Coordinator{view: cfg.View, Faults: cfg.Faults, Groups: grp, Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
 		Controller: ctl, ownController: ownController, ownStore: own}, nil
 }
 
@@ -337,6 +345,7 @@ func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialCon
 		RequestTimeout:     cfg.MarkerRequestTimeout,
 		Log:                log,
 		Metrics:            cfg.Metrics,
+		Faults:             cfg.Faults,
 		LeaderLog: func(addr string) durable.Log {
 			if isOwn(addr) || inProcess(addr) != nil {
 				return txnLog

@@ -56,7 +56,7 @@ func DialEtcd(v *cluster.View) (*clientv3.Client, error) {
 // Nothing of the transactions is kept locally: a node that lost its data
 // dir loses nothing.
 func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kversion.Versions, sec *wire.SecurityConfig, dial wire.DialConfig, log zerolog.Logger) (_ *Coordinator, err error) {
-	c := &Coordinator{view: cfg.View, lg: log, Node: self, etcdClient: cfg.Etcd}
+	c := &Coordinator{view: cfg.View, Faults: cfg.Faults, lg: log, Node: self, etcdClient: cfg.Etcd}
 	cleanup := []func(){}
 	defer func() {
 		if err != nil {
@@ -144,7 +144,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	if c.follower != nil {
 		synced = func(ctx context.Context) { c.follower.Refresh(ctx) }
 	}
-	c.Server, err = listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
+	c.Server, err = listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, log, func(reg *wire.Registry) {
 		c.Router.Register(reg)
 		groups.RegisterSwitch(reg, self.KafkaVersion, c.groups.Current)
 		if controller {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordclient"
+	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/storage"
@@ -53,6 +54,10 @@ type LeaderConfig struct {
 	Coordinator coordclient.Client
 	// Limits are the listener's limits (wire.Limits).
 	Limits wire.Limits
+	// Faults, optional, are the process's faults injected on demand
+	// (the admin API's /v1/faults): this node's listener asks them about
+	// every request while one is set.
+	Faults *faults.Set
 	// Forward, optional, is how the leader forwards the controller's
 	// requests (CreateTopics, ...) to the coordinator node (`txncoord
 	// up`: in-process); nil forwards over TCP.
@@ -147,7 +152,7 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 	if follower != nil {
 		synced = func(ctx context.Context) { follower.Refresh(ctx) }
 	}
-	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, log, func(reg *wire.Registry) {
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, log, func(reg *wire.Registry) {
 		l.Register(reg)
 		if r, ok := coordCl.(*coordclient.Routed); ok {
 			// A client may ask any broker for its transaction

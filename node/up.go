@@ -17,6 +17,7 @@ import (
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordinator"
+	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/storage"
@@ -67,6 +68,9 @@ type Embedded struct {
 	Leaders      []*Leader
 	Admin        *admin.Server
 	Metrics      *prometheus.Registry
+	// Faults are the faults injected on demand into every node of the
+	// process (the admin API's /v1/faults).
+	Faults *faults.Set
 	// Shared is the process's store: one log and one bbolt file every
 	// node writes in.
 	Shared *storage.Store
@@ -146,6 +150,9 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 			e.Stop(context.Background())
 		}
 	}()
+	inView := func(id int32) bool { _, ok := e.View.Node(id); return ok }
+	e.Faults = faults.New(inView, inView, e.Metrics, cfg.Log)
+	e.Faults.SetLifecycle(e.killLifecycle())
 	if e.Shared, err = openSharedStore(cfg.DataDir, cfg.UnsafeNoSync, cfg.WALFS, e.Metrics, cfg.Log); err != nil {
 		return nil, err
 	}
@@ -188,7 +195,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		co, err := StartCoordinator(CoordinatorConfig{
 			View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
 			MarkerRequestTimeout: cfg.MarkerRequestTimeout, UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[n.NodeID], Log: cfg.Log, Metrics: e.coordinatorMetrics(n.NodeID),
-			InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Controller: e.Controller,
+			InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Faults: e.Faults, Controller: e.Controller,
 			NodeID: n.NodeID, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.inProcess.forward, TxnCoordinators: e.txnClients(),
 		})
 		if err != nil {
@@ -237,7 +244,7 @@ func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, 
 		RetentionBytes: e.cfg.RetentionBytes, ProducerIDExpiration: e.cfg.ProducerIDExpiration,
 		RetentionCheckInterval: e.cfg.RetentionCheckInterval, UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
 		Metrics:     prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics),
-		Coordinator: e.leaderCoordinatorClient(), Limits: e.cfg.Limits, Forward: e.inProcess.forward,
+		Coordinator: e.leaderCoordinatorClient(), Limits: e.cfg.Limits, Faults: e.Faults, Forward: e.inProcess.forward,
 	}
 }
 
@@ -284,6 +291,8 @@ func (e *Embedded) Stop(ctx context.Context) error {
 	if e.Admin != nil {
 		errs = append(errs, e.Admin.Shutdown(ctx))
 	}
+	// A paused node or held markers would keep the nodes from stopping.
+	e.Faults.Close()
 	for _, co := range e.Coordinators {
 		errs = append(errs, co.Stop(ctx))
 	}
@@ -339,7 +348,7 @@ func AdminToken(f *cluster.File) (token string, open []string, err error) {
 // (Metadata, FindCoordinator; ApiVersions is built into wire) plus the
 // role's own, advertised within the node's version profile.
 func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln net.Listener,
-	sec *wire.SecurityConfig, limits wire.Limits, log zerolog.Logger, registerRole func(*wire.Registry)) (*wire.Server, error) {
+	sec *wire.SecurityConfig, limits wire.Limits, injected *faults.Set, log zerolog.Logger, registerRole func(*wire.Registry)) (*wire.Server, error) {
 	reg := wire.NewRegistry()
 	v.RegisterMetadata(reg)
 	registerRole(reg)
@@ -366,5 +375,6 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 		NodeID:    self.NodeID,
 		Log:       log,
 		Limits:    limits,
+		Faults:    injected.Node(self.NodeID),
 	})
 }

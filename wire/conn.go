@@ -408,6 +408,26 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 		req.Logger().Warn().Err(err).Str("reason", "undecodable request").Msg("connection closed: undecodable request")
 		return pending{}, false
 	}
+	if f := c.s.cfg.Faults; f.Armed() {
+		d, answer, drop := c.s.faultBefore(c.stop, req, decoded)
+		if drop {
+			return pending{}, false
+		}
+		if answer != nil {
+			return pending{h: h, reply: answer}, true
+		}
+		p, ok := c.serveDecoded(t, h, req, decoded)
+		if ok && !p.isRaw {
+			p.reply = c.s.faultAfter(d, c.stop, p.reply)
+		}
+		return p, ok
+	}
+	return c.serveDecoded(t, h, req, decoded)
+}
+
+// serveDecoded answers a decoded request: ApiVersions and the SASL
+// exchange here, everything else by its handler.
+func (c *conn) serveDecoded(t *ticket, h header, req *Request, decoded kmsg.Request) (pending, bool) {
 	if h.key == 18 {
 		return pending{h: h, reply: Now(c.s.answerApiVersions(decoded.(*kmsg.ApiVersionsRequest)))}, true
 	}

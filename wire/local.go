@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/durable"
+	"github.com/txncoord/txncoord/faults"
 )
 
 // In-process calls: a LocalClient sends kmsg requests to a running Server's
@@ -269,12 +270,24 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		ClientID: c.clientID, Stopping: s.draining, Log: s.cfg.Log, sec: s.sec, inProcess: true, callerLog: c.from,
 	}
 	var reply Reply
-	if key == 18 {
+	var fault faults.Decision
+	if f := s.cfg.Faults; f.Armed() {
+		var answer Reply
+		var drop bool
+		if fault, answer, drop = s.faultBefore(ctx.Done(), r, req); drop {
+			s.wg.Done()
+			return nil, fmt.Errorf("wire: in-process %s: dropped by an injected fault", kmsg.NameForKey(key))
+		}
+		reply = answer
+	}
+	switch {
+	case reply != nil: // an injected fault's answer
+	case key == 18:
 		resp := s.answerApiVersions(req.(*kmsg.ApiVersionsRequest))
 		// Shared with every ApiVersions answer: the caller gets its own.
 		resp.ApiKeys = slices.Clone(resp.ApiKeys)
 		reply = Now(resp)
-	} else {
+	default:
 		var err error
 		if reply, err = s.callHandler(callerValues{Context: s.ctx, caller: ctx}, r); err != nil {
 			s.wg.Done()
@@ -282,6 +295,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 			return nil, fmt.Errorf("wire: in-process %s: %w", kmsg.NameForKey(key), err)
 		}
 	}
+	reply = s.faultAfter(fault, ctx.Done(), reply)
 	resolve := func() (kmsg.Response, error) {
 		defer s.wg.Done()
 		resp, err := resolveReply(key, version, reply)

@@ -13,6 +13,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/txncoord/txncoord/faults"
 )
 
 // Config configures a Server. Zero values take the documented defaults.
@@ -66,6 +68,9 @@ type Config struct {
 	// Security turns on TLS, SASL and authorization (see security.go).
 	// Nil: plaintext, no authentication, every request allowed.
 	Security *SecurityConfig
+	// Faults, when set, are the faults injected into this node on demand
+	// (faults.go): asked about every request while one is set.
+	Faults *faults.Node
 	// Limits: the memory budget for requests in flight and the
 	// per-address connection limit.
 	Limits

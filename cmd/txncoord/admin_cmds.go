@@ -523,7 +523,13 @@ func producersCommand() *cli.Command {
 			}
 			producers := p.ActiveProducers.Sorted()
 			if out == "json" {
-				return printJSON(c.App.Writer, producers)
+				rows := make([]producerJSON, 0, len(producers))
+				for _, d := range producers {
+					rows = append(rows, producerJSON{Leader: d.Leader, Topic: d.Topic, Partition: d.Partition, ProducerID: d.ProducerID,
+						ProducerEpoch: d.ProducerEpoch, LastSequence: d.LastSequence, LastTimestampMs: d.LastTimestamp,
+						CoordinatorEpoch: d.CoordinatorEpoch, CurrentTxnStartOffset: d.CurrentTxnStartOffset})
+				}
+				return printJSON(c.App.Writer, rows)
 			}
 			t := tableFor(c, "ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp", "CurrentTransactionStartOffset")
 			for _, d := range producers {
@@ -533,6 +539,20 @@ func producersCommand() *cli.Command {
 			return t.Flush()
 		}),
 	}
+}
+
+// producerJSON is one producer in `producers -o json`: snake_case keys, as
+// every other command's JSON (kadm's DescribedProducer has no JSON tags).
+type producerJSON struct {
+	Leader                int32  `json:"leader"`
+	Topic                 string `json:"topic"`
+	Partition             int32  `json:"partition"`
+	ProducerID            int64  `json:"producer_id"`
+	ProducerEpoch         int16  `json:"producer_epoch"`
+	LastSequence          int32  `json:"last_sequence"`
+	LastTimestampMs       int64  `json:"last_timestamp_ms"`
+	CoordinatorEpoch      int32  `json:"coordinator_epoch"`
+	CurrentTxnStartOffset int64  `json:"current_txn_start_offset"`
 }
 
 // hangingTxn is an open transaction at a leader that the coordinator does

@@ -252,7 +252,7 @@ func TestUpEndToEnd(t *testing.T) {
 
 	var producers []map[string]any
 	cliJSON(t, &producers, append([]string{"producers", "--topic", "orders", "--partition", "0"}, adminFlag...)...)
-	if len(producers) != 1 || int64(producers[0]["ProducerID"].(float64)) != pid || int16(producers[0]["ProducerEpoch"].(float64)) != epoch {
+	if len(producers) != 1 || int64(producers[0]["producer_id"].(float64)) != pid || int16(producers[0]["producer_epoch"].(float64)) != epoch {
 		t.Fatalf("producers: %+v (pid %d epoch %d)", producers, pid, epoch)
 	}
 	var markers []markersender.PendingTxn

@@ -112,14 +112,8 @@ func newApp() *cli.App {
 			produceCommand(),
 			consumeCommand(),
 			completionCommand(),
-			{
-				Name:  "version",
-				Usage: "print the version",
-				Action: func(c *cli.Context) error {
-					fmt.Fprintln(c.App.Writer, version)
-					return nil
-				},
-			},
+			faultCommand(),
+			versionCommand(),
 		},
 	}
 	prepareCommands(app.Commands)

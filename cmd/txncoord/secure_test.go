@@ -203,7 +203,7 @@ func TestSecureUp(t *testing.T) {
 	cliJSON(t, &producers, append([]string{"producers", "--topic", "orders", "--partition", "0"}, kafkaFlags...)...)
 	found = false
 	for _, p := range producers {
-		found = found || int64(p["ProducerID"].(float64)) == pid
+		found = found || int64(p["producer_id"].(float64)) == pid
 	}
 	if !found {
 		t.Fatalf("producers over TLS + SASL: %+v lacks pid %d", producers, pid)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/node"
@@ -71,6 +73,54 @@ func limits(c *cli.Context) (wire.Limits, error) {
 		return wire.Limits{}, usagef("--max-inflight-request-bytes %d: want a positive number of bytes", n)
 	}
 	return wire.Limits{Budget: wire.NewBudget(n), MaxConnsPerIP: c.Int("max-connections-per-ip")}, nil
+}
+
+// checkServerFlags refuses the values of the node commands' flags that
+// would otherwise be replaced silently by a default or rounded (a usage
+// error naming the flag, exit 2). Flags a command does not have are
+// skipped.
+func checkServerFlags(c *cli.Context) error {
+	has := func(name string) bool {
+		for _, f := range c.Command.Flags {
+			for _, n := range f.Names() {
+				if n == name {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if has("etcd-lease-ttl") {
+		if d := c.Duration("etcd-lease-ttl"); d < time.Second || d%time.Second != 0 {
+			return usagef("--etcd-lease-ttl %s: want whole seconds, at least 1s (etcd leases are granted in seconds)", d)
+		}
+	}
+	if has("retention-bytes") {
+		if n := c.Int64("retention-bytes"); n <= 0 {
+			return usagef("--retention-bytes %d: want a positive number of bytes (the log size kept per partition)", n)
+		}
+	}
+	if has("producer-id-expiration") {
+		if d := c.Duration("producer-id-expiration"); d <= 0 {
+			return usagef("--producer-id-expiration %s: want a positive duration, such as 24h", d)
+		}
+	}
+	if has("kafka-version") {
+		if v := c.String("kafka-version"); v != "" {
+			if err := knownVersions("--kafka-version", v); err != nil {
+				return err
+			}
+		}
+	}
+	if has("listen") {
+		l := c.String("listen")
+		if _, port, err := net.SplitHostPort(l); err != nil {
+			return usagef("--listen %q: want host:port, such as 127.0.0.1:9092", l)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			return usagef("--listen %q: the port must be a number from 0 to 65535", l)
+		}
+	}
+	return nil
 }
 
 func producerExpirationFlag() cli.Flag {
@@ -148,6 +198,9 @@ func parseTopics(s string) (map[string]int32, error) {
 }
 
 func runUp(c *cli.Context) error {
+	if err := checkServerFlags(c); err != nil {
+		return err
+	}
 	sigs := stopSignals()
 	defer signal.Stop(sigs)
 	topics, err := parseTopics(c.String("topics"))
@@ -187,6 +240,21 @@ func runUp(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// Every port first: a port in use found after the data dir was
+	// written would leave a half-started cluster's files behind.
+	addrs := []string{c.String("admin-listen")}
+	for _, n := range file.CoordinatorNodes() {
+		addrs = append(addrs, n.Addr)
+	}
+	for _, n := range file.Leaders {
+		addrs = append(addrs, n.Addr)
+	}
+	if client, peer, ok := spec.EmbeddedEtcdAddrs(); ok {
+		addrs = append(addrs, client, peer)
+	}
+	if err := portsFree(addrs); err != nil {
+		return err
+	}
 	dataDir := c.String("data-dir")
 	discarded, err := node.PrepareDataDir(dataDir, c.Bool("force-new-cluster"))
 	if err != nil {
@@ -194,6 +262,14 @@ func runUp(c *cli.Context) error {
 	}
 	for _, d := range discarded {
 		logger.Warn().Str("moved", d).Msg("--force-new-cluster: the previous store is discarded (moved aside)")
+	}
+	layout := node.EmbeddedLayout(file)
+	if !c.Bool("force-new-cluster") {
+		if err := node.CheckLayout(dataDir, layout, node.EmbeddedLayout); errors.Is(err, node.ErrLayoutChanged) {
+			return usageError{err}
+		} else if err != nil {
+			return err
+		}
 	}
 	var local *security.Local
 	if c.Bool("secure") {
@@ -218,6 +294,10 @@ func runUp(c *cli.Context) error {
 	// Written once the store holds the data dir's lock: a second `up`
 	// refused on the same dir must not rewrite the running one's file.
 	if _, err := node.WriteClusterFile(dataDir, file); err != nil {
+		e.Stop(context.Background())
+		return fmt.Errorf("data dir %s: %w", dataDir, err)
+	}
+	if err := node.WriteLayout(dataDir, layout); err != nil {
 		e.Stop(context.Background())
 		return fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
@@ -302,6 +382,9 @@ func coordinatorCommand() *cli.Command {
 			discoveryFlag(), markerTimeoutFlag(), noSyncFlag(), leaseTTLFlag(),
 		}, limitsFlags()...),
 		Action: func(c *cli.Context) error {
+			if err := checkServerFlags(c); err != nil {
+				return err
+			}
 			sigs := stopSignals()
 			defer signal.Stop(sigs)
 			view, err := loadCluster(c)
@@ -317,12 +400,24 @@ func coordinatorCommand() *cli.Command {
 			if id < 0 || id >= len(view.Coordinators()) {
 				return usagef("--node-id %d: the cluster file's coordinators are nodes 0..%d", id, len(view.Coordinators())-1)
 			}
+			if err := checkNodeLayout(c.String("data-dir"), node.NodeLayout(view.File(), int32(id), "coordinator")); err != nil {
+				return err
+			}
+			// Faults on demand reach this node's listener and its marker
+			// sender (holds of the markers to any node).
+			injected := faults.New(func(n int32) bool { return n == int32(id) },
+				func(n int32) bool { _, ok := view.Node(n); return ok }, metrics, logger)
+			defer injected.Close()
 			co, err := node.StartCoordinator(node.CoordinatorConfig{
 				View: view, DataDir: c.String("data-dir"), MarkerVersionDiscovery: c.Bool("marker-version-discovery"),
-				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: metrics, Limits: lim,
+				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: metrics, Limits: lim, Faults: injected,
 				NodeID: int32(id), LeaseTTL: c.Duration("etcd-lease-ttl"), MarkerRequestTimeout: c.Duration("marker-request-timeout"),
 			})
 			if err != nil {
+				return err
+			}
+			if err := node.WriteLayout(c.String("data-dir"), node.NodeLayout(view.File(), int32(id), "coordinator")); err != nil {
+				co.Stop(context.Background())
 				return err
 			}
 			adminURL := "none"
@@ -349,6 +444,7 @@ func coordinatorCommand() *cli.Command {
 				if adm != nil {
 					adm.Shutdown(ctx)
 				}
+				injected.Close()
 				return co.Stop(ctx)
 			})
 		},
@@ -369,6 +465,9 @@ func leaderCommand() *cli.Command {
 			noSyncFlag(), retentionFlag(), producerExpirationFlag(),
 		}, limitsFlags()...),
 		Action: func(c *cli.Context) error {
+			if err := checkServerFlags(c); err != nil {
+				return err
+			}
 			sigs := stopSignals()
 			defer signal.Stop(sigs)
 			view, err := loadCluster(c)
@@ -380,6 +479,10 @@ func leaderCommand() *cli.Command {
 			}
 			lim, err := limits(c)
 			if err != nil {
+				return err
+			}
+			layout := node.NodeLayout(view.File(), int32(c.Int("node-id")), "leader")
+			if err := checkNodeLayout(c.String("data-dir"), layout); err != nil {
 				return err
 			}
 			l, err := node.StartLeader(node.LeaderConfig{
@@ -394,8 +497,38 @@ func leaderCommand() *cli.Command {
 				}
 				return err
 			}
+			if err := node.WriteLayout(c.String("data-dir"), layout); err != nil {
+				l.Stop(context.Background())
+				return err
+			}
 			fmt.Fprintf(c.App.Writer, "txncoord ready leader=%d addr=%s\n", l.Node.NodeID, l.Server.Addr())
 			return waitAndStop(sigs, l.Stop)
 		},
 	}
+}
+
+// checkNodeLayout refuses to start a coordinator or leader process on a data
+// dir that holds another layout (node.CheckLayout): a usage error, exit 2.
+func checkNodeLayout(dataDir string, want node.Layout) error {
+	err := node.CheckLayout(dataDir, want, nil)
+	if errors.Is(err, node.ErrLayoutChanged) {
+		return usageError{err}
+	}
+	return err
+}
+
+// portsFree checks that each address ("" or port 0: skipped) can be
+// listened on now, by listening and closing at once.
+func portsFree(addrs []string) error {
+	for _, a := range addrs {
+		if _, port, err := net.SplitHostPort(a); a == "" || (err == nil && port == "0") {
+			continue
+		}
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w (nothing was started or written)", a, err)
+		}
+		ln.Close()
+	}
+	return nil
 }

@@ -139,7 +139,12 @@ func TestTopicsCommands(t *testing.T) {
 	if out := run(2, "topics", "delete", "--topic", "orders"); !strings.Contains(out, "404") {
 		t.Fatalf("delete again: %q", out)
 	}
-	run(0, "topics", "delete", "--topic", "orders", "--if-exists")
+	if out := run(0, "topics", "delete", "--topic", "orders", "--if-exists"); out != "Topic orders does not exist: nothing deleted.\n" {
+		t.Fatalf("delete --if-exists of a missing topic: %q", out)
+	}
+	if out := run(0, "topics", "delete", "--topic", "orders", "--if-exists", "-o", "json"); strings.Contains(out, "deleted") || !strings.Contains(out, `"not_found": "orders"`) {
+		t.Fatalf("delete --if-exists -o json of a missing topic: %q", out)
+	}
 	// A new client: kgo answers Metadata from its cache for a while.
 	fresh, err := kgo.NewClient(kgo.SeedBrokers(up.bootstrap))
 	if err != nil {

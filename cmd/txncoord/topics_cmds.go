@@ -156,7 +156,12 @@ Without --topic, every topic.`,
 					err := cl.DeleteTopic(ctx, name)
 					var apiErr *admin.APIError
 					if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound && c.Bool("if-exists") {
-						err = nil
+						// Nothing was deleted: say so, rather than claim it.
+						if out == "json" {
+							return printJSON(c.App.Writer, map[string]string{"not_found": name})
+						}
+						_, err = fmt.Fprintf(c.App.Writer, "Topic %s does not exist: nothing deleted.\n", name)
+						return err
 					}
 					if err != nil {
 						return topicError(err)

@@ -6,9 +6,10 @@
 # partition EOF: kcat -C -e (must exit by itself) and a confluent-kafka
 # Python consumer (Debian's python3-confluent-kafka, assign()). Installs
 # what it needs: apt-get install kcat python3-confluent-kafka chromium (as
-# root), npm install kafkajs into this directory. Last, the web console's
-# browser tests (console/browser_test.go) in headless Chromium. Exits
-# non-zero on any failure.
+# root), npm install kafkajs into this directory. Then faults.py (Python,
+# standard library only) injects a fault over HTTP that kcat must see, and
+# last the web console's browser tests (console/browser_test.go) run in
+# headless Chromium. Exits non-zero on any failure.
 #
 # kcat has no way to abort a transaction: it commits at EOF. Its abort case
 # is a kcat SIGKILLed inside its transaction; the next kcat with the same
@@ -186,6 +187,27 @@ log "confluent-kafka assign() read_committed: EOF on every partition, $(wc -l <"
 bash "$HERE/groups.sh" "$BOOT" "$ADMIN" "$WORK/txncoord" || fail "consumer groups (groups.sh)"
 # KafkaJS in an exactly-once consume-transform-produce chain (its own txncoord up).
 bash "$HERE/eos.sh" || fail "kafkajs exactly-once chain (eos.sh)"
+# --- faults on demand over HTTP (Python, standard library only) ----------
+# faults.py injects TOPIC_AUTHORIZATION_FAILED (29) for the next Produce at
+# each leader; kcat (librdkafka) must fail its delivery with that error; the
+# fault list then shows the fault that acted gone, and after a clear the
+# same produce goes through.
+FTOPIC=interop-faults
+"$WORK/txncoord" topics create --admin "$ADMIN" --topic "$FTOPIC" --partitions 1 >/dev/null || fail "create topic $FTOPIC"
+for LEADER in 1 2; do
+	/usr/bin/python3 "$HERE/faults.py" "$ADMIN" add "{\"kind\": \"error\", \"node\": $LEADER, \"api_key\": 0, \"error_code\": 29, \"count\": 1}" >/dev/null \
+		|| fail "faults.py add"
+done
+if printf 'refused\n' | timeout 60 kcat -P -b "$BOOT" -t "$FTOPIC" -p 0 2>"$WORK/kcat-fault.err"; then
+	fail "kcat produced through an injected TOPIC_AUTHORIZATION_FAILED"
+fi
+grep -q 'Topic authorization failed' "$WORK/kcat-fault.err" || { cat "$WORK/kcat-fault.err" >&2; fail "kcat did not report the injected error"; }
+[ "$(/usr/bin/python3 "$HERE/faults.py" "$ADMIN" list | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["faults"]))')" = 1 ] \
+	|| fail "the fault that acted is still listed"
+/usr/bin/python3 "$HERE/faults.py" "$ADMIN" clear >/dev/null || fail "faults.py clear"
+printf 'accepted\n' | timeout 60 kcat -P -b "$BOOT" -t "$FTOPIC" -p 0 || fail "kcat produce after the faults were cleared"
+log "faults over HTTP (faults.py): kcat saw the injected TOPIC_AUTHORIZATION_FAILED, then produced once cleared"
+
 # The web console in headless Chromium (chromedp): its views against an
 # embedded cluster with kgo transactions, Abort, the login with a token.
 (cd "$ROOT" && TXNCOORD_BROWSER_TESTS=1 go test -race -count=1 -run '^TestBrowser' ./console) \
