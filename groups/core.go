@@ -148,6 +148,11 @@ type Timeouts struct {
 	OffsetsRetention      time.Duration // offsets.retention.minutes (7 days)
 	ConsumerSession       time.Duration // group.consumer.session.timeout.ms (45 s)
 	ConsumerHeartbeat     time.Duration // group.consumer.heartbeat.interval.ms (5 s)
+	// ShareSession and ShareHeartbeat are the share groups' defaults
+	// (group.share.session.timeout.ms 45 s, group.share.heartbeat.interval.ms
+	// 5 s; 0: those), which a group's share.* configs override.
+	ShareSession   time.Duration
+	ShareHeartbeat time.Duration
 }
 
 func (t Timeouts) withDefaults() Timeouts {
@@ -199,6 +204,9 @@ type Core struct {
 	newID      func() string
 	groups     map[string]*Group
 	parts      map[int32]*offsetsPartition
+	// shareGroups are the share groups (share.go), apart from groups:
+	// an id is one type or the other.
+	shareGroups map[string]*shareGroup
 
 	answers []Answer
 	events  []Event
@@ -211,7 +219,8 @@ type Core struct {
 // in production).
 func NewCore(t Timeouts, partitions int32, newID func() string) *Core {
 	return &Core{t: t.withDefaults(), partitions: partitions, newID: newID,
-		groups: map[string]*Group{}, parts: map[int32]*offsetsPartition{}, deleted: map[string]bool{}}
+		groups: map[string]*Group{}, parts: map[int32]*offsetsPartition{}, deleted: map[string]bool{},
+		shareGroups: map[string]*shareGroup{}}
 }
 
 // Out is what a step produced.
