@@ -400,6 +400,23 @@ func TestShareKgoRestart(t *testing.T) {
 	if err := cl.FlushAcks(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The admin views while the member is in the group: ListGroups
+	// (kadm, by type) and the coordinator's description with the share
+	// partition's start offset, lag and records in flight.
+	listed, err := adm.ListGroupsByType(ctx, []string{"share"})
+	if err != nil || listed["rs"].GroupType != "share" || listed["rs"].State != "Stable" {
+		t.Fatalf("ListGroups by type share: %+v %v", listed, err)
+	}
+	d, ok := tc.e.Coordinator.Groups.DescribeGroup("rs")
+	if !ok || d.Type != "share" || len(d.Members) != 1 || len(d.SharePartitions) != 1 {
+		t.Fatalf("DescribeGroup: %+v %v", d, ok)
+	}
+	if sp := d.SharePartitions[0]; sp.Topic != "durable" || sp.StartOffset != first || sp.EndOffset != n || sp.Lag != n-first {
+		t.Fatalf("share partition %+v, want start %d end %d lag %d", sp, first, n, n-first)
+	}
+	if a := d.Members[0].Assignment; len(a) != 1 || a[0].Topic != "durable" || len(a[0].Partitions) != 1 {
+		t.Fatalf("member assignment %+v", a)
+	}
 	cl.Close()
 	if len(before) != first {
 		t.Fatalf("accepted %d records before the restart, want %d", len(before), first)
