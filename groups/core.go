@@ -327,6 +327,10 @@ func (c *Core) Join(now time.Time, req JoinRequest, token uint64) (res JoinResul
 		c.event(req.Group, false, "join refused: session timeout out of range")
 		return joinErr(kerr.InvalidSessionTimeout.Code, req.MemberID), false
 	}
+	if c.shareGroups[req.Group] != nil {
+		// Kafka: "Group G is not a classic group."
+		return joinErr(kerr.GroupIDNotFound.Code, req.MemberID), false
+	}
 	g := c.groups[req.Group]
 	if g == nil {
 		if req.MemberID != "" {

@@ -100,6 +100,7 @@ func (c *Core) ShareHeartbeat(now time.Time, img TopicImage, r ShareHeartbeatReq
 		g = c.newShareGroup(r.Group)
 	}
 	m := g.Members[r.MemberID]
+	bump := false // the group epoch moves once per heartbeat that changed it
 	switch {
 	case r.MemberEpoch == -1:
 		if m == nil {
@@ -117,7 +118,7 @@ func (c *Core) ShareHeartbeat(now time.Time, img TopicImage, r ShareHeartbeatReq
 		}
 		m = &shareMember{ID: r.MemberID}
 		g.Members[r.MemberID] = m
-		g.Epoch++
+		bump = true
 		c.event(g.ID, true, "share member "+r.MemberID+" joined")
 	case r.MemberEpoch != 0 && r.MemberEpoch != m.Epoch && r.MemberEpoch != m.PrevEpoch:
 		return ShareHeartbeatResult{Err: kerr.FencedMemberEpoch.Code}
@@ -131,8 +132,11 @@ func (c *Core) ShareHeartbeat(now time.Time, img TopicImage, r ShareHeartbeatReq
 		topics = slices.Compact(topics)
 		if !slices.Equal(topics, m.Topics) {
 			m.Topics = topics
-			g.Epoch++
+			bump = true
 		}
+	}
+	if bump {
+		g.Epoch++
 	}
 	// The target follows the topics too (created, grown, deleted).
 	if target := shareAssign(g, img); !sameShareAssignment(target, g.assignment) || g.AssignmentEpoch != g.Epoch {
