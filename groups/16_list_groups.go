@@ -4,8 +4,10 @@ package groups
 //
 // Behavior: every group with its protocol type; v4+ its state, filtered
 // by StatesFilter (case-insensitive, as Kafka; a consumer group's states
-// are Empty, Assigning, Reconciling, Stable); v5+ its type ("classic" or
-// "consumer"), filtered by TypesFilter (case-insensitive).
+// are Empty, Assigning, Reconciling, Stable; a share group's Empty,
+// Stable); v5+ its type ("classic", "consumer" or "share"), filtered by
+// TypesFilter (case-insensitive). A share group's protocol type is
+// "share".
 
 import (
 	"context"

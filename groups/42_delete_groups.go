@@ -5,7 +5,9 @@ package groups
 // Behavior: per group: GROUP_ID_NOT_FOUND if there is none,
 // NON_EMPTY_GROUP while it has members, else the group and its committed
 // offsets are deleted (answered once durable). Pending transactional
-// offsets stay until their marker.
+// offsets stay until their marker. A share group is deleted the same way
+// (NON_EMPTY_GROUP while it has members), with its share state at the
+// leaders.
 
 import (
 	"context"
