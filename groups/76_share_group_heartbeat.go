@@ -5,7 +5,8 @@ package groups
 // Behavior (share.go has the state):
 //   - epoch 0 joins (creating the group), a positive epoch heartbeats
 //     (the member's current or previous epoch, else FENCED_MEMBER_EPOCH),
-//     -1 leaves; an unknown member is UNKNOWN_MEMBER_ID;
+//     -1 leaves; an unknown member is UNKNOWN_MEMBER_ID, a heartbeat or
+//     leave to a group that does not exist GROUP_ID_NOT_FOUND;
 //   - the coordinator assigns every partition of the subscribed topics
 //     (members share partitions when they outnumber them); a member gets
 //     the group epoch and its assignment at its next heartbeat after a

@@ -22,7 +22,7 @@ import (
 //
 // Where it simplifies Kafka: share-group membership is held in memory,
 // not written to the log: after a restart a member's heartbeat is
-// UNKNOWN_MEMBER_ID and it joins again (the records' state, which is
+// GROUP_ID_NOT_FOUND and it joins again (the records' state, which is
 // what must survive, is at the leaders). A group with no members and
 // no share state is forgotten at a restart.
 
@@ -95,7 +95,9 @@ func (c *Core) ShareHeartbeat(now time.Time, img TopicImage, r ShareHeartbeatReq
 	g := c.shareGroups[r.Group]
 	if g == nil {
 		if r.MemberEpoch != 0 {
-			return ShareHeartbeatResult{Err: kerr.UnknownMemberID.Code}
+			// Kafka's answer (a member of a group forgotten at a
+			// restart joins again on it).
+			return ShareHeartbeatResult{Err: kerr.GroupIDNotFound.Code, ErrMsg: "Share group " + r.Group + " not found."}
 		}
 		g = c.newShareGroup(r.Group)
 	}

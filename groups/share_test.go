@@ -34,7 +34,7 @@ func TestShareGroupCore(t *testing.T) {
 	if res := hb("a", 0); res.Err != kerr.InvalidRequest.Code {
 		t.Fatalf("join without topics: %+v", res)
 	}
-	if res := hb("a", 3, "jobs"); res.Err != kerr.UnknownMemberID.Code {
+	if res := hb("a", 3, "jobs"); res.Err != kerr.GroupIDNotFound.Code {
 		t.Fatalf("heartbeat to no group: %+v", res)
 	}
 	a := hb("a", 0, "jobs")
