@@ -14,6 +14,8 @@ package groups
 //   - the session times out after share.session.timeout.ms (45 s) with no
 //     heartbeat: the member is fenced and its records released, as on a
 //     leave; HeartbeatIntervalMillis is share.heartbeat.interval.ms (5 s);
+//   - a heartbeat that changed the group (a join, a leave, a new epoch,
+//     new subscriptions) is answered once its record is durable;
 //   - INVALID_REQUEST for a missing group or member id, or a join
 //     without topics; GROUP_ID_NOT_FOUND when the id is a classic or
 //     consumer group's; GROUP_MAX_SIZE_REACHED past group.share.max.size.
@@ -33,18 +35,24 @@ import (
 // shareGroupHeartbeatAPI is ShareGroupHeartbeat v1.
 var shareGroupHeartbeatAPI = wire.API[*Coordinator]{Key: 76, Min: 1, Max: 1, Handle: (*Coordinator).handleShareGroupHeartbeat}
 
-func (c *Coordinator) handleShareGroupHeartbeat(_ context.Context, r *wire.Request) wire.Reply {
+func (c *Coordinator) handleShareGroupHeartbeat(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.ShareGroupHeartbeatRequest)
 	cfg := c.shareConfig(req.GroupID)
 	hr := ShareHeartbeatRequest{Group: req.GroupID, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch, RackID: req.RackID,
 		Topics: req.SubscribedTopicNames, ClientID: str(r.ClientID), ClientHost: clientHost(r),
 		SessionTimeout: cfg.SessionTimeout, Interval: cfg.HeartbeatInterval}
 	var res ShareHeartbeatResult
-	c.mu.Lock()
-	res = c.core.ShareHeartbeat(c.cfg.Now(), viewImage{c.cfg.View}, hr)
-	c.mu.Unlock()
+	pos, err := c.step(func(now time.Time) { res = c.core.ShareHeartbeat(now, viewImage{c.cfg.View}, hr) })
 	if res.Left != nil {
 		c.releaseShareMembers([]ShareMemberRef{*res.Left})
+	}
+	if res.Err == 0 {
+		if err == nil {
+			err = c.durable(ctx, r, pos)
+		}
+		if err != nil {
+			res = ShareHeartbeatResult{Err: storeErrCode(err), ErrMsg: err.Error()}
+		}
 	}
 	resp := req.ResponseKind().(*kmsg.ShareGroupHeartbeatResponse)
 	resp.ErrorCode, resp.HeartbeatIntervalMillis = res.Err, int32(cfg.HeartbeatInterval/time.Millisecond)

@@ -13,10 +13,12 @@ package groups
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -26,12 +28,20 @@ var alterShareGroupOffsetsAPI = wire.API[*Coordinator]{Key: 91, Min: 0, Max: 0, 
 func (c *Coordinator) handleAlterShareGroupOffsets(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.AlterShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterShareGroupOffsetsResponse)
-	if code := c.emptyShareGroup(req.GroupID, true); code != 0 {
+	code, pos, err := c.emptyShareGroup(req.GroupID, true)
+	if code != 0 {
 		resp.ErrorCode = code
 		return wire.Now(resp)
 	}
 	img := viewImage{c.cfg.View}
 	return func() (kmsg.Response, error) {
+		if err == nil {
+			err = c.durable(ctx, r, pos) // the group, if this created it
+		}
+		if err != nil {
+			resp.ErrorCode = storeErrCode(err)
+			return resp, nil
+		}
 		for _, t := range req.Topics {
 			rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 			rt.Topic = t.Topic
@@ -54,28 +64,29 @@ func (c *Coordinator) handleAlterShareGroupOffsets(ctx context.Context, r *wire.
 }
 
 // emptyShareGroup checks that group may have its share state changed:
-// 0, or GROUP_ID_NOT_FOUND (another type's id; no such share group unless
-// create), NON_EMPTY_GROUP (it has members), COORDINATOR_NOT_AVAILABLE
-// (the leaders' state is not reachable from this process).
-func (c *Coordinator) emptyShareGroup(group string, create bool) int16 {
+// 0, or GROUP_ID_NOT_FOUND (another type's id), NON_EMPTY_GROUP (it has
+// members), COORDINATOR_NOT_AVAILABLE (the leaders' state is not
+// reachable from this process). With create it makes the group if there
+// is none; the position is its record's.
+func (c *Coordinator) emptyShareGroup(group string, create bool) (code int16, pos wal.Pos, err error) {
 	if c.cfg.Shares == nil {
-		return kerr.CoordinatorNotAvailable.Code
+		return kerr.CoordinatorNotAvailable.Code, 0, nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n, ok := c.core.ShareGroupMembers(group)
-	switch {
-	case !ok && create:
-		return c.core.EnsureShareGroup(group)
-	case !ok:
-		if _, other := c.core.groups[group]; other {
-			return kerr.GroupIDNotFound.Code
+	pos, err = c.step(func(time.Time) {
+		n, ok := c.core.ShareGroupMembers(group)
+		switch {
+		case !ok && create:
+			code = c.core.EnsureShareGroup(group)
+		case !ok:
+			if _, other := c.core.groups[group]; other {
+				code = kerr.GroupIDNotFound.Code
+			}
+			// else share state without a group here: it may be deleted
+		case n > 0:
+			code = kerr.NonEmptyGroup.Code
 		}
-		return 0 // share state without a group here (after a restart)
-	case n > 0:
-		return kerr.NonEmptyGroup.Code
-	}
-	return 0
+	})
+	return code, pos, err
 }
 
 // errCodeOf is a leader's error as a Kafka code.

@@ -23,7 +23,7 @@ var deleteShareGroupOffsetsAPI = wire.API[*Coordinator]{Key: 92, Min: 0, Max: 0,
 func (c *Coordinator) handleDeleteShareGroupOffsets(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DeleteShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteShareGroupOffsetsResponse)
-	if code := c.emptyShareGroup(req.GroupID, false); code != 0 {
+	if code, _, _ := c.emptyShareGroup(req.GroupID, false); code != 0 {
 		resp.ErrorCode = code
 		return wire.Now(resp)
 	}

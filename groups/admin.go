@@ -186,16 +186,22 @@ func (c *Coordinator) PendingOffsets(producerID int64) []PendingOffsetInfo {
 // DeleteGroup deletes an Empty group and its committed offsets, once
 // durable: kerr.GroupIDNotFound, kerr.NonEmptyGroup, or a storage error.
 func (c *Coordinator) DeleteGroup(ctx context.Context, id string) error {
-	c.mu.Lock()
-	_, share := c.core.shareGroups[id]
+	var share bool
 	var shareCode int16
-	if share {
-		shareCode = c.core.DeleteShareGroup(id)
-	}
-	c.mu.Unlock()
+	sharePos, err := c.step(func(time.Time) {
+		if _, share = c.core.shareGroups[id]; share {
+			shareCode = c.core.DeleteShareGroup(id)
+		}
+	})
 	if share {
 		if shareCode != 0 {
 			return kerr.ErrorForCode(shareCode)
+		}
+		if err == nil && sharePos != 0 {
+			err = c.space.Log().WaitDurable(ctx, sharePos)
+		}
+		if err != nil {
+			return err
 		}
 		if c.cfg.Shares != nil {
 			return c.cfg.Shares.Delete(ctx, id, "")

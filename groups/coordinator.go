@@ -197,8 +197,8 @@ func (c *Coordinator) Tick() {
 			c.m.expired.Add(float64(n))
 		}
 	}
-	c.flushLocked(false)
 	gone := c.core.ExpireShareMembers(now)
+	c.flushLocked(false)
 	c.mu.Unlock()
 	// Released outside the lock: the leaders write.
 	c.releaseShareMembers(gone)

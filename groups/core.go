@@ -207,6 +207,9 @@ type Core struct {
 	// shareGroups are the share groups (share.go), apart from groups:
 	// an id is one type or the other.
 	shareGroups map[string]*shareGroup
+	// shareDirty are the share groups changed since the last Take (a
+	// record each: put, or delete when gone).
+	shareDirty map[string]bool
 
 	answers []Answer
 	events  []Event
@@ -220,7 +223,7 @@ type Core struct {
 func NewCore(t Timeouts, partitions int32, newID func() string) *Core {
 	return &Core{t: t.withDefaults(), partitions: partitions, newID: newID,
 		groups: map[string]*Group{}, parts: map[int32]*offsetsPartition{}, deleted: map[string]bool{},
-		shareGroups: map[string]*shareGroup{}}
+		shareGroups: map[string]*shareGroup{}, shareDirty: map[string]bool{}}
 }
 
 // Out is what a step produced.
@@ -245,6 +248,7 @@ func (c *Core) Take() Out {
 		}
 	}
 	clear(c.deleted)
+	c.shareOps()
 	out := Out{Answers: c.answers, Events: c.events, Ops: c.ops}
 	c.answers, c.events, c.ops = nil, nil, nil
 	return out

@@ -1,11 +1,15 @@
 package groups
 
 import (
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/txncoord/txncoord/shares"
 )
 
 // Share groups (KIP-932), the group coordinator's part: membership,
@@ -20,11 +24,13 @@ import (
 // revoked first (records are acquired per fetch, not owned by a member),
 // so a member gets its new assignment at its next heartbeat.
 //
-// Where it simplifies Kafka: share-group membership is held in memory,
-// not written to the log: after a restart a member's heartbeat is
-// GROUP_ID_NOT_FOUND and it joins again (the records' state, which is
-// what must survive, is at the leaders). A group with no members and
-// no share state is forgotten at a restart.
+// Durability: a share group's epochs and members are one record
+// (bucket share_groups, shareGroupRecord) rewritten at every change of
+// membership, subscriptions or epochs; a heartbeat that changed one is
+// answered once it is durable. After a restart the members' sessions
+// start again (they are fenced if they do not heartbeat within the
+// session timeout) and the assignment is computed again from the
+// members' subscriptions at the next heartbeat.
 
 // shareGroup is one share group.
 type shareGroup struct {
@@ -102,7 +108,13 @@ func (c *Core) ShareHeartbeat(now time.Time, img TopicImage, r ShareHeartbeatReq
 		g = c.newShareGroup(r.Group)
 	}
 	m := g.Members[r.MemberID]
-	bump := false // the group epoch moves once per heartbeat that changed it
+	bump := false             // the group epoch moves once per heartbeat that changed it
+	joined := m == nil
+	epochBefore, memberEpochBefore := g.Epoch, int32(-2)
+	var topicsBefore []string
+	if m != nil {
+		memberEpochBefore, topicsBefore = m.Epoch, m.Topics
+	}
 	switch {
 	case r.MemberEpoch == -1:
 		if m == nil {
@@ -110,6 +122,7 @@ func (c *Core) ShareHeartbeat(now time.Time, img TopicImage, r ShareHeartbeatReq
 		}
 		delete(g.Members, r.MemberID)
 		g.Epoch++
+		c.shareDirty[g.ID] = true
 		c.event(g.ID, true, "share member "+r.MemberID+" left")
 		return ShareHeartbeatResult{MemberID: r.MemberID, Epoch: -1, Left: &ShareMemberRef{g.ID, r.MemberID}}
 	case m == nil && r.MemberEpoch != 0:
@@ -140,10 +153,16 @@ func (c *Core) ShareHeartbeat(now time.Time, img TopicImage, r ShareHeartbeatReq
 	if bump {
 		g.Epoch++
 	}
-	// The target follows the topics too (created, grown, deleted).
-	if target := shareAssign(g, img); !sameShareAssignment(target, g.assignment) || g.AssignmentEpoch != g.Epoch {
-		g.assignment, g.AssignmentEpoch = target, g.Epoch
+	// The target follows the topics too (created, grown, deleted): a
+	// target that changed while the assignment was the epoch's own (no
+	// membership change since) is a new epoch, so every member learns it.
+	if target := shareAssign(g, img); !sameShareAssignment(target, g.assignment) {
+		if g.AssignmentEpoch == g.Epoch {
+			g.Epoch++
+		}
+		g.assignment = target
 	}
+	g.AssignmentEpoch = g.Epoch
 	res := ShareHeartbeatResult{MemberID: m.ID}
 	if m.Epoch != g.Epoch {
 		m.PrevEpoch, m.Epoch = m.Epoch, g.Epoch
@@ -153,6 +172,9 @@ func (c *Core) ShareHeartbeat(now time.Time, img TopicImage, r ShareHeartbeatReq
 		res.HasAssignment = true
 	}
 	res.Epoch = m.Epoch
+	if joined || g.Epoch != epochBefore || m.Epoch != memberEpochBefore || !slices.Equal(m.Topics, topicsBefore) {
+		c.shareDirty[g.ID] = true // a heartbeat that changed nothing stores nothing
+	}
 	if res.HasAssignment {
 		res.Assignment = shareOwned(g.assignment[m.ID])
 	}
@@ -165,6 +187,7 @@ const shareMaxGroupSize = 200
 func (c *Core) newShareGroup(id string) *shareGroup {
 	g := &shareGroup{ID: id, Members: map[string]*shareMember{}}
 	c.shareGroups[id] = g
+	c.shareDirty[id] = true
 	return g
 }
 
@@ -202,6 +225,7 @@ func (c *Core) DeleteShareGroup(id string) int16 {
 		return kerr.NonEmptyGroup.Code
 	}
 	delete(c.shareGroups, id)
+	c.shareDirty[id] = true
 	return 0
 }
 
@@ -213,6 +237,7 @@ func (c *Core) ExpireShareMembers(now time.Time) []ShareMemberRef {
 			if !now.Before(m.Deadline) {
 				delete(g.Members, id)
 				g.Epoch++
+				c.shareDirty[g.ID] = true
 				out = append(out, ShareMemberRef{g.ID, id})
 				c.event(g.ID, false, "share member "+id+" fenced: session timed out")
 			}
@@ -286,3 +311,57 @@ func (g *shareGroup) stateName() string {
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func sortedInt32(s []int32) []int32 { return slices.Sorted(slices.Values(s)) }
+
+// shareGroupRecord is a share group as stored (JSON, as the other group
+// records, so a later release can add fields).
+type shareGroupRecord struct {
+	Epoch           int32               `json:"epoch"`
+	AssignmentEpoch int32               `json:"assignment_epoch"`
+	Members         []shareMemberRecord `json:"members,omitempty"`
+}
+
+type shareMemberRecord struct {
+	ID         string   `json:"id"`
+	ClientID   string   `json:"client_id"`
+	ClientHost string   `json:"client_host"`
+	RackID     *string  `json:"rack_id,omitempty"`
+	Epoch      int32    `json:"epoch"`
+	PrevEpoch  int32    `json:"prev_epoch"`
+	Topics     []string `json:"topics"`
+}
+
+// shareOps turns the share groups changed since the last Take into ops.
+func (c *Core) shareOps() {
+	for _, id := range sortedKeys(c.shareDirty) {
+		g := c.shareGroups[id]
+		if g == nil {
+			c.ops = append(c.ops, op{bucket: bucketShareGroups, key: []byte(id)})
+			continue
+		}
+		r := shareGroupRecord{Epoch: g.Epoch, AssignmentEpoch: g.AssignmentEpoch}
+		for _, mid := range sortedKeys(g.Members) {
+			m := g.Members[mid]
+			r.Members = append(r.Members, shareMemberRecord{ID: m.ID, ClientID: m.ClientID, ClientHost: m.ClientHost,
+				RackID: m.RackID, Epoch: m.Epoch, PrevEpoch: m.PrevEpoch, Topics: m.Topics})
+		}
+		c.ops = append(c.ops, op{bucket: bucketShareGroups, key: []byte(id), value: mustJSON(r)})
+	}
+	clear(c.shareDirty)
+}
+
+// loadShareGroup restores a stored share group; its members' sessions
+// start at now (with Kafka's default timeout until their next heartbeat
+// brings the group's).
+func (c *Core) loadShareGroup(id string, v []byte, now time.Time) error {
+	var r shareGroupRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		return fmt.Errorf("groups: share group %q: %w", id, err)
+	}
+	g := &shareGroup{ID: id, Epoch: r.Epoch, AssignmentEpoch: r.AssignmentEpoch, Members: map[string]*shareMember{}}
+	for _, mr := range r.Members {
+		g.Members[mr.ID] = &shareMember{ID: mr.ID, ClientID: mr.ClientID, ClientHost: mr.ClientHost, RackID: mr.RackID,
+			Epoch: mr.Epoch, PrevEpoch: mr.PrevEpoch, Topics: mr.Topics, Deadline: now.Add(shares.DefaultSessionTimeout)}
+	}
+	c.shareGroups[id] = g
+	return nil
+}

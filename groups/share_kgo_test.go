@@ -432,6 +432,11 @@ func TestShareKgoRestart(t *testing.T) {
 	if got := shareStart(t, adm, "rs", "durable", 0); got != start {
 		t.Fatalf("share start offset %d after the restart, want %d", got, start)
 	}
+	// The group itself is stored: listed after the restart (Empty: its
+	// member left).
+	if listed, err := adm.ListGroupsByType(ctx, []string{"share"}); err != nil || listed["rs"].State != "Empty" {
+		t.Fatalf("ListGroups after the restart: %+v %v", listed, err)
+	}
 	after := map[string]bool{}
 	cl2 := tc.client(kgo.ShareGroup("rs"), kgo.ConsumeTopics("durable"))
 	for len(before)+len(after) < n && ctx.Err() == nil {

@@ -77,6 +77,37 @@ func TestShareGroupCore(t *testing.T) {
 		t.Fatalf("partitions assigned: %v, want all three", seen)
 	}
 
+	// What a restart loads back: the stored records, replayed into a
+	// new core, hold the same epochs, members and subscriptions.
+	stored := map[string]map[string][]byte{}
+	for _, o := range c.Take().Ops {
+		b := string(bucketNames[o.bucket])
+		if stored[b] == nil {
+			stored[b] = map[string][]byte{}
+		}
+		if o.value == nil {
+			delete(stored[b], string(o.key))
+		} else {
+			stored[b][string(o.key)] = o.value
+		}
+	}
+	reloaded := NewCore(Timeouts{}, 4, func() string { return "x" })
+	if err := reloaded.load(func(bucket []byte, fn func(k, v []byte) error) error {
+		for k, v := range stored[string(bucket)] {
+			if err := fn([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, now); err != nil {
+		t.Fatal(err)
+	}
+	rg, g := reloaded.shareGroups["q"], c.shareGroups["q"]
+	if rg == nil || rg.Epoch != g.Epoch || len(rg.Members) != 4 || rg.Members["a"].Epoch != g.Members["a"].Epoch ||
+		fmt.Sprint(rg.Members["c"].Topics) != "[jobs]" {
+		t.Fatalf("reloaded share group %+v, want %+v", rg, g)
+	}
+
 	// Leaving: -1, the member is named for its records' release.
 	if res := hb("d", -1); res.Epoch != -1 || res.Left == nil || res.Left.Member != "d" {
 		t.Fatalf("leave: %+v", res)
