@@ -108,7 +108,7 @@ func (c *Core) ShareHeartbeat(now time.Time, img TopicImage, r ShareHeartbeatReq
 		g = c.newShareGroup(r.Group)
 	}
 	m := g.Members[r.MemberID]
-	bump := false             // the group epoch moves once per heartbeat that changed it
+	bump := false // the group epoch moves once per heartbeat that changed it
 	joined := m == nil
 	epochBefore, memberEpochBefore := g.Epoch, int32(-2)
 	var topicsBefore []string
