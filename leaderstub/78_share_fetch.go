@@ -10,8 +10,11 @@ package leaderstub
 //     INVALID_REQUEST), a positive epoch must equal the session's
 //     (INVALID_SHARE_SESSION_EPOCH; no session: SHARE_SESSION_NOT_FOUND)
 //     and adds the request's partitions and drops the forgotten ones, -1
-//     closes it, releasing what the member holds on its partitions;
-//     every answered request moves the epoch on;
+//     closes it, releasing what the member holds on its partitions, and
+//     an epoch below -1 is INVALID_SHARE_SESSION_EPOCH; every answered
+//     request moves the epoch on; at the limit of sessions (2000) one
+//     unused for longer than the longest share session timeout (60 s) is
+//     evicted, else SHARE_SESSION_LIMIT_REACHED;
 //   - piggybacked acknowledgements are applied first (per partition
 //     AcknowledgeErrorCode), and the answer waits until they are durable;
 //   - records are acquired for the member under a lock of the group's
@@ -72,13 +75,17 @@ func (l *Leader) handleShareFetch(ctx context.Context, r *wire.Request) wire.Rep
 	l.shares.mu.Lock()
 	sess := l.shares.sessions[key]
 	switch {
+	case req.ShareSessionEpoch < -1:
+		l.shares.mu.Unlock()
+		resp.ErrorCode = kerr.InvalidShareSessionEpoch.Code
+		return wire.Now(resp)
 	case req.ShareSessionEpoch == 0:
 		if anyAcks(req.Topics) {
 			l.shares.mu.Unlock()
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return wire.Now(resp)
 		}
-		if sess == nil && len(l.shares.sessions) >= maxShareSessions {
+		if sess == nil && !l.shares.roomForSession(now) {
 			l.shares.mu.Unlock()
 			resp.ErrorCode = kerr.ShareSessionLimitReached.Code
 			return wire.Now(resp)
@@ -130,7 +137,7 @@ func (l *Leader) handleShareFetch(ctx context.Context, r *wire.Request) wire.Rep
 		l.notify()
 		return ans.afterDurable(waits)
 	}
-	sess.epoch = max(sess.epoch+1, 1)
+	sess.epoch, sess.lastUsed = max(sess.epoch+1, 1), now
 	targets := make([]topicPartitionID, 0, len(sess.partitions))
 	for tp := range sess.partitions {
 		targets = append(targets, tp)

@@ -48,7 +48,7 @@ func (l *Leader) handleShareAcknowledge(_ context.Context, r *wire.Request) wire
 	l.shares.mu.Lock()
 	sess := l.shares.sessions[key]
 	switch {
-	case req.ShareSessionEpoch == 0:
+	case req.ShareSessionEpoch == 0 || req.ShareSessionEpoch < -1:
 		l.shares.mu.Unlock()
 		resp.ErrorCode = kerr.InvalidShareSessionEpoch.Code
 		return wire.Now(resp)
@@ -99,7 +99,7 @@ func (l *Leader) handleShareAcknowledge(_ context.Context, r *wire.Request) wire
 		}
 		delete(l.shares.sessions, key)
 	} else {
-		sess.epoch = max(sess.epoch+1, 1)
+		sess.epoch, sess.lastUsed = max(sess.epoch+1, 1), now
 	}
 	l.shares.mu.Unlock()
 	if len(waits) > 0 {

@@ -71,6 +71,7 @@ type shareSessionKey struct{ group, member string }
 type shareSession struct {
 	epoch      int32
 	partitions map[topicPartitionID]bool // true: must appear in the next answer
+	lastUsed   time.Time
 }
 
 type topicPartitionID struct {
@@ -92,6 +93,30 @@ func newShareState() *shareState {
 // maxShareSessions bounds the share sessions of one leader (Kafka's
 // group.share.max.share.sessions default).
 const maxShareSessions = 2000
+
+// roomForSession reports whether a new share session fits: below the
+// limit, or once the least recently used session, unused for longer than
+// any member's session may last (its member is gone: fenced by the
+// coordinator, which releases its records), is evicted. Kafka evicts a
+// session when its connection closes; the leader here does not see the
+// connections of its in-process callers. The caller holds mu.
+func (s *shareState) roomForSession(now time.Time) bool {
+	if len(s.sessions) < maxShareSessions {
+		return true
+	}
+	var oldest shareSessionKey
+	var at time.Time
+	for k, sess := range s.sessions {
+		if at.IsZero() || sess.lastUsed.Before(at) {
+			oldest, at = k, sess.lastUsed
+		}
+	}
+	if now.Sub(at) <= shares.MaxSessionTimeout {
+		return false
+	}
+	delete(s.sessions, oldest)
+	return true
+}
 
 func encodeShareState(k shareKey, p *shares.Partition) []byte {
 	out := []byte{shareStateVersion}

@@ -17,11 +17,13 @@
 //   - acknowledged and archived records are not told apart once finished
 //     (nothing observable depends on it: both are never delivered again,
 //     and the start offset moves past both);
-//   - an acquisition is not persisted: after a restart a record that was
-//     acquired is available again with the delivery count of its last
-//     persisted state (Kafka writes the share-group state on
-//     acknowledgement and release too); redelivery after a crash is what
-//     at-least-once allows;
+//   - an acquisition is not written by itself: a snapshot written for
+//     another change (an acknowledgement, a release, an expired lock)
+//     carries every record in flight with its delivery count, acquired
+//     ones as available, so after a restart a record that was acquired is
+//     available again with the count of the last snapshot (Kafka writes
+//     the share-group state on acknowledgement and release too);
+//     redelivery after a crash is what at-least-once allows;
 //   - control batches, and with read_committed the batches of aborted
 //     transactions, are archived when the window reaches them instead of
 //     being acquired and acknowledged as gaps by the client.
