@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -293,8 +294,8 @@ func TestShareKgoDeliveryLimitReleaseReject(t *testing.T) {
 
 // TestShareKgoReadCommitted: with share.isolation.level=read_committed a
 // share consumer gets every record of committed transactions and none of
-// aborted ones (interleaved, from two transactional producers), and
-// nothing of an open transaction until it commits.
+// aborted ones (interleaved, from two kgo transactional producers and a
+// sarama one), and nothing of an open transaction until it commits.
 func TestShareKgoReadCommitted(t *testing.T) {
 	tc := startCluster(t)
 	admCl := tc.client()
@@ -308,6 +309,7 @@ func TestShareKgoReadCommitted(t *testing.T) {
 		tc.client(kgo.TransactionalID("share-a"), kgo.DefaultProduceTopic("txns")),
 		tc.client(kgo.TransactionalID("share-b"), kgo.DefaultProduceTopic("txns")),
 	}
+	sp := saramaTxnProducer(t, tc.addrs[0], "share-sarama")
 	committed := map[string]bool{}
 	for round := range 10 {
 		for pi, p := range producers {
@@ -327,6 +329,30 @@ func TestShareKgoReadCommitted(t *testing.T) {
 			if err := p.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// A sarama producer's transaction in between: committed in
+		// odd rounds, aborted in even ones.
+		if err := sp.BeginTxn(); err != nil {
+			t.Fatal(err)
+		}
+		commit := round%2 == 1
+		var msgs []*sarama.ProducerMessage
+		for k := range 3 {
+			v := fmt.Sprintf("r%d-sarama-%d-%v", round, k, commit)
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: "txns", Partition: 0, Value: sarama.StringEncoder(v)})
+			if commit {
+				committed[v] = true
+			}
+		}
+		if err := sp.SendMessages(msgs); err != nil {
+			t.Fatal(err)
+		}
+		end := sp.AbortTxn
+		if commit {
+			end = sp.CommitTxn
+		}
+		if err := end(); err != nil {
+			t.Fatal(err)
 		}
 	}
 	// An open transaction: its records are below the high watermark
@@ -450,4 +476,24 @@ func TestShareKgoRestart(t *testing.T) {
 	if len(before)+len(after) != n {
 		t.Fatalf("%d records before and %d after the restart, want %d in all", len(before), len(after), n)
 	}
+}
+
+// saramaTxnProducer is a transactional sarama producer of transactional
+// id id, closed at the end of the test.
+func saramaTxnProducer(t *testing.T, addr, id string) sarama.SyncProducer {
+	t.Helper()
+	c := sarama.NewConfig()
+	c.Version = sarama.V3_6_0_0
+	c.Producer.Idempotent = true
+	c.Producer.RequiredAcks = sarama.WaitForAll
+	c.Net.MaxOpenRequests = 1
+	c.Producer.Transaction.ID = id
+	c.Producer.Partitioner = sarama.NewManualPartitioner
+	c.Producer.Return.Successes = true
+	p, err := sarama.NewSyncProducer([]string{addr}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
 }
