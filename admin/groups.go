@@ -16,7 +16,7 @@ import (
 // GroupSummary is one group as `groups list` shows it.
 type GroupSummary struct {
 	Group        string `json:"group"`
-	Type         string `json:"type"`  // classic
+	Type         string `json:"type"`  // classic, consumer, share
 	State        string `json:"state"` // Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
 	ProtocolType string `json:"protocol_type"`
 	Protocol     string `json:"protocol"` // the assignor, once chosen
@@ -77,6 +77,23 @@ type GroupDetail struct {
 	Members []GroupMember   `json:"members"`
 	Offsets []GroupOffset   `json:"offsets"`
 	Pending []PendingOffset `json:"pending_offsets"`
+	// SharePartitions are a share group's partitions (type "share"), as
+	// kafka-share-groups.sh --describe shows them.
+	SharePartitions []SharePartition `json:"share_partitions,omitempty"`
+}
+
+// SharePartition is one partition of a share group: its share-partition
+// start offset, the partition's high watermark, the lag between them, and
+// the records in flight (acquired by a member, or available again for
+// redelivery).
+type SharePartition struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	StartOffset int64  `json:"start_offset"`
+	EndOffset   int64  `json:"end_offset"` // -1 when unknown
+	Lag         int64  `json:"lag"`
+	Acquired    int    `json:"acquired"`
+	Available   int    `json:"available"`
 }
 
 // GroupsBackend is what the groups endpoints read and ask; the node adapts

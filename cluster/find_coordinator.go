@@ -2,6 +2,9 @@ package cluster
 
 import (
 	"context"
+	"encoding/base64"
+	"strconv"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,6 +22,12 @@ import (
 //     (View.GroupCoordinator), which leads every __consumer_offsets
 //     partition; COORDINATOR_NOT_AVAILABLE while it moves between
 //     coordinators (several coordinators on etcd);
+//   - share keys (key type 2, v6+, KIP-932; brokers ask it for the share
+//     coordinator of a share partition) "groupId:topicId:partition" → the
+//     node that keeps that share partition's state: the partition's
+//     leader (the group coordinator node when the topic id is unknown, as
+//     Kafka answers without checking the topic); a malformed key, or key
+//     type 2 below v6, → INVALID_REQUEST;
 //   - other key types → INVALID_REQUEST.
 //
 // Version notes: v4+ batches keys (Coordinators); v0–v3 carry one key;
@@ -55,6 +64,23 @@ func (v *View) FindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 				return Node{NodeID: -1}, kerr.InvalidRequest.Code, kmsg.StringPtr("transactional id longer than 32767 bytes")
 			}
 			return coord, 0, nil
+		case 2:
+			if req.Version < 6 {
+				return Node{NodeID: -1}, kerr.InvalidRequest.Code, kmsg.StringPtr("share coordinator keys need FindCoordinator v6")
+			}
+			topicID, partition, ok := parseShareKey(key)
+			if !ok {
+				return Node{NodeID: -1}, kerr.InvalidRequest.Code, kmsg.StringPtr("share coordinator key must be groupId:topicId:partition")
+			}
+			if t, known := v.TopicByID(topicID); known {
+				if n, led := v.LeaderOf(t.Name, partition); led {
+					return n, 0, nil
+				}
+			}
+			if !groupOK {
+				return Node{NodeID: -1}, kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr("the group coordinator is moving to another node")
+			}
+			return group, 0, nil
 		case 0:
 			if !groupOK {
 				return Node{NodeID: -1}, kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr("the group coordinator is moving to another node")
@@ -84,4 +110,23 @@ func (v *View) FindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 		resp.Host, resp.Port = hostPort(n.Addr)
 	}
 	return resp
+}
+
+// parseShareKey reads a share coordinator key, Kafka's SharePartitionKey
+// "groupId:topicId:partition": the last token a partition number, the one
+// before it a topic id (Kafka's Uuid string, URL-safe base64 of 16 bytes),
+// the rest a group id that is not blank (it may hold ':').
+func parseShareKey(key string) ([16]byte, int32, bool) {
+	var id [16]byte
+	tokens := strings.Split(key, ":")
+	if len(tokens) < 3 || strings.TrimSpace(strings.Join(tokens[:len(tokens)-2], ":")) == "" {
+		return id, 0, false
+	}
+	p, err := strconv.ParseInt(tokens[len(tokens)-1], 10, 32)
+	raw, derr := base64.RawURLEncoding.DecodeString(tokens[len(tokens)-2])
+	if err != nil || derr != nil || len(raw) != 16 {
+		return id, 0, false
+	}
+	copy(id[:], raw)
+	return id, int32(p), true
 }

@@ -15,11 +15,12 @@ import (
 // Behavior: every node advertises every API of the cluster, as Kafka brokers
 // do (KafkaJS gives every broker the ApiVersions table of the first one it
 // met). A partition request (Produce, Fetch, ListOffsets, WriteTxnMarkers,
-// DescribeProducers) that reaches a node leading no partitions is answered
-// NOT_LEADER_OR_FOLLOWER per partition, so the client refreshes its
-// metadata; a coordinator request that reaches a leader is answered
-// NOT_COORDINATOR, so the client asks FindCoordinator again; ListTransactions
-// lists nothing, as a broker coordinating no transactions does.
+// DescribeProducers, ShareFetch, ShareAcknowledge) that reaches a node
+// leading no partitions is answered NOT_LEADER_OR_FOLLOWER per partition,
+// so the client refreshes its metadata; a coordinator request that reaches
+// a leader is answered NOT_COORDINATOR, so the client asks FindCoordinator
+// again; ListTransactions lists nothing, as a broker coordinating no
+// transactions does.
 
 // RegisterNotServed registers, for each key of apis that reg has no handler
 // for, a handler that answers as above.
@@ -39,7 +40,7 @@ func RegisterNotServed(reg *wire.Registry, apis map[int16][2]int16) {
 }
 
 // leaderKeys are the partition requests; the rest are coordinator requests.
-var leaderKeys = map[int16]bool{0: true, 1: true, 2: true, 21: true, 23: true, 27: true, 61: true}
+var leaderKeys = map[int16]bool{0: true, 1: true, 2: true, 21: true, 23: true, 27: true, 61: true, 78: true, 79: true}
 
 func notServed(body kmsg.Request) (kmsg.Response, error) {
 	switch {

@@ -18,6 +18,7 @@ import (
 //	leaders topic=T            partition → leader node of topic T (from the file)
 //	topic-id topic=T           T's id in the file's cluster
 //	transaction-version        the finalized transaction.version and each node's supported range
+//	share-version              the same for share.version
 func TestDataDriven(t *testing.T) {
 	runScenarios(t, func(t *testing.T, c ddCase) string {
 		f, err := Parse([]byte(c.input))
@@ -65,13 +66,20 @@ func TestDataDriven(t *testing.T) {
 			return strings.Join(out, "\n")
 		case "topic-id":
 			return fmt.Sprintf("%x", TopicID(f.ClusterID, c.args["topic"]))
-		case "transaction-version":
-			out := []string{"finalized transaction.version=" + strconv.Itoa(int(v.TransactionVersion()))}
+		case "transaction-version", "share-version":
+			feature := strings.ReplaceAll(c.command, "-", ".")
+			level := v.TransactionVersion()
+			if feature == "share.version" {
+				level = v.ShareVersion()
+			}
+			out := []string{"finalized " + feature + "=" + strconv.Itoa(int(level))}
 			for _, n := range v.Brokers() {
 				feat := v.Features(n.KafkaVersion)
 				s := "none"
 				for _, sf := range feat.Supported {
-					s = fmt.Sprintf("%s %d-%d", sf.Name, sf.Min, sf.Max)
+					if sf.Name == feature {
+						s = fmt.Sprintf("%s %d-%d", sf.Name, sf.Min, sf.Max)
+					}
 				}
 				out = append(out, fmt.Sprintf("node %d (%s) supports %s", n.NodeID, n.KafkaVersion, s))
 			}

@@ -76,6 +76,9 @@ type View struct {
 	// values are the configs of configs resolved (topicconfig.Resolve),
 	// what a leader enforces at each produce; absent: the defaults.
 	values map[string]topicconfig.Values
+	// groupConfigs are the groups' explicit configs (ConfigResource
+	// GROUP: share.*, consumer.*), set by the controller once durable.
+	groupConfigs map[string]map[string]string
 
 	creator   atomic.Pointer[func(string) (Topic, error)]
 	groupHook atomic.Pointer[func() (Node, bool)]
@@ -88,7 +91,7 @@ type View struct {
 // NewView builds the view of a validated file.
 func NewView(f *File) *View {
 	v := &View{file: f, topics: map[string]Topic{}, byID: map[[16]byte]string{}, configs: map[string]map[string]string{},
-		values: map[string]topicconfig.Values{}}
+		values: map[string]topicconfig.Values{}, groupConfigs: map[string]map[string]string{}}
 	for name, n := range f.Topics {
 		v.addLocked(name, n)
 	}
@@ -427,6 +430,24 @@ func (v *View) TopicConfigs(name string) map[string]string {
 	return maps.Clone(v.configs[name])
 }
 
+// SetGroupConfigs sets a group's explicit configs (none: removes them).
+func (v *View) SetGroupConfigs(group string, configs map[string]string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(configs) == 0 {
+		delete(v.groupConfigs, group)
+		return
+	}
+	v.groupConfigs[group] = maps.Clone(configs)
+}
+
+// GroupConfigs returns a copy of a group's explicit configs (nil: none).
+func (v *View) GroupConfigs(group string) map[string]string {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return maps.Clone(v.groupConfigs[group])
+}
+
 // defaultValues are the resolved configs of a topic with none of its own.
 var defaultValues = topicconfig.Resolve(nil, nil)
 
@@ -497,15 +518,41 @@ func (v *View) TransactionVersion() int16 {
 
 // Features returns the ApiVersions features of a node running kafkaVersion:
 // transaction.version 0–2 is supported from Kafka 4.0 (Produce v12); the
-// finalized level is the cluster's.
+// finalized level is the cluster's. share.version 0–1 is supported from
+// Kafka 4.1 (ShareGroupHeartbeat v1) and finalized at 1 when every node
+// serves share groups at Kafka 4.2's versions (ShareFetch v2): Kafka 4.2
+// makes share groups production-ready and a new 4.2 cluster finalizes
+// share.version=1 (4.1 needs kafka-features.sh to enable the preview).
 func (v *View) Features(kafkaVersion string) wire.Features {
 	var f wire.Features
 	if negotiation.MaxVersion(kafkaVersion, 0) >= 12 {
 		f.Supported = append(f.Supported, wire.SupportedFeature{Name: "transaction.version", Min: 0, Max: 2})
 	}
+	if negotiation.MaxVersion(kafkaVersion, 76) >= 1 {
+		f.Supported = append(f.Supported, wire.SupportedFeature{Name: "share.version", Min: 0, Max: 1})
+	}
 	f.Finalized = append(f.Finalized, wire.FinalizedFeature{Name: "transaction.version", Level: v.TransactionVersion()})
+	if v.ShareVersion() > 0 {
+		f.Finalized = append(f.Finalized, wire.FinalizedFeature{Name: "share.version", Level: v.ShareVersion()})
+	}
 	f.FinalizedEpoch = 1
 	return f
+}
+
+// ShareVersion is the cluster's finalized share.version: 1 when every
+// node's profile has ShareFetch v2 (Kafka 4.2+), otherwise 0.
+func (v *View) ShareVersion() int16 {
+	for _, c := range v.file.CoordinatorNodes() {
+		if negotiation.MaxVersion(c.KafkaVersion, 78) < 2 {
+			return 0
+		}
+	}
+	for _, l := range v.file.Leaders {
+		if negotiation.MaxVersion(l.KafkaVersion, 78) < 2 {
+			return 0
+		}
+	}
+	return 1
 }
 
 // hostPort splits a node address for Metadata.

@@ -4,11 +4,14 @@ package groups
 //
 // Behavior: every group with its protocol type; v4+ its state, filtered
 // by StatesFilter (case-insensitive, as Kafka; a consumer group's states
-// are Empty, Assigning, Reconciling, Stable); v5+ its type ("classic" or
-// "consumer"), filtered by TypesFilter (case-insensitive).
+// are Empty, Assigning, Reconciling, Stable; a share group's Empty,
+// Stable); v5+ its type ("classic", "consumer" or "share"), filtered by
+// TypesFilter (case-insensitive). A share group's protocol type is
+// "share".
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,5 +47,15 @@ func (c *Coordinator) handleListGroups(_ context.Context, r *wire.Request) wire.
 		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = g.ID, g.ProtocolType, g.stateName(), string(g.Type)
 		resp.Groups = append(resp.Groups, rg)
 	}
+	for _, id := range c.core.ShareGroupIDs() {
+		g := c.core.shareGroups[id]
+		if (req.Version >= 4 && !in(req.StatesFilter, g.stateName())) || (req.Version >= 5 && !in(req.TypesFilter, "share")) {
+			continue
+		}
+		rg := kmsg.NewListGroupsResponseGroup()
+		rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = id, "share", g.stateName(), "share"
+		resp.Groups = append(resp.Groups, rg)
+	}
+	slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
 	return wire.Now(resp)
 }

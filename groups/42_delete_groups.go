@@ -5,7 +5,9 @@ package groups
 // Behavior: per group: GROUP_ID_NOT_FOUND if there is none,
 // NON_EMPTY_GROUP while it has members, else the group and its committed
 // offsets are deleted (answered once durable). Pending transactional
-// offsets stay until their marker.
+// offsets stay until their marker. A share group is deleted the same way
+// (NON_EMPTY_GROUP while it has members), with its share state at the
+// leaders.
 //
 // Version notes: v3 (Kafka 4.4) adds a per-group error message: the
 // error's description.
@@ -26,14 +28,30 @@ var deleteGroupsAPI = wire.API[*Coordinator]{Key: 42, Min: 0, Max: 3, Handle: (*
 func (c *Coordinator) handleDeleteGroups(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DeleteGroupsRequest)
 	codes := make([]int16, len(req.Groups))
+	var shareDeleted []string
 	pos, err := c.step(func(now time.Time) {
 		for i, g := range req.Groups {
+			if _, ok := c.core.ShareGroupMembers(g); ok {
+				if codes[i] = c.core.DeleteShareGroup(g); codes[i] == 0 {
+					shareDeleted = append(shareDeleted, g)
+				}
+				continue
+			}
 			codes[i] = c.core.DeleteGroup(now, g)
 		}
 	})
 	return func() (kmsg.Response, error) {
 		if err == nil {
 			err = c.durable(ctx, r, pos)
+		}
+		// A deleted share group's state at the leaders goes with it.
+		for _, g := range shareDeleted {
+			if c.cfg.Shares == nil {
+				break
+			}
+			if derr := c.cfg.Shares.Delete(ctx, g, ""); derr != nil && err == nil {
+				err = derr
+			}
 		}
 		resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 		for i, g := range req.Groups {

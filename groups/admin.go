@@ -74,6 +74,9 @@ type GroupDescription struct {
 	Members []MemberInfo        `json:"members"`
 	Offsets []OffsetInfo        `json:"offsets"`
 	Pending []PendingOffsetInfo `json:"pending_offsets"`
+	// SharePartitions are a share group's partitions at the leaders:
+	// start offset, end, lag and records in flight.
+	SharePartitions []SharePartition `json:"share_partitions,omitempty"`
 }
 
 func (c *Coordinator) summary(g *Group) GroupSummary {
@@ -89,11 +92,54 @@ func (c *Coordinator) ListGroups() []GroupSummary {
 	for _, id := range c.core.GroupIDs() {
 		out = append(out, c.summary(c.core.groups[id]))
 	}
+	for _, id := range c.core.ShareGroupIDs() {
+		out = append(out, c.shareSummary(c.core.shareGroups[id]))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
 	return out
+}
+
+// shareSummary is a share group as ListGroups shows it: its generation is
+// the group epoch.
+func (c *Coordinator) shareSummary(g *shareGroup) GroupSummary {
+	return GroupSummary{Group: g.ID, Type: "share", State: g.stateName(), ProtocolType: "share", Protocol: "simple",
+		Generation: g.Epoch, Members: len(g.Members), Coordinator: c.cfg.NodeID, Partition: -1}
+}
+
+// describeShareGroup describes a share group: members, their assignment,
+// and its partitions at the leaders (as kafka-share-groups.sh --describe),
+// asked once the coordinator's lock is released; false if id is not a
+// share group.
+func (c *Coordinator) describeShareGroup(id string) (GroupDescription, bool) {
+	c.mu.Lock()
+	g := c.core.shareGroups[id]
+	if g == nil {
+		c.mu.Unlock()
+		return GroupDescription{}, false
+	}
+	d := GroupDescription{GroupSummary: c.shareSummary(g), Members: []MemberInfo{}, Offsets: []OffsetInfo{}, Pending: []PendingOffsetInfo{}}
+	for _, mid := range sortedKeys(g.Members) {
+		m := g.Members[mid]
+		mi := MemberInfo{MemberID: m.ID, ClientID: m.ClientID, ClientHost: m.ClientHost}
+		for _, t := range shareOwned(g.assignment[m.ID]) {
+			if name, ok := c.cfg.View.TopicByID(t.TopicID); ok {
+				mi.Assignment = append(mi.Assignment, TopicPartitions{Topic: name.Name, Partitions: t.Partitions})
+			}
+		}
+		d.Members = append(d.Members, mi)
+	}
+	c.mu.Unlock()
+	if c.cfg.Shares != nil {
+		d.SharePartitions = c.cfg.Shares.Partitions(id)
+	}
+	return d, true
 }
 
 // DescribeGroup returns one group; false if there is none.
 func (c *Coordinator) DescribeGroup(id string) (GroupDescription, bool) {
+	if d, ok := c.describeShareGroup(id); ok {
+		return d, true
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.core.groups[id]
@@ -140,6 +186,28 @@ func (c *Coordinator) PendingOffsets(producerID int64) []PendingOffsetInfo {
 // DeleteGroup deletes an Empty group and its committed offsets, once
 // durable: kerr.GroupIDNotFound, kerr.NonEmptyGroup, or a storage error.
 func (c *Coordinator) DeleteGroup(ctx context.Context, id string) error {
+	var share bool
+	var shareCode int16
+	sharePos, err := c.step(func(time.Time) {
+		if _, share = c.core.shareGroups[id]; share {
+			shareCode = c.core.DeleteShareGroup(id)
+		}
+	})
+	if share {
+		if shareCode != 0 {
+			return kerr.ErrorForCode(shareCode)
+		}
+		if err == nil && sharePos != 0 {
+			err = c.space.Log().WaitDurable(ctx, sharePos)
+		}
+		if err != nil {
+			return err
+		}
+		if c.cfg.Shares != nil {
+			return c.cfg.Shares.Delete(ctx, id, "")
+		}
+		return nil
+	}
 	var code int16
 	pos, err := c.step(func(now time.Time) { code = c.core.DeleteGroup(now, id) })
 	if code != 0 {

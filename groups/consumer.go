@@ -364,6 +364,8 @@ func (c *Core) ConsumerHeartbeat(now time.Time, img TopicImage, req HeartbeatReq
 func (c *Core) consumerGroupOf(now time.Time, id string, create bool) (*Group, int16, string) {
 	g := c.groups[id]
 	switch {
+	case c.shareGroups[id] != nil:
+		return nil, kerr.GroupIDNotFound.Code, "Group " + id + " is not a consumer group."
 	case g == nil && !create:
 		return nil, kerr.GroupIDNotFound.Code, "Consumer group " + id + " not found."
 	case g == nil:

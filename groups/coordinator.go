@@ -17,6 +17,7 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/durable"
+	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wire"
@@ -42,6 +43,10 @@ type Config struct {
 	// AddPartitionsToTxn v4+ through it, as a leader does. Nil: every
 	// TxnOffsetCommit is answered COORDINATOR_NOT_AVAILABLE.
 	TxnCoordinator func(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+	// Shares reaches the share partitions at the leaders (share groups:
+	// releasing a departed member's records, the share-group offset
+	// APIs). Nil: those APIs answer COORDINATOR_NOT_AVAILABLE.
+	Shares ShareState
 	// Now is the clock (time.Now when nil). Tests that set it drive time
 	// with Tick.
 	Now      func() time.Time
@@ -182,7 +187,6 @@ const expireEvery = 10 * time.Minute
 // tests with their own clock call it themselves).
 func (c *Coordinator) Tick() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	now := c.cfg.Now()
 	if next := c.core.NextDeadline(); !next.IsZero() && !now.Before(next) {
 		c.core.Tick(now)
@@ -193,7 +197,11 @@ func (c *Coordinator) Tick() {
 			c.m.expired.Add(float64(n))
 		}
 	}
+	gone := c.core.ExpireShareMembers(now)
 	c.flushLocked(false)
+	c.mu.Unlock()
+	// Released outside the lock: the leaders write.
+	c.releaseShareMembers(gone)
 }
 
 // step runs fn on the core under the lock and flushes what it produced:
@@ -438,14 +446,32 @@ var apis = wire.APIs[*Coordinator]{offsetCommitAPI, offsetFetchAPI, joinGroupAPI
 // consumer fails with group.protocol=consumer, as against such a Kafka).
 var consumerAPIs = wire.APIs[*Coordinator]{consumerGroupHeartbeatAPI, consumerGroupDescribeAPI}
 
+// shareAPIs are the share-group keys (KIP-932), registered only on a node
+// whose profile has ShareGroupHeartbeat v1 (Kafka 4.1+).
+var shareAPIs = wire.APIs[*Coordinator]{shareGroupHeartbeatAPI, shareGroupDescribeAPI, describeShareGroupOffsetsAPI,
+	alterShareGroupOffsetsAPI, deleteShareGroupOffsetsAPI}
+
 // apisFor is the list a node of kafkaVersion serves.
 func apisFor(kafkaVersion string) wire.APIs[*Coordinator] {
+	out := apis
 	if ServesConsumerProtocol(kafkaVersion) {
-		return append(slices.Clip(apis), consumerAPIs...)
+		out = append(slices.Clip(out), consumerAPIs...)
 	}
-	return apis
+	if ServesShareGroups(kafkaVersion) {
+		out = append(slices.Clip(out), shareAPIs...)
+	}
+	return out
 }
 
-// Declared is every API the group coordinator may serve, the KIP-848 ones
-// included (a node registers those only when its version serves them).
-func Declared() wire.APIs[*Coordinator] { return append(slices.Clip(apis), consumerAPIs...) }
+// ServesShareGroups reports whether a node of this Kafka version serves
+// share groups (ShareGroupHeartbeat v1 in its profile: 4.1+).
+func ServesShareGroups(kafkaVersion string) bool {
+	return negotiation.MaxVersion(kafkaVersion, 76) >= 1
+}
+
+// Declared is every API the group coordinator may serve, the KIP-848 and
+// share-group ones included (a node registers those only when its version
+// serves them).
+func Declared() wire.APIs[*Coordinator] {
+	return append(append(slices.Clip(apis), consumerAPIs...), shareAPIs...)
+}

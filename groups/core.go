@@ -148,6 +148,11 @@ type Timeouts struct {
 	OffsetsRetention      time.Duration // offsets.retention.minutes (7 days)
 	ConsumerSession       time.Duration // group.consumer.session.timeout.ms (45 s)
 	ConsumerHeartbeat     time.Duration // group.consumer.heartbeat.interval.ms (5 s)
+	// ShareSession and ShareHeartbeat are the share groups' defaults
+	// (group.share.session.timeout.ms 45 s, group.share.heartbeat.interval.ms
+	// 5 s; 0: those), which a group's share.* configs override.
+	ShareSession   time.Duration
+	ShareHeartbeat time.Duration
 }
 
 func (t Timeouts) withDefaults() Timeouts {
@@ -199,6 +204,12 @@ type Core struct {
 	newID      func() string
 	groups     map[string]*Group
 	parts      map[int32]*offsetsPartition
+	// shareGroups are the share groups (share.go), apart from groups:
+	// an id is one type or the other.
+	shareGroups map[string]*shareGroup
+	// shareDirty are the share groups changed since the last Take (a
+	// record each: put, or delete when gone).
+	shareDirty map[string]bool
 
 	answers []Answer
 	events  []Event
@@ -211,7 +222,8 @@ type Core struct {
 // in production).
 func NewCore(t Timeouts, partitions int32, newID func() string) *Core {
 	return &Core{t: t.withDefaults(), partitions: partitions, newID: newID,
-		groups: map[string]*Group{}, parts: map[int32]*offsetsPartition{}, deleted: map[string]bool{}}
+		groups: map[string]*Group{}, parts: map[int32]*offsetsPartition{}, deleted: map[string]bool{},
+		shareGroups: map[string]*shareGroup{}, shareDirty: map[string]bool{}}
 }
 
 // Out is what a step produced.
@@ -236,6 +248,7 @@ func (c *Core) Take() Out {
 		}
 	}
 	clear(c.deleted)
+	c.shareOps()
 	out := Out{Answers: c.answers, Events: c.events, Ops: c.ops}
 	c.answers, c.events, c.ops = nil, nil, nil
 	return out
@@ -317,6 +330,10 @@ func (c *Core) Join(now time.Time, req JoinRequest, token uint64) (res JoinResul
 	if req.SessionTimeout < c.t.MinSession || req.SessionTimeout > c.t.MaxSession {
 		c.event(req.Group, false, "join refused: session timeout out of range")
 		return joinErr(kerr.InvalidSessionTimeout.Code, req.MemberID), false
+	}
+	if c.shareGroups[req.Group] != nil {
+		// Kafka: "Group G is not a classic group."
+		return joinErr(kerr.GroupIDNotFound.Code, req.MemberID), false
 	}
 	g := c.groups[req.Group]
 	if g == nil {

@@ -9,7 +9,11 @@
 // OffsetFetch, TxnOffsetCommit, ListGroups, DescribeGroups,
 // DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat and
 // ConsumerGroupDescribe (consumerAPIs, registered only when the
-// node's profile has ConsumerGroupHeartbeat v1), and WriteTxnMarkers /
+// node's profile has ConsumerGroupHeartbeat v1), the share-group keys
+// ShareGroupHeartbeat, ShareGroupDescribe, DescribeShareGroupOffsets,
+// AlterShareGroupOffsets and DeleteShareGroupOffsets (shareAPIs, on 4.1+
+// profiles: share.go, share_state.go; the records are the leaders',
+// reached through Config.Shares), and WriteTxnMarkers /
 // DescribeProducers
 // for __consumer_offsets (one handler file per API key); rebalance and
 // session timeouts; offset retention; its records (storage.KindGroup) in

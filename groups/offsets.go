@@ -99,6 +99,9 @@ func validateCommit(g *Group, req CommitRequest, transactional bool) int16 {
 // commitGroup finds or creates (for a generation below 0) the group of a
 // commit.
 func (c *Core) commitGroup(now time.Time, req CommitRequest, transactional bool) (*Group, int16) {
+	if c.shareGroups[req.Group] != nil {
+		return nil, kerr.GroupIDNotFound.Code // a share group commits no offsets
+	}
 	g := c.groups[req.Group]
 	if g == nil {
 		if req.Generation >= 0 && !transactional && req.Version >= 9 {

@@ -35,6 +35,7 @@ import (
 //	txnoffsets  offsetKey(group, pid, tp) → offsetRecord (pending their marker)
 //	producers   partition(4) pid(8) → producerRecord
 //	partitions  partition(4) → the partition's next position (8)
+//	share_groups group id → shareGroupRecord (share.go: epochs and members)
 const recordVersion = 1
 
 type bucketID byte
@@ -45,14 +46,16 @@ const (
 	bucketTxn
 	bucketProducers
 	bucketPartitions
+	bucketShareGroups
 )
 
 var bucketNames = map[bucketID][]byte{
-	bucketGroups:     []byte("groups"),
-	bucketOffsets:    []byte("offsets"),
-	bucketTxn:        []byte("txnoffsets"),
-	bucketProducers:  []byte("producers"),
-	bucketPartitions: []byte("partitions"),
+	bucketGroups:      []byte("groups"),
+	bucketOffsets:     []byte("offsets"),
+	bucketTxn:         []byte("txnoffsets"),
+	bucketProducers:   []byte("producers"),
+	bucketPartitions:  []byte("partitions"),
+	bucketShareGroups: []byte("share_groups"),
 }
 
 // op is one bbolt change; a nil value deletes the key.
@@ -356,6 +359,11 @@ func (c *Core) load(eachIn func(bucket []byte, fn func(k, v []byte) error) error
 			Producer: txnrules.Producer{Epoch: r.Epoch, CoordinatorEpoch: r.CoordinatorEpoch, TxnOpen: r.TxnOpen},
 			TxnStart: r.TxnStart, LastTimestamp: r.LastTimestamp}
 		return nil
+	}); err != nil {
+		return err
+	}
+	if err := each(bucketShareGroups, func(k, v []byte) error {
+		return c.loadShareGroup(string(k), v, now)
 	}); err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import "github.com/txncoord/txncoord/wire"
 // Register and the stand-ins of the nodes that lead no partitions read
 // this one list.
 var apis = wire.APIs[*Leader]{produceAPI, fetchAPI, listOffsetsAPI, deleteRecordsAPI, initProducerIDAPI,
-	offsetForLeaderEpochAPI, writeTxnMarkersAPI, describeLogDirsAPI, describeProducersAPI}
+	offsetForLeaderEpochAPI, writeTxnMarkersAPI, describeLogDirsAPI, describeProducersAPI, shareFetchAPI, shareAcknowledgeAPI}
 
 // APIs are the API keys a leader serves with their version ranges, before
 // the node's profile caps them. Other nodes advertise them too (and answer

@@ -15,7 +15,11 @@
 // One handler file per API key (00_produce.go,
 // 01_fetch.go, 02_list_offsets.go, 22_init_producer_id.go,
 // 27_write_txn_markers.go, 61_describe_producers.go, 21_delete_records.go,
-// 23_offset_for_leader_epoch.go, 35_describe_log_dirs.go); topic_configs.go
+// 23_offset_for_leader_epoch.go, 35_describe_log_dirs.go, and the share
+// groups' 78_share_fetch.go and 79_share_acknowledge.go with
+// share_partitions.go: share sessions and each share partition's state,
+// package shares' state machine, persisted as records of its own);
+// topic_configs.go
 // the topic configs a leader enforces; producers.go holds the
 // pure validation (checkDataBatch, checkMarker = reference §2 table, from txnrules);
 // store.go its records (persistOp) and their codec; partition.go the in-memory

@@ -35,6 +35,7 @@ func (l *Leader) DropTopic(topic string) error {
 		}
 	}
 	l.mu.Unlock()
+	l.dropShareTopic(topic)
 	if len(parts) == 0 {
 		return nil
 	}

@@ -67,6 +67,11 @@ type Config struct {
 	RetentionCheckInterval time.Duration
 }
 
+// shareLockSweep is how often expired share acquisition locks are
+// released (Kafka times each lock; a record is redelivered at most this
+// much later than its lock's end).
+const shareLockSweep = 200 * time.Millisecond
+
 // DefaultPrevTxnMarkerWait is the default Config.PrevTxnMarkerWait.
 const DefaultPrevTxnMarkerWait = 10 * time.Second
 
@@ -90,6 +95,7 @@ type Leader struct {
 	markers   []ReceivedMarker
 
 	sessions *fetchSessionCache // Fetch sessions (fetch_sessions.go)
+	shares   *shareState        // share partitions and sessions (share_partitions.go)
 
 	stop       chan struct{}
 	background sync.WaitGroup // the every loops (producer expiry, retention); Close waits for them
@@ -148,6 +154,7 @@ func Open(cfg Config) (*Leader, error) {
 		changed:    make(chan struct{}),
 		stop:       make(chan struct{}),
 		sessions:   newFetchSessionCache(cfg.Now),
+		shares:     newShareState(),
 	}
 	l.metrics = newMetrics(cfg.Metrics, cfg.NodeID)
 	sopts := storage.SpaceOptions{Closed: errStoreClosed, OnApplied: l.applied}
@@ -185,7 +192,8 @@ func Open(cfg Config) (*Leader, error) {
 		return nil, err
 	}
 	l.registrar = coordclient.NewRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.log)
-	l.background.Add(2)
+	l.background.Add(3)
+	go l.every(shareLockSweep, l.expireShareLocks, "expired share locks not written")
 	go l.every(l.cfg.ProducerIDExpirationCheck, l.ExpireProducers, "producer expiry not written")
 	go l.every(l.cfg.RetentionCheckInterval, l.SweepRetention, "retention sweep not written")
 	return l, nil
@@ -193,6 +201,9 @@ func Open(cfg Config) (*Leader, error) {
 
 func (l *Leader) recover() error {
 	return l.space.View(func(r storage.Root) error {
+		if err := l.recoverShares(r); err != nil {
+			return err
+		}
 		root := r.Bucket(bucketPartitions)
 		if root == nil {
 			return nil

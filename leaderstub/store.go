@@ -217,6 +217,9 @@ func ApplyRecord(root storage.Root, raw []byte) error {
 	if len(raw) > 0 && raw[0] == dropTopicVersion {
 		return applyDropTopic(root, raw)
 	}
+	if len(raw) > 0 && raw[0] == shareStateVersion {
+		return applyShareState(root, raw)
+	}
 	o, err := decodePersistOp(raw)
 	if err != nil {
 		return err

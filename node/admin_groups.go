@@ -155,6 +155,15 @@ func (b *groupsAdminBackend) Group(ctx context.Context, id string) (admin.GroupD
 		}
 		d.Members = append(d.Members, gm)
 	}
+	if g.Type == "share" {
+		// A share group commits no offsets: its progress is each
+		// share partition's start offset at the leaders.
+		for _, sp := range g.SharePartitions {
+			d.SharePartitions = append(d.SharePartitions, admin.SharePartition{Topic: sp.Topic, Partition: sp.Partition,
+				StartOffset: sp.StartOffset, EndOffset: sp.EndOffset, Lag: sp.Lag, Acquired: sp.Acquired, Available: sp.Available})
+		}
+		return d, nil
+	}
 	for _, o := range g.Offsets {
 		d.Offsets = append(d.Offsets, admin.GroupOffset{Topic: o.Topic, Partition: o.Partition, CurrentOffset: o.Offset, Metadata: o.Metadata})
 		parts[admin.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = true

@@ -64,6 +64,10 @@ type CoordinatorConfig struct {
 	// GroupTimeouts are the group coordinator's timeouts (zero values:
 	// its defaults).
 	GroupTimeouts groups.Timeouts
+	// Shares, when set, reaches the share partitions at the leaders of
+	// this process (`txncoord up`): share-group members' releases and the
+	// share-group offset APIs (nil in a coordinator process of its own).
+	Shares groups.ShareState
 	// Controller, when set, is the topic controller already open in
 	// Shared (`txncoord up` opens it before the leaders, which adopt
 	// their topics through it); nil opens it here, in the coordinator's
@@ -312,7 +316,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 // sends its requests to the transaction coordinator of an id.
 func openGroups(cfg CoordinatorConfig, self cluster.Node, store *storage.Store, txn func(context.Context, kmsg.Request) (kmsg.Response, error), log zerolog.Logger) (*groups.Coordinator, error) {
 	return groups.Open(groups.Config{NodeID: self.NodeID, View: cfg.View, Store: store, TxnCoordinator: txn,
-		Timeouts: cfg.GroupTimeouts, Log: log, Metrics: cfg.Metrics})
+		Timeouts: cfg.GroupTimeouts, Log: log, Metrics: cfg.Metrics, Shares: cfg.Shares})
 }
 
 // newMarkerSender is the node's marker sender. ownServer is this node's

@@ -128,7 +128,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	// each transactional id's coordinator through the routed clients.
 	c.txnClients = txnCoordinatorsClient(cfg, self, &ownServer, dial, log)
 	if c.groups, err = startGroupHolder(c.etcdClient, cfg.View, self, cfg.LeaseTTL, groups.Config{NodeID: self.NodeID, View: cfg.View, Metrics: cfg.Metrics,
-		TxnCoordinator: groupsTxnFunc(c.txnClients), Timeouts: cfg.GroupTimeouts, Log: log}, log); err != nil {
+		TxnCoordinator: groupsTxnFunc(c.txnClients), Timeouts: cfg.GroupTimeouts, Log: log, Shares: cfg.Shares}, log); err != nil {
 		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
 	}
 	cleanup = append(cleanup, func() { c.groups.Close() })

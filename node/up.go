@@ -56,6 +56,9 @@ type EmbeddedConfig struct {
 	EtcdAddrs *[2]string
 	// LeaseTTL is the coordinators' etcd lease (0: the default).
 	LeaseTTL time.Duration
+	// GroupTimeouts are the group coordinator's timeouts (zero: Kafka's
+	// defaults); tests shorten the share-group session with them.
+	GroupTimeouts groups.Timeouts
 }
 
 // Embedded is a running in-process cluster.
@@ -197,6 +200,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 			MarkerRequestTimeout: cfg.MarkerRequestTimeout, UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[n.NodeID], Log: cfg.Log, Metrics: e.coordinatorMetrics(n.NodeID),
 			InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Faults: e.Faults, Controller: e.Controller,
 			NodeID: n.NodeID, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.inProcess.forward, TxnCoordinators: e.txnClients(),
+			Shares: embeddedShares{e}, GroupTimeouts: cfg.GroupTimeouts,
 		})
 		if err != nil {
 			return nil, err

@@ -34,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/shares"
 	"github.com/txncoord/txncoord/topicconfig"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -108,6 +109,30 @@ func describeConfigs(view *cluster.View, self cluster.Node, req *kmsg.DescribeCo
 				if want(d.Name) {
 					out.Configs = append(out.Configs, brokerEntry(d, broker, req, version))
 				}
+			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			explicit := view.GroupConfigs(rr.ResourceName)
+			for _, d := range shares.GroupConfigs {
+				if !want(d.Name) {
+					continue
+				}
+				c := kmsg.NewDescribeConfigsResponseResourceConfig()
+				c.Name, c.Source, c.IsDefault = d.Name, kmsg.ConfigSourceDefaultConfig, true
+				v := d.Default
+				if ev, ok := explicit[d.Name]; ok {
+					v, c.Source, c.IsDefault = ev, kmsg.ConfigSourceGroupConfig, false
+				}
+				c.Value = &v
+				if version >= 3 {
+					c.ConfigType = kmsg.ConfigTypeString
+					if d.Int {
+						c.ConfigType = kmsg.ConfigTypeInt
+					}
+					if req.IncludeDocumentation {
+						c.Documentation = kmsg.StringPtr(d.Doc)
+					}
+				}
+				out.Configs = append(out.Configs, c)
 			}
 		default:
 			out.ErrorCode = kerr.InvalidRequest.Code

@@ -128,6 +128,14 @@ func (c *Controller) handleAlterConfigs(ctx context.Context, r *wire.Request) wi
 				names = append(names, cfg.Name)
 			}
 			res = alterBroker(rr.ResourceName, names)
+		case rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
+			configs := map[string]string{}
+			for _, cfg := range rr.Configs {
+				if cfg.Value != nil {
+					configs[cfg.Name] = *cfg.Value
+				}
+			}
+			res = resultOf(c.AlterGroupConfigs(ctx, rr.ResourceName, configs, req.ValidateOnly))
 		default:
 			res = invalidRequest("Unsupported resource type " + rr.ResourceType.String())
 		}

@@ -52,6 +52,8 @@ func (c *Controller) handleIncrementalAlterConfigs(ctx context.Context, r *wire.
 			res = c.incrementalTopic(ctx, rr, req.ValidateOnly)
 		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
 			res = alterBroker(rr.ResourceName, names)
+		case rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
+			res = c.incrementalGroup(ctx, rr, req.ValidateOnly)
 		default:
 			res = invalidRequest("Unsupported resource type " + rr.ResourceType.String())
 		}
@@ -106,6 +108,31 @@ func (c *Controller) incrementalTopic(ctx context.Context, rr kmsg.IncrementalAl
 		}
 	}
 	return resultOf(c.AlterConfigs(ctx, rr.ResourceName, configs, validateOnly))
+}
+
+// incrementalGroup applies SET and DELETE to a group's configs (APPEND
+// and SUBTRACT: no group config is a list, INVALID_CONFIG).
+func (c *Controller) incrementalGroup(ctx context.Context, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) alterResult {
+	configs := c.view.GroupConfigs(rr.ResourceName)
+	if configs == nil {
+		configs = map[string]string{}
+	}
+	for _, op := range rr.Configs {
+		switch op.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if op.Value == nil {
+				return alterResult{kerr.InvalidConfig.Code, kmsg.StringPtr("Null value not supported for group configs: " + op.Name)}
+			}
+			configs[op.Name] = *op.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			delete(configs, op.Name)
+		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			return alterResult{kerr.InvalidConfig.Code, kmsg.StringPtr("Config value append/subtract is not allowed for config key: " + op.Name)}
+		default:
+			return invalidRequest("Unknown alter config operation " + op.Op.String())
+		}
+	}
+	return resultOf(c.AlterGroupConfigs(ctx, rr.ResourceName, configs, validateOnly))
 }
 
 func deref(s *string) string {

@@ -70,8 +70,10 @@ func Open(cfg Config) (*Controller, error) {
 	}
 	if err := space.View(func(r storage.Root) error {
 		var err error
-		c.topics, err = load(r)
-		return err
+		if c.topics, err = load(r); err != nil {
+			return err
+		}
+		return c.loadGroupConfigs(r)
 	}); err != nil {
 		space.Close()
 		return nil, fmt.Errorf("topics: load: %w", err)

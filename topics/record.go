@@ -100,6 +100,9 @@ func decodeState(raw []byte) (state, error) {
 // ApplyRecord is the storage codec of KindTopic: it writes one topic's
 // state into the controller's bucket.
 func ApplyRecord(root storage.Root, raw []byte) error {
+	if len(raw) > 0 && raw[0] == groupConfigVersion {
+		return applyGroupConfigs(root, raw)
+	}
 	s, err := decodeState(raw)
 	if err != nil {
 		return err

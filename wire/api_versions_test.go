@@ -107,13 +107,15 @@ func TestApiVersionsKgoEveryVersion(t *testing.T) {
 			if v < 3 {
 				return // no feature fields before v3
 			}
-			if len(resp.SupportedFeatures) != 1 || resp.SupportedFeatures[0].Name != "transaction.version" ||
-				resp.SupportedFeatures[0].MinVersion != 0 || resp.SupportedFeatures[0].MaxVersion != 2 {
-				t.Fatalf("SupportedFeatures %+v, want transaction.version 0–2", resp.SupportedFeatures)
+			if len(resp.SupportedFeatures) != 2 || resp.SupportedFeatures[0].Name != "transaction.version" ||
+				resp.SupportedFeatures[0].MinVersion != 0 || resp.SupportedFeatures[0].MaxVersion != 2 ||
+				resp.SupportedFeatures[1].Name != "share.version" || resp.SupportedFeatures[1].MaxVersion != 1 {
+				t.Fatalf("SupportedFeatures %+v, want transaction.version 0–2, share.version 0–1", resp.SupportedFeatures)
 			}
-			if len(resp.FinalizedFeatures) != 1 || resp.FinalizedFeatures[0].Name != "transaction.version" ||
-				resp.FinalizedFeatures[0].MaxVersionLevel != 2 {
-				t.Fatalf("FinalizedFeatures %+v, want transaction.version 2", resp.FinalizedFeatures)
+			if len(resp.FinalizedFeatures) != 2 || resp.FinalizedFeatures[0].Name != "transaction.version" ||
+				resp.FinalizedFeatures[0].MaxVersionLevel != 2 ||
+				resp.FinalizedFeatures[1].Name != "share.version" || resp.FinalizedFeatures[1].MaxVersionLevel != 1 {
+				t.Fatalf("FinalizedFeatures %+v, want transaction.version 2, share.version 1", resp.FinalizedFeatures)
 			}
 			// kmsg writes this tagged field only when it is not -1;
 			// kgo ignores the features without it.

@@ -58,7 +58,10 @@ func TestClientApiVersionsKIP511(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.GetVersion() != 4 || resp.ErrorCode != 0 || len(resp.FinalizedFeatures) != 1 {
+	// transaction.version and share.version, both finalized on a 4.2
+	// cluster.
+	if resp.GetVersion() != 4 || resp.ErrorCode != 0 || len(resp.FinalizedFeatures) != 2 ||
+		resp.FinalizedFeatures[0].Name != "transaction.version" || resp.FinalizedFeatures[1].Name != "share.version" {
 		t.Fatalf("ApiVersions: v%d error %d features %+v", resp.GetVersion(), resp.ErrorCode, resp.FinalizedFeatures)
 	}
 	logs.waitLog(t, map[string]any{"message": "ApiVersions above our max: KIP-511 answer", "api_version": float64(5)})

@@ -33,6 +33,39 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp
+	case *kmsg.ShareFetchRequest:
+		// Per partition, no leader hint (-1/-1: Kafka's schema default;
+		// 0/0 would name node 0), and the acknowledgements not applied.
+		resp := r.ResponseKind().(*kmsg.ShareFetchResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewShareFetchResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewShareFetchResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				if len(p.AcknowledgementBatches) > 0 {
+					rp.AcknowledgeErrorCode = code
+				}
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
+	case *kmsg.ShareAcknowledgeRequest:
+		resp := r.ResponseKind().(*kmsg.ShareAcknowledgeResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewShareAcknowledgeResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp
 	case *kmsg.FetchRequest:
 		resp := r.ResponseKind().(*kmsg.FetchResponse)
 		for _, t := range r.Topics {

@@ -388,7 +388,7 @@ func TestTableStreams(t *testing.T) {
 
 // fakeGroups are the groups of TestCLIMessages: etl, Stable with one
 // member and a pending transactional offset (lag filled by admin.Lag, as
-// the node does), and old, Empty.
+// the node does), old, Empty, and queue, a share group with one member.
 func fakeGroups() []admin.GroupDetail {
 	etl := admin.GroupDetail{
 		GroupSummary: admin.GroupSummary{Group: "etl", Type: "classic", State: "Stable", ProtocolType: "consumer", Protocol: "cooperative-sticky",
@@ -402,5 +402,11 @@ func fakeGroups() []admin.GroupDetail {
 	admin.Lag(&etl, map[admin.TopicPartition]int64{{Topic: "input", Partition: 0}: 15, {Topic: "input", Partition: 1}: 4})
 	old := admin.GroupDetail{GroupSummary: admin.GroupSummary{Group: "old", Type: "classic", State: "Empty", ProtocolType: "consumer"},
 		Members: []admin.GroupMember{}, Offsets: []admin.GroupOffset{{Topic: "input", Partition: 1, CurrentOffset: 2, LogEndOffset: 4, Lag: 2}}}
-	return []admin.GroupDetail{etl, old}
+	queue := admin.GroupDetail{GroupSummary: admin.GroupSummary{Group: "queue", Type: "share", State: "Stable", ProtocolType: "share",
+		Protocol: "simple", Generation: 4, MemberCount: 1, OffsetsPartition: -1},
+		Members: []admin.GroupMember{{MemberID: "m-1", ClientID: "worker", Host: "/127.0.0.1",
+			Assignment: []admin.TopicPartition{{Topic: "jobs", Partition: 0}}}},
+		Offsets: []admin.GroupOffset{}, Pending: []admin.PendingOffset{},
+		SharePartitions: []admin.SharePartition{{Topic: "jobs", Partition: 0, StartOffset: 40, EndOffset: 100, Lag: 60, Acquired: 25, Available: 3}}}
+	return []admin.GroupDetail{etl, old, queue}
 }

@@ -16,7 +16,7 @@ import (
 func groupsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "groups",
-		Usage: "list, describe, delete consumer groups and reset their offsets (as kafka-consumer-groups.sh)",
+		Usage: "list, describe and delete consumer and share groups, and reset offsets (as kafka-consumer-groups.sh and kafka-share-groups.sh)",
 		Description: `Examples:
    txncoord groups list
    txncoord groups describe --group orders-app
@@ -90,6 +90,27 @@ func groupAction(fn func(c *cli.Context, ctx context.Context, cl *admin.Client, 
 	return requiredFlagAction("group", fn)
 }
 
+// printMembers prints a group's members and their assignment.
+func printMembers(c *cli.Context, g admin.GroupDetail) error {
+	t := tableFor(c, "GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")
+	for _, m := range g.Members {
+		parts := make([]string, 0, len(m.Assignment))
+		for _, tp := range m.Assignment {
+			parts = append(parts, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
+		}
+		instance := m.InstanceID
+		if instance == "" {
+			instance = "-"
+		}
+		assigned := strings.Join(parts, ",")
+		if assigned == "" {
+			assigned = "-"
+		}
+		t.Row(g.Group, m.MemberID, instance, m.Host, m.ClientID, fmt.Sprint(len(m.Assignment)), assigned)
+	}
+	return t.Flush()
+}
+
 // printGroup prints a group as tables: its state, its partitions with
 // offsets and lag, its members, its pending transactional offsets.
 func printGroup(c *cli.Context, g admin.GroupDetail) error {
@@ -112,6 +133,19 @@ func printGroup(c *cli.Context, g admin.GroupDetail) error {
 		return s
 	}
 	fmt.Fprintln(w)
+	if g.Type == "share" {
+		// As kafka-share-groups.sh --describe: the share-partition start
+		// offset, and the records in flight.
+		t = tableFor(c, "GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "LAG", "ACQUIRED", "AVAILABLE")
+		for _, p := range g.SharePartitions {
+			t.Row(g.Group, p.Topic, fmt.Sprint(p.Partition), fmt.Sprint(p.StartOffset), dash(p.EndOffset), dash(p.Lag), fmt.Sprint(p.Acquired), fmt.Sprint(p.Available))
+		}
+		if err := t.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+		return printMembers(c, g)
+	}
 	t = tableFor(c, "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")
 	for _, o := range g.Offsets {
 		t.Row(g.Group, o.Topic, fmt.Sprint(o.Partition), dash(o.CurrentOffset), dash(o.LogEndOffset), dash(o.Lag), orDash(o.MemberID), orDash(o.Host), orDash(o.ClientID))
@@ -120,15 +154,7 @@ func printGroup(c *cli.Context, g admin.GroupDetail) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	t = tableFor(c, "GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")
-	for _, m := range g.Members {
-		parts := make([]string, 0, len(m.Assignment))
-		for _, tp := range m.Assignment {
-			parts = append(parts, fmt.Sprintf("%s-%d", tp.Topic, tp.Partition))
-		}
-		t.Row(g.Group, m.MemberID, orDash(m.InstanceID), m.Host, m.ClientID, fmt.Sprint(len(m.Assignment)), orDash(strings.Join(parts, ",")))
-	}
-	if err := t.Flush(); err != nil {
+	if err := printMembers(c, g); err != nil {
 		return err
 	}
 	if len(g.Pending) == 0 {

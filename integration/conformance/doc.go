@@ -22,9 +22,10 @@
 //
 // Verdict (expected.go): the run fails when a test outside the
 // expected-failure list fails or skips against txncoord. Each entry names
-// why it fails today; the list shrinks as txncoord gains the features. The
-// five share-group tests (KIP-932) may skip. The kfake column is the
-// control: its failures are shown, not judged.
+// why it fails today; the list shrinks as txncoord gains the features. A
+// skip counts as a failure: the five share-group tests (KIP-932), which
+// skip against a cluster without ShareFetch v2, must run and pass. The
+// kfake column is the control: its failures are shown, not judged.
 //
 // Logs of every run (test output and server output) are kept under --logs.
 package main

@@ -3,8 +3,9 @@ package main
 import "sort"
 
 // shareGroupTests are the KIP-932 share-group tests. They skip when the
-// cluster does not advertise ShareFetch and ShareAcknowledge v2, and
-// txncoord has no share groups, so a skip is their expected outcome.
+// cluster does not advertise ShareFetch and ShareAcknowledge v2; txncoord
+// serves share groups, so they must pass like any other: a skip is an
+// unexpected outcome.
 var shareGroupTests = map[string]bool{
 	"TestShareGroup":                     true,
 	"TestShareGroupAckOnClose":           true,
@@ -18,9 +19,10 @@ var shareGroupTests = map[string]bool{
 // run; remove its entry in the commit that makes it pass (the run prints
 // the entries that passed). Keep the README's conformance section in step.
 //
-// As of 2026-12-01 (franz-go v1.22.3): 31/36 pass and the 5 share-group
-// tests skip; none is expected to fail. (History: 6/36 before topic
-// administration, 26/36 before the group coordinator.)
+// As of 2026-12-02 (franz-go v1.22.3): 36/36 pass, the 5 share-group
+// tests included; none is expected to fail or skip. (History: 6/36 before
+// topic administration, 26/36 before the group coordinator, 31/36 with
+// the share-group tests skipping before share groups.)
 var expectedFailures = map[string]string{}
 
 // A verdict is the run's judgment of the txncoord column.
@@ -45,7 +47,6 @@ func judge(tests []string, got map[string]result) verdict {
 		case r.status == statusPass && listed:
 			v.fixed = append(v.fixed, test)
 		case r.status == statusPass:
-		case r.status == statusSkip && shareGroupTests[test]:
 		case listed:
 			v.expected = append(v.expected, test)
 		default:

@@ -85,7 +85,7 @@ func causes(w io.Writer, tests []string, results map[string]map[string]result, s
 	byAPIs := map[string][]string{}
 	for _, test := range tests {
 		r, ok := results["txncoord"][test]
-		if !ok || r.status == statusPass || (r.status == statusSkip && shareGroupTests[test]) {
+		if !ok || r.status == statusPass {
 			continue
 		}
 		line := r.status + ": " + cut(fileLine.ReplaceAllString(shortIDs(r.first), ""))
