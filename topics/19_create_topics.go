@@ -20,7 +20,7 @@ import (
 //     '.' and '_' are unified: INVALID_TOPIC_EXCEPTION;
 //   - an existing topic: TOPIC_ALREADY_EXISTS;
 //   - a null config value, or a config topicconfig.ValidateTopicConfigs
-//     refuses (unknown name, bad value, cleanup.policy=compact): INVALID_CONFIG;
+//     refuses (unknown name, bad value): INVALID_CONFIG;
 //   - partitions 0 or below -1: INVALID_PARTITIONS; replication factor 0 or
 //     below -1, or above the number of leaders: INVALID_REPLICATION_FACTOR;
 //     -1 is the default (default_partitions; replication factor 1);
