@@ -1,0 +1,250 @@
+package leaderstub
+
+// The log cleaner's decision, pure: given a partition's batches (their
+// records' keys), its aborted-transaction index, its last stable offset and
+// its topic's configs, which records of which batches remain. The leader
+// (cleaner_run.go) reads the batches, calls planClean and rewrites what it
+// says through the process log. Kafka's LogCleaner, batch by batch:
+//
+//   - the cleanable part ends at the first of: the last stable offset (an
+//     open transaction's data is never cleaned), the active segment (the
+//     newest batches within segment.bytes and younger than segment.ms, by
+//     their largest timestamp; the last batch always), the first batch
+//     younger than min.compaction.lag.ms, and Limit;
+//   - a partition is cleaned when its dirty bytes (written since the last
+//     clean, FirstDirty) over the cleanable bytes reach
+//     min.cleanable.dirty.ratio, or when its first dirty batch is older
+//     than max.compaction.lag.ms;
+//   - the offset map holds the last offset of each key in the dirty part,
+//     from committed and non-transactional data only; a record whose key
+//     has a later offset in the map goes;
+//   - a tombstone (null value) that is the last of its key goes once its
+//     batch is older than delete.retention.ms;
+//   - the data of an aborted transaction goes;
+//   - a COMMIT or ABORT marker goes when no data of its transaction remains
+//     and it is older than delete.retention.ms; an ABORT marker's entry of
+//     the aborted-transaction index goes with it;
+//   - the last batch of each producer that still has state is kept, empty
+//     of records if none remain (Kafka's RETAIN_EMPTY), so that the log
+//     keeps its last sequence and epoch; any other batch left without a
+//     record goes.
+//
+// Offsets never change: a kept batch keeps its base and last offset, so a
+// fetch at a removed offset gets the next batch.
+
+import "github.com/txncoord/txncoord/topicconfig"
+
+// cleanRecord is one record of a data batch as the cleaner sees it.
+type cleanRecord struct {
+	Offset    int64
+	Key       string
+	Tombstone bool
+}
+
+// cleanBatch is one batch as the cleaner sees it.
+type cleanBatch struct {
+	Base, Last    int64
+	Size          int64
+	MaxTimestamp  int64
+	ProducerID    int64
+	Control       bool
+	Commit        bool // a control batch's type
+	Transactional bool
+	Records       []cleanRecord // data batches only
+}
+
+// cleanInput is one partition, from its log start to its high watermark.
+type cleanInput struct {
+	Batches    []cleanBatch
+	Aborted    []abortedTxn
+	FirstDirty int64 // the end of the previous clean (0: never cleaned)
+	LSO        int64
+	Limit      int64 // a further bound of the cleanable part (-1: none)
+	Now        int64
+	Vals       topicconfig.Values
+	// Active are the producers that have state on the partition; the
+	// last batch of each is kept.
+	Active map[int64]bool
+}
+
+// batchAction is what becomes of one batch of the cleanable part that
+// changes: dropped, or rewritten with the records at Keep.
+type batchAction struct {
+	Index int
+	Drop  bool
+	Keep  []int64 // offsets of the records kept (empty: a kept empty batch)
+}
+
+// cleanPlan is planClean's answer.
+type cleanPlan struct {
+	// End is the end of the cleanable part: the next clean's FirstDirty
+	// when this one runs.
+	End int64
+	// DirtyRatio is dirty bytes over cleanable bytes (0 when none).
+	DirtyRatio float64
+	// Run: the partition is cleaned now (the actions may still be none).
+	Run            bool
+	Actions        []batchAction
+	DroppedAborted []int64 // marker offsets whose aborted-index entries go
+	RecordsRemoved int
+	BatchesDropped int
+	BytesCleaned   int64 // size of the cleanable part read
+}
+
+// cleanableEnd is the offset the cleanable part ends at, and the index of
+// its first batch not cleanable.
+func cleanableEnd(in *cleanInput) (int64, int) {
+	n := len(in.Batches)
+	if n == 0 || !in.Vals.Compact {
+		return 0, 0
+	}
+	// The active segment: back from the last batch while it holds
+	// segment.bytes and its batches are younger than segment.ms.
+	active := n - 1
+	size := in.Batches[active].Size
+	for active > 0 {
+		b := in.Batches[active-1]
+		if size+b.Size > in.Vals.SegmentBytes || !youngerThan(b.MaxTimestamp, in.Now, in.Vals.SegmentMs) {
+			break
+		}
+		size += b.Size
+		active--
+	}
+	end := in.Batches[active].Base
+	end = min(end, in.LSO)
+	if in.Limit >= 0 {
+		end = min(end, in.Limit)
+	}
+	i := 0
+	for i < n && in.Batches[i].Last < end {
+		if in.Vals.MinCompactionLagMs > 0 && youngerThan(in.Batches[i].MaxTimestamp, in.Now, in.Vals.MinCompactionLagMs) {
+			break
+		}
+		i++
+	}
+	if i == 0 {
+		return in.Batches[0].Base, 0
+	}
+	return in.Batches[i-1].Last + 1, i
+}
+
+// youngerThan: ts lies within ms of now (no overflow for Kafka's
+// "forever", Long.MAX_VALUE).
+func youngerThan(ts, now, ms int64) bool {
+	return now-ts < ms
+}
+
+// olderThan: ts lies more than ms before now (ms ≥ 0).
+func olderThan(ts, now, ms int64) bool {
+	return now-ts >= ms
+}
+
+// planClean decides a clean of one partition (see the top of this file).
+func planClean(in *cleanInput) cleanPlan {
+	end, stop := cleanableEnd(in)
+	plan := cleanPlan{End: end}
+	if stop == 0 {
+		return plan
+	}
+	var dirty, total int64
+	firstDirty := -1
+	for i := range stop {
+		b := &in.Batches[i]
+		total += b.Size
+		if b.Base >= in.FirstDirty {
+			dirty += b.Size
+			if firstDirty < 0 {
+				firstDirty = i
+			}
+		}
+	}
+	if total > 0 {
+		plan.DirtyRatio = float64(dirty) / float64(total)
+	}
+	if firstDirty < 0 || dirty == 0 {
+		return plan
+	}
+	overdue := !youngerThan(in.Batches[firstDirty].MaxTimestamp, in.Now, in.Vals.MaxCompactionLagMs)
+	if plan.DirtyRatio < in.Vals.MinCleanableDirtyRatio && !overdue {
+		return plan
+	}
+	plan.Run = true
+	plan.BytesCleaned = total
+
+	aborted := func(b *cleanBatch) bool {
+		if !b.Transactional || b.Control {
+			return false
+		}
+		for _, a := range in.Aborted {
+			if a.ProducerID == b.ProducerID && a.FirstOffset <= b.Base && b.Base <= a.LastOffset {
+				return true
+			}
+		}
+		return false
+	}
+	// The offset map: the last offset of each key in the dirty part.
+	last := map[string]int64{}
+	for i := firstDirty; i < stop; i++ {
+		b := &in.Batches[i]
+		if b.Control || aborted(b) {
+			continue
+		}
+		for _, r := range b.Records {
+			last[r.Key] = r.Offset
+		}
+	}
+	// The last batch of each producer with state, anywhere in the log.
+	lastOfProducer := map[int64]int{}
+	for i := range in.Batches {
+		if pid := in.Batches[i].ProducerID; pid >= 0 && in.Active[pid] {
+			lastOfProducer[pid] = i
+		}
+	}
+	txnHasData := map[int64]bool{} // pid → its current transaction keeps data
+	for i := range stop {
+		b := &in.Batches[i]
+		retainEmpty := b.ProducerID >= 0 && in.Active[b.ProducerID] && lastOfProducer[b.ProducerID] == i
+		if b.Control {
+			remains := txnHasData[b.ProducerID]
+			delete(txnHasData, b.ProducerID)
+			if remains || retainEmpty || !olderThan(b.MaxTimestamp, in.Now, in.Vals.DeleteRetentionMs) {
+				continue
+			}
+			plan.Actions = append(plan.Actions, batchAction{Index: i, Drop: true})
+			plan.BatchesDropped++
+			plan.RecordsRemoved++
+			if !b.Commit {
+				plan.DroppedAborted = append(plan.DroppedAborted, b.Last)
+			}
+			continue
+		}
+		discardAll := aborted(b)
+		keep := make([]int64, 0, len(b.Records))
+		for _, r := range b.Records {
+			if discardAll {
+				continue
+			}
+			if off, ok := last[r.Key]; ok && r.Offset < off {
+				continue
+			}
+			if r.Tombstone && olderThan(b.MaxTimestamp, in.Now, in.Vals.DeleteRetentionMs) {
+				continue
+			}
+			keep = append(keep, r.Offset)
+		}
+		if b.Transactional && len(keep) > 0 {
+			txnHasData[b.ProducerID] = true
+		}
+		if len(keep) == len(b.Records) && (len(keep) > 0 || retainEmpty) {
+			continue
+		}
+		plan.RecordsRemoved += len(b.Records) - len(keep)
+		if len(keep) == 0 && !retainEmpty {
+			plan.Actions = append(plan.Actions, batchAction{Index: i, Drop: true})
+			plan.BatchesDropped++
+			continue
+		}
+		plan.Actions = append(plan.Actions, batchAction{Index: i, Keep: keep})
+	}
+	return plan
+}
