@@ -9,7 +9,7 @@ import (
 	"github.com/txncoord/txncoord/topicconfig"
 )
 
-// TestCleanerDataDriven runs testdata/cleaner.txt against planClean: a
+// TestCleanerDataDriven runs testdata/cleaner/scenarios.txt against planClean: a
 // partition log built command by command, cleaned, and printed.
 //
 //	config name=value ...             the topic's configs (topicconfig.Resolve), from Kafka's defaults
@@ -19,7 +19,7 @@ import (
 //	clean now=T [limit=X]             plan a clean, apply it, print the plan and the log
 //	log                               print the log
 func TestCleanerDataDriven(t *testing.T) {
-	runDataDriven(t, "testdata/cleaner.txt", func(t *testing.T, d *ddCmd) string {
+	runDataDriven(t, "testdata/cleaner/scenarios.txt", func(t *testing.T, d *ddCmd) string {
 		return cleanerFix.run(t, d)
 	})
 }

@@ -42,6 +42,8 @@ type EmbeddedConfig struct {
 	ProducerIDExpiration time.Duration // 0: Kafka's one day (LeaderConfig)
 	// RetentionCheckInterval: 0 is Kafka's five minutes (LeaderConfig).
 	RetentionCheckInterval time.Duration
+	// CleanerBackoff: 0 is Kafka's 15 s (LeaderConfig).
+	CleanerBackoff time.Duration
 	// Listeners, optional, are already-bound listeners by node id (tests
 	// bind 127.0.0.1:0 first and write the cluster file from them).
 	Listeners map[int32]net.Listener
@@ -235,7 +237,7 @@ func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, 
 	return LeaderConfig{
 		View: e.View, NodeID: id, KafkaVersion: kafkaVersion, DataDir: e.cfg.DataDir, Shared: e.Shared,
 		RetentionBytes: e.cfg.RetentionBytes, ProducerIDExpiration: e.cfg.ProducerIDExpiration,
-		RetentionCheckInterval: e.cfg.RetentionCheckInterval, UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
+		RetentionCheckInterval: e.cfg.RetentionCheckInterval, CleanerBackoff: e.cfg.CleanerBackoff, UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
 		Metrics:     prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics),
 		Coordinator: e.leaderCoordinatorClient(), Limits: e.cfg.Limits, Forward: e.inProcess.forward,
 	}
