@@ -13,8 +13,9 @@ package leaderstub
 //     younger than min.compaction.lag.ms, and Limit;
 //   - a partition is cleaned when its dirty bytes (written since the last
 //     clean, FirstDirty) over the cleanable bytes reach
-//     min.cleanable.dirty.ratio, or when its first dirty batch is older
-//     than max.compaction.lag.ms;
+//     min.cleanable.dirty.ratio, when its first dirty batch is older
+//     than max.compaction.lag.ms, or when a tombstone or marker the last
+//     clean kept for its age may go (Horizon);
 //   - the offset map holds the last offset of each key in the dirty part,
 //     from committed and non-transactional data only; a record whose key
 //     has a later offset in the map goes;
@@ -65,6 +66,10 @@ type cleanInput struct {
 	// Active are the producers that have state on the partition; the
 	// last batch of each is kept.
 	Active map[int64]bool
+	// Horizon is when a tombstone or marker kept by the last clean for
+	// its age may go (-1: none): the partition is due then even with no
+	// dirty bytes.
+	Horizon int64
 }
 
 // batchAction is what becomes of one batch of the cleanable part that
@@ -89,6 +94,9 @@ type cleanPlan struct {
 	RecordsRemoved int
 	BatchesDropped int
 	BytesCleaned   int64 // size of the cleanable part read
+	// Horizon is the next cleanInput.Horizon: when the first tombstone
+	// or marker this clean kept for its age may go (-1: none).
+	Horizon int64
 }
 
 // cleanableEnd is the offset the cleanable part ends at, and the index of
@@ -142,7 +150,7 @@ func olderThan(ts, now, ms int64) bool {
 // planClean decides a clean of one partition (see the top of this file).
 func planClean(in *cleanInput) cleanPlan {
 	end, stop := cleanableEnd(in)
-	plan := cleanPlan{End: end}
+	plan := cleanPlan{End: end, Horizon: in.Horizon}
 	if stop == 0 {
 		return plan
 	}
@@ -161,14 +169,28 @@ func planClean(in *cleanInput) cleanPlan {
 	if total > 0 {
 		plan.DirtyRatio = float64(dirty) / float64(total)
 	}
-	if firstDirty < 0 || dirty == 0 {
+	horizon := in.Horizon >= 0 && in.Now >= in.Horizon
+	if (firstDirty < 0 || dirty == 0) && !horizon {
 		return plan
 	}
-	overdue := !youngerThan(in.Batches[firstDirty].MaxTimestamp, in.Now, in.Vals.MaxCompactionLagMs)
-	if plan.DirtyRatio < in.Vals.MinCleanableDirtyRatio && !overdue {
+	overdue := firstDirty >= 0 && !youngerThan(in.Batches[firstDirty].MaxTimestamp, in.Now, in.Vals.MaxCompactionLagMs)
+	if plan.DirtyRatio < in.Vals.MinCleanableDirtyRatio && !overdue && !horizon {
 		return plan
+	}
+	if firstDirty < 0 {
+		firstDirty = stop
 	}
 	plan.Run = true
+	plan.Horizon = -1
+	keptYoung := func(ts int64) {
+		h := ts + in.Vals.DeleteRetentionMs
+		if h < ts { // overflow: never
+			return
+		}
+		if plan.Horizon < 0 || h < plan.Horizon {
+			plan.Horizon = h
+		}
+	}
 	plan.BytesCleaned = total
 
 	aborted := func(b *cleanBatch) bool {
@@ -207,7 +229,11 @@ func planClean(in *cleanInput) cleanPlan {
 		if b.Control {
 			remains := txnHasData[b.ProducerID]
 			delete(txnHasData, b.ProducerID)
-			if remains || retainEmpty || !olderThan(b.MaxTimestamp, in.Now, in.Vals.DeleteRetentionMs) {
+			if remains || retainEmpty {
+				continue
+			}
+			if !olderThan(b.MaxTimestamp, in.Now, in.Vals.DeleteRetentionMs) {
+				keptYoung(b.MaxTimestamp)
 				continue
 			}
 			plan.Actions = append(plan.Actions, batchAction{Index: i, Drop: true})
@@ -227,8 +253,11 @@ func planClean(in *cleanInput) cleanPlan {
 			if off, ok := last[r.Key]; ok && r.Offset < off {
 				continue
 			}
-			if r.Tombstone && olderThan(b.MaxTimestamp, in.Now, in.Vals.DeleteRetentionMs) {
-				continue
+			if r.Tombstone {
+				if olderThan(b.MaxTimestamp, in.Now, in.Vals.DeleteRetentionMs) {
+					continue
+				}
+				keptYoung(b.MaxTimestamp)
 			}
 			keep = append(keep, r.Offset)
 		}

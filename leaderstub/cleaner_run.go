@@ -111,6 +111,7 @@ func (l *Leader) cleanPartition(p *partition) (CleanResult, error) {
 		Now:        l.nowMillis(),
 		Vals:       vals,
 		Active:     make(map[int64]bool, len(p.producers)),
+		Horizon:    p.horizon,
 	}
 	raws := make([][]byte, len(p.batches))
 	for i, b := range p.batches {
@@ -179,7 +180,7 @@ func (l *Leader) cleanPartition(p *partition) (CleanResult, error) {
 		if err != nil || !ok {
 			return res, err
 		}
-		n, removed, op := l.commitClean(p, &in, chunk, rewritten, plan.End, last)
+		n, removed, op := l.commitClean(p, &in, chunk, rewritten, plan.End, plan.Horizon, last)
 		res.RecordsRemoved += n
 		res.BytesRemoved += removed
 		if op != nil {
@@ -234,7 +235,7 @@ func (l *Leader) readBatches2(p *partition, batches []cleanBatch, raws [][]byte,
 // commitClean changes p's index as chunk says and queues its op; the last
 // chunk also stores the end of the clean. It returns the records removed,
 // the bytes the log shrank by, and the op (nil: nothing to write).
-func (l *Leader) commitClean(p *partition, in *cleanInput, chunk []batchAction, rewritten map[int][]byte, end int64, last bool) (int, int64, *writeOp) {
+func (l *Leader) commitClean(p *partition, in *cleanInput, chunk []batchAction, rewritten map[int][]byte, end, horizon int64, last bool) (int, int64, *writeOp) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !l.holds(p) {
@@ -288,6 +289,7 @@ func (l *Leader) commitClean(p *partition, in *cleanInput, chunk []batchAction, 
 		}
 	}
 	if last {
+		p.horizon = horizon
 		p.firstDirty = max(p.firstDirty, end)
 		op.firstDirty = p.firstDirty
 	}

@@ -35,13 +35,14 @@ type cleanerFixture struct {
 	active  map[int64]bool
 	next    int64
 	dirty   int64
+	horizon int64
 }
 
 var cleanerFix *cleanerFixture
 
 func newCleanerFixture() *cleanerFixture {
 	return &cleanerFixture{vals: topicconfig.Resolve(map[string]string{"cleanup.policy": "compact"}, nil),
-		values: map[int64]string{}, open: map[int64]int64{}, active: map[int64]bool{}}
+		values: map[int64]string{}, open: map[int64]int64{}, active: map[int64]bool{}, horizon: -1}
 }
 
 func (f *cleanerFixture) lso() int64 {
@@ -109,10 +110,10 @@ func (f *cleanerFixture) run(t *testing.T, d *ddCmd) string {
 		return "ok"
 	case "clean":
 		plan := planClean(&cleanInput{Batches: f.batches, Aborted: f.aborted, FirstDirty: f.dirty, LSO: f.lso(),
-			Limit: d.int(t, "limit", -1), Now: d.int(t, "now", 0), Vals: f.vals, Active: f.active})
+			Limit: d.int(t, "limit", -1), Now: d.int(t, "now", 0), Vals: f.vals, Active: f.active, Horizon: f.horizon})
 		f.apply(plan)
-		return fmt.Sprintf("end=%d ratio=%.2f run=%t removed=%d dropped=%d\n%s", plan.End, plan.DirtyRatio, plan.Run,
-			plan.RecordsRemoved, plan.BatchesDropped, f.print())
+		return fmt.Sprintf("end=%d ratio=%.2f run=%t removed=%d dropped=%d horizon=%d\n%s", plan.End, plan.DirtyRatio, plan.Run,
+			plan.RecordsRemoved, plan.BatchesDropped, plan.Horizon, f.print())
 	case "log":
 		return f.print()
 	}
@@ -152,6 +153,7 @@ func (f *cleanerFixture) apply(plan cleanPlan) {
 	f.batches = kept
 	f.aborted = slices.DeleteFunc(f.aborted, func(a abortedTxn) bool { return slices.Contains(plan.DroppedAborted, a.LastOffset) })
 	f.dirty = plan.End
+	f.horizon = plan.Horizon
 }
 
 func (f *cleanerFixture) print() string {

@@ -92,6 +92,10 @@ type partition struct {
 	// from it on are dirty (cleaner_run.go). lastClean is when it ran.
 	firstDirty int64
 	lastClean  time.Time
+	// horizon is when a tombstone or marker the last clean kept for its
+	// age may go (-1: none; 0 at recovery, so that the first clean after
+	// a restart finds them).
+	horizon int64
 
 	// held is, per producer, the newest of its batches held back until
 	// the producer's previous transaction here is closed by a marker
