@@ -69,6 +69,11 @@ func (c *Controller) handleCreateTopics(ctx context.Context, r *wire.Request) wi
 		rt.Topic = res.Name
 		if res.Err != nil {
 			rt.ErrorCode, rt.ErrorMessage = res.Err.Code, kmsg.StringPtr(res.Msg)
+			// An existing topic is how clients create idempotently:
+			// not worth a line.
+			if res.Err != kerr.TopicAlreadyExists {
+				r.LogRefused(res.Name, res.Err.Code, res.Msg)
+			}
 		} else {
 			rt.TopicID = res.Info.id
 			rt.NumPartitions, rt.ReplicationFactor = res.Info.Partitions, res.Info.ReplicationFactor
