@@ -101,6 +101,10 @@ func (l *Leader) cleanLoop() (int, error) {
 // cleanPartition cleans p when it is due.
 func (l *Leader) cleanPartition(p *partition) (CleanResult, error) {
 	vals := l.topicValues(p.topic)
+	if !vals.Compact {
+		l.metrics.setDirtyRatio(p.topic, p.index, false, 0)
+		return CleanResult{}, nil
+	}
 	p.mu.RLock()
 	in := cleanInput{
 		Batches:    make([]cleanBatch, len(p.batches)),
@@ -126,7 +130,7 @@ func (l *Leader) cleanPartition(p *partition) (CleanResult, error) {
 
 	// Due? The decision needs no records.
 	due := planClean(&in)
-	l.metrics.setDirtyRatio(p.topic, p.index, vals.Compact, due.DirtyRatio)
+	l.metrics.setDirtyRatio(p.topic, p.index, true, due.DirtyRatio)
 	if !due.Run {
 		return CleanResult{}, nil
 	}
@@ -316,13 +320,27 @@ func (l *Leader) commitClean(p *partition, in *cleanInput, chunk []batchAction, 
 // parseCleanRecords fills b's records (data) or its type (control) from
 // the stored batch.
 func parseCleanRecords(raw []byte, b *cleanBatch) error {
-	return eachRecord(raw, func(offset int64, key []byte, valueNull bool, _ []byte) {
+	if !b.Control {
+		b.Records = make([]cleanRecord, 0, binary.BigEndian.Uint32(raw[offRecordCount:]))
+	}
+	// The batch's keys as one string, each key a part of it: one
+	// allocation per batch instead of one per record.
+	var keys []byte
+	var spans [][2]int
+	err := eachRecord(raw, func(offset int64, key []byte, valueNull bool, _ []byte) {
 		if b.Control {
 			b.Commit = len(key) >= 4 && binary.BigEndian.Uint16(key[2:]) == 1
 			return
 		}
-		b.Records = append(b.Records, cleanRecord{Offset: offset, Key: string(key), Tombstone: valueNull})
+		spans = append(spans, [2]int{len(keys), len(keys) + len(key)})
+		keys = append(keys, key...)
+		b.Records = append(b.Records, cleanRecord{Offset: offset, Tombstone: valueNull})
 	})
+	all := string(keys)
+	for i, sp := range spans {
+		b.Records[i].Key = all[sp[0]:sp[1]]
+	}
+	return err
 }
 
 var errBadStoredRecord = errors.New("leaderstub: malformed stored record")
@@ -341,9 +359,11 @@ func eachRecord(raw []byte, fn func(offset int64, key []byte, valueNull bool, en
 		return err
 	}
 	defer recs.close()
-	data, err := io.ReadAll(recs)
-	if err != nil {
-		return err
+	data := recs.data // uncompressed: the batch's own bytes
+	if recs.br != nil {
+		if data, err = io.ReadAll(recs); err != nil {
+			return err
+		}
 	}
 	for i := int32(0); i < h.RecordCount; i++ {
 		r := kbin.Reader{Src: data}
