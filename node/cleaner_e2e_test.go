@@ -2,14 +2,18 @@ package node
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // readState consumes topic partition 0 from its start up to and including
@@ -101,6 +105,17 @@ func TestLogCleanerEmbedded(t *testing.T) {
 	const keys = 20
 	want := map[string]string{}
 	produced := 0
+	// Another idempotent producer writes k00 once: overwritten later, its
+	// batch is kept empty (its producer's last), as Kafka keeps it.
+	other, err := kgo.NewClient(kgo.SeedBrokers(e.Bootstrap()), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.ProduceSync(ctx, &kgo.Record{Key: []byte("k00"), Value: []byte("other")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	produced++
 	for round := range 5 {
 		for k := range keys {
 			key, val := fmt.Sprintf("k%02d", k), fmt.Sprintf("plain-%d", round)
@@ -178,6 +193,16 @@ func TestLogCleanerEmbedded(t *testing.T) {
 	if n := check("after cleaning"); n != keys+1 {
 		t.Fatalf("after cleaning: %d records, want %d", n, keys+1)
 	}
+	if empty := emptyBatches(ctx, t, cl, topic); empty != 1 {
+		t.Fatalf("%d empty batches after cleaning, want 1 (the other producer's last batch)", empty)
+	}
+	// sarama reads the cleaned log (gaps, rewritten and emptied batches)
+	// to the same state.
+	for _, committed := range []bool{false, true} {
+		if got := saramaState(t, e.Bootstrap(), topic, committed, fence.Offset); !maps.Equal(got, want) {
+			t.Fatalf("sarama (read_committed %t) after cleaning: %v, want %v", committed, got, want)
+		}
+	}
 	// Offsets never change: the log end is where it was, and the log
 	// start too.
 	ends, err := adm.ListEndOffsets(ctx, topic)
@@ -217,4 +242,88 @@ func hasConfig(rc kadm.ResourceConfig, name, value string) bool {
 		}
 	}
 	return false
+}
+
+// saramaState is readState with a sarama consumer.
+func saramaState(t *testing.T, addr, topic string, committed bool, last int64) map[string]string {
+	t.Helper()
+	cfg := sarama.NewConfig()
+	cfg.Version = sarama.V3_6_0_0
+	if committed {
+		cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	}
+	c, err := sarama.NewConsumer([]string{addr}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pc, err := c.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	state := map[string]string{}
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case m := <-pc.Messages():
+			if m.Value == nil {
+				delete(state, string(m.Key))
+			} else {
+				state[string(m.Key)] = string(m.Value)
+			}
+			if m.Offset >= last {
+				return state
+			}
+		case err := <-pc.Errors():
+			t.Fatalf("sarama: %v", err)
+		case <-timeout:
+			t.Fatalf("sarama (read_committed %t): offset %d not reached in 30 s; state %v", committed, last, state)
+		}
+	}
+}
+
+// emptyBatches fetches partition 0 of topic whole from its leader and
+// counts its record batches without records.
+func emptyBatches(ctx context.Context, t *testing.T, cl *kgo.Client, topic string) int {
+	t.Helper()
+	meta, err := kadm.NewClient(cl).Metadata(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := meta.Topics[topic].Partitions[0].Leader
+	empty := 0
+	for off := int64(0); ; {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxBytes = 1 << 20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = topic, meta.Topics[topic].ID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.FetchOffset, rp.PartitionMaxBytes = off, 1<<20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(leader)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("fetch at %d: %v", off, kerr.ErrorForCode(code))
+		}
+		raw := resp.Topics[0].Partitions[0].RecordBatches
+		if len(raw) == 0 {
+			return empty
+		}
+		for len(raw) > 0 {
+			var b kmsg.RecordBatch
+			n := 12 + int(int32(binary.BigEndian.Uint32(raw[8:12])))
+			if err := b.ReadFrom(raw[:n]); err != nil {
+				t.Fatal(err)
+			}
+			if b.NumRecords == 0 {
+				empty++
+			}
+			off = b.FirstOffset + int64(b.LastOffsetDelta) + 1
+			raw = raw[n:]
+		}
+	}
 }
