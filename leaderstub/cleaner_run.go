@@ -131,6 +131,9 @@ func (l *Leader) cleanPartition(p *partition) (CleanResult, error) {
 	// Due? The decision needs no records.
 	due := planClean(&in)
 	l.metrics.setDirtyRatio(p.topic, p.index, true, due.DirtyRatio)
+	p.mu.Lock()
+	p.dirtyRatio = due.DirtyRatio
+	p.mu.Unlock()
 	if !due.Run {
 		return CleanResult{}, nil
 	}
@@ -409,4 +412,22 @@ func rewriteBatch(raw []byte, keep []int64) ([]byte, error) {
 	binary.BigEndian.PutUint32(out[offBatchLength:], uint32(len(out)-12))
 	binary.BigEndian.PutUint32(out[offCRC:], crc32.Checksum(out[offAttributes:], crc32c))
 	return out, nil
+}
+
+// CleanableRatio is a partition's dirty ratio when the log cleaner last
+// looked at it (dirty bytes over cleanable bytes); false when this leader
+// does not hold the partition or its topic is not compacted.
+func (l *Leader) CleanableRatio(topic string, partition int32) (float64, bool) {
+	if !l.topicValues(topic).Compact {
+		return 0, false
+	}
+	l.mu.Lock()
+	p, ok := l.partitions[string(partitionKey(topic, partition))]
+	l.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.dirtyRatio, true
 }

@@ -92,6 +92,7 @@ type partition struct {
 	// from it on are dirty (cleaner_run.go). lastClean is when it ran.
 	firstDirty int64
 	lastClean  time.Time
+	dirtyRatio float64 // when the cleaner last looked (CleanableRatio)
 	// horizon is when a tombstone or marker the last clean kept for its
 	// age may go (-1: none; 0 at recovery, so that the first clean after
 	// a restart finds them).

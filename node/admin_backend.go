@@ -30,6 +30,9 @@ type adminBackend struct {
 	topics *topics.Controller
 	// coordinators lists the cluster's coordinators (admin_etcd.go).
 	coordinators func() []admin.CoordinatorStatus
+	// cleanable is a partition's cleanable ratio from a leader of this
+	// process (Coordinator.Cleanable); nil: none.
+	cleanable func(topic string, partition int32) (float64, bool)
 }
 
 // txnSource is what the admin API reads and asks of transactions: the
@@ -53,7 +56,7 @@ func (c *Coordinator) AdminBackend() admin.Backend {
 				return fmt.Errorf("%w: %w", errStoreFailed, err)
 			}
 			return nil
-		}, topics: c.Controller, coordinators: c.singleCoordinator})
+		}, topics: c.Controller, coordinators: c.singleCoordinator, cleanable: c.Cleanable})
 }
 
 func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {

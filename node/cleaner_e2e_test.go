@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/admin"
 )
 
 // readState consumes topic partition 0 from its start up to and including
@@ -195,6 +197,22 @@ func TestLogCleanerEmbedded(t *testing.T) {
 	}
 	if empty := emptyBatches(ctx, t, cl, topic); empty != 1 {
 		t.Fatalf("%d empty batches after cleaning, want 1 (the other producer's last batch)", empty)
+	}
+	// The admin API's topic shows the partition's cleanable ratio (the
+	// leader is in this process); a topic that is not compacted has none.
+	tb, ok := e.Coordinator.AdminBackend().(admin.TopicsBackend)
+	if !ok {
+		t.Fatal("the coordinator's admin backend serves no topics")
+	}
+	at, err := tb.Topic(ctx, topic)
+	if err != nil || len(at.PartitionInfo) != 1 || at.PartitionInfo[0].CleanableRatio == nil {
+		t.Fatalf("admin topic %s: %v %+v, want a cleanable ratio", topic, err, at.PartitionInfo)
+	}
+	if r := *at.PartitionInfo[0].CleanableRatio; r < 0 || r > 1 {
+		t.Fatalf("cleanable ratio %v", r)
+	}
+	if at, err := tb.Topic(ctx, "orders"); err != nil || at.PartitionInfo[0].CleanableRatio != nil {
+		t.Fatalf("admin topic orders (delete): %v %+v, want no cleanable ratio", err, at.PartitionInfo)
 	}
 	// sarama reads the cleaned log (gaps, rewritten and emptied batches)
 	// to the same state.

@@ -96,6 +96,9 @@ type Coordinator struct {
 	Groups *groups.Coordinator
 	// Controller owns the cluster's topics (package topics).
 	Controller *topics.Controller
+	// Cleanable, when set (`txncoord up`), is a partition's cleanable
+	// ratio from this process's leaders, for the admin API's topics.
+	Cleanable func(topic string, partition int32) (float64, bool)
 
 	// The etcd mode (several coordinators); nil otherwise.
 	// Coordinator and Store are nil in that mode: the Router runs one

@@ -94,6 +94,19 @@ type Embedded struct {
 	leadersMu sync.Mutex
 }
 
+// cleanableRatio asks this process's leaders for a partition's cleanable
+// ratio (admin API topics).
+func (e *Embedded) cleanableRatio(topic string, partition int32) (float64, bool) {
+	e.leadersMu.Lock()
+	defer e.leadersMu.Unlock()
+	for _, l := range e.Leaders {
+		if r, ok := l.Leader.CleanableRatio(topic, partition); ok {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
 // dropTopic is the view's OnTopicRemoved hook: every leader drops the
 // deleted topic's partitions.
 func (e *Embedded) dropTopic(t cluster.Topic) {
@@ -211,6 +224,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	e.followGroupHolder()
 	for _, co := range e.Coordinators {
 		co.peers = e.coordinatorByID
+		co.Cleanable = e.cleanableRatio
 	}
 	if cfg.AdminListen != "" {
 		token, open, err := AdminToken(cfg.File)
