@@ -56,13 +56,13 @@ func keyedBatch(b testBatch, kvs ...string) []byte {
 	return out
 }
 
-// fetchLog reads t/0 from offset 0 to its end and prints each batch
+// fetchLog reads t/0 from its log start to its end and prints each batch
 // ("base-last [offset:key=value ...]", control batches as "base CONTROL"),
 // checking every batch's CRC.
 func (f *fixture) fetchLog(t *testing.T, committed bool) string {
 	t.Helper()
 	var out []string
-	for off := int64(0); ; {
+	for off := f.listOffset(-2, false, 11).Offset; ; {
 		req := kmsg.NewPtrFetchRequest()
 		if committed {
 			req.IsolationLevel = 1
@@ -269,5 +269,34 @@ func TestCleanLogsTransactions(t *testing.T) {
 	p := f.l.partitions[string(partitionKey("t", 0))]
 	if len(p.aborted) != 0 {
 		t.Fatalf("aborted index after a restart: %+v, want empty", p.aborted)
+	}
+}
+
+// TestCleanLogsRetention: cleanup.policy=compact,delete applies retention
+// (retention.ms) and compaction; compact alone is not bound by the
+// leader's own RetentionBytes, which would delete the only value of a key.
+func TestCleanLogsRetention(t *testing.T) {
+	f := newFixtureWith(t, func(c *Config) { c.RetentionBytes = 200 })
+	f.setConfigs(map[string]string{"cleanup.policy": "compact", "segment.ms": "1", "min.cleanable.dirty.ratio": "0"})
+	old := f.now.UnixMilli() - 3_600_000
+	for _, kv := range []string{"a=1", "b=1", "c=1", "a=2", "d=1"} {
+		if p := f.produce(keyedBatch(testBatch{pid: -1, epoch: -1, seq: -1, ts: old}, kv)); p.ErrorCode != 0 {
+			t.Fatal(codeName(p.ErrorCode))
+		}
+	}
+	f.sweep(0)
+	if _, err := f.l.CleanLogs(); err != nil {
+		t.Fatal(err)
+	}
+	want := "1-1 [1:b=1]\n2-2 [2:c=1]\n3-3 [3:a=2]\n4-4 [4:d=1]"
+	if got := f.fetchLog(t, false); got != want {
+		t.Fatalf("compact over the leader's RetentionBytes:\n%s", got)
+	}
+
+	f.setConfigs(map[string]string{"cleanup.policy": "compact,delete", "segment.ms": "1", "min.cleanable.dirty.ratio": "0",
+		"retention.ms": "60000"})
+	f.sweep(3) // every batch older than a minute but the last
+	if got := f.fetchLog(t, false); got != "4-4 [4:d=1]" {
+		t.Fatalf("compact,delete after the retention sweep:\n%s", got)
 	}
 }
