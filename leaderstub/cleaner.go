@@ -245,27 +245,40 @@ func planClean(in *cleanInput) cleanPlan {
 			continue
 		}
 		discardAll := aborted(b)
-		keep := make([]int64, 0, len(b.Records))
-		for _, r := range b.Records {
-			if discardAll {
-				continue
+		var keep []int64 // nil while every record so far stays
+		for j, r := range b.Records {
+			stays := !discardAll
+			if off, ok := last[r.Key]; stays && ok && r.Offset < off {
+				stays = false
 			}
-			if off, ok := last[r.Key]; ok && r.Offset < off {
-				continue
-			}
-			if r.Tombstone {
+			if stays && r.Tombstone {
 				if olderThan(b.MaxTimestamp, in.Now, in.Vals.DeleteRetentionMs) {
-					continue
+					stays = false
+				} else {
+					keptYoung(b.MaxTimestamp)
 				}
-				keptYoung(b.MaxTimestamp)
 			}
-			keep = append(keep, r.Offset)
+			switch {
+			case stays && keep != nil:
+				keep = append(keep, r.Offset)
+			case !stays && keep == nil:
+				keep = make([]int64, 0, len(b.Records))
+				for _, k := range b.Records[:j] {
+					keep = append(keep, k.Offset)
+				}
+			}
+		}
+		if keep == nil { // every record stays
+			if b.Transactional && len(b.Records) > 0 {
+				txnHasData[b.ProducerID] = true
+			}
+			if len(b.Records) > 0 || retainEmpty {
+				continue
+			}
+			keep = []int64{}
 		}
 		if b.Transactional && len(keep) > 0 {
 			txnHasData[b.ProducerID] = true
-		}
-		if len(keep) == len(b.Records) && (len(keep) > 0 || retainEmpty) {
-			continue
 		}
 		plan.RecordsRemoved += len(b.Records) - len(keep)
 		if len(keep) == 0 && !retainEmpty {
