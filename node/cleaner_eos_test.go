@@ -106,14 +106,21 @@ func (a *countApp) step(ctx context.Context, commit bool) int {
 		a.counts[w]++
 		n++
 		a.sess.Produce(ctx, &kgo.Record{Key: []byte(w), Value: []byte(strconv.Itoa(a.counts[w]))}, func(_ *kgo.Record, err error) {
-			if err != nil && commit { // an abort may cut buffered records short
+			if err != nil {
 				a.t.Errorf("changelog produce: %v", err)
 			}
 		})
 	})
+	if !commit {
+		// The aborted records reach the changelog first: the cleaner
+		// has aborted data to remove, and readers must skip it.
+		if err := a.sess.Client().Flush(ctx); err != nil {
+			a.t.Fatalf("flush before the abort: %v", err)
+		}
+	}
 	committed, err := a.sess.End(ctx, kgo.TransactionEndTry(commit))
 	if err != nil {
-		a.t.Fatalf("end: %v", err)
+		a.t.Fatalf("end (commit %t, %d records): %v", commit, n, err)
 	}
 	if !committed {
 		a.counts = before // the transaction's changes are gone
