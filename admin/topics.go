@@ -44,6 +44,10 @@ type TopicPartitionInfo struct {
 	Leader    int32   `json:"leader"`
 	Replicas  []int32 `json:"replicas"`
 	Isr       []int32 `json:"isr"`
+	// CleanableRatio, for a partition of a compacted topic whose leader
+	// runs in the admin API's process (`txncoord up`): its dirty bytes
+	// over its cleanable bytes when the log cleaner last looked.
+	CleanableRatio *float64 `json:"cleanable_ratio,omitempty"`
 }
 
 // CreateTopic is the body of POST /v1/topics. Partitions and

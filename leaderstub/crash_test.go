@@ -39,8 +39,16 @@ func TestMain(m *testing.M) {
 func runChildLeader() {
 	addr, dir := os.Getenv("TXNCOORD_TEST_ADDR"), os.Getenv("TXNCOORD_TEST_DIR")
 	view := cluster.NewView(testFile([]cluster.Node{{NodeID: 1, Addr: addr, KafkaVersion: "4.2"}}, map[string]int32{"t": 1}))
-	l, err := Open(Config{NodeID: 1, KafkaVersion: "4.2", View: view, DataDir: dir, Coordinator: newTwin(),
-		Log: zerolog.New(os.Stderr).Level(zerolog.WarnLevel)})
+	cfg := Config{NodeID: 1, KafkaVersion: "4.2", View: view, DataDir: dir, Coordinator: newTwin(),
+		Log: zerolog.New(os.Stderr).Level(zerolog.WarnLevel)}
+	if os.Getenv("TXNCOORD_TEST_COMPACT") != "" {
+		// A compacted t cleaned every 2 ms (TestCrashDuringCleaning).
+		t, _ := view.Topic("t")
+		view.SetTopic(t, map[string]string{"cleanup.policy": "compact", "segment.ms": "1",
+			"min.cleanable.dirty.ratio": "0", "delete.retention.ms": "0"})
+		cfg.CleanerBackoff = 2 * time.Millisecond
+	}
+	l, err := Open(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -65,10 +73,11 @@ type childLeader struct {
 	cmd *exec.Cmd
 }
 
-func startChild(t *testing.T, addr, dir string) *childLeader {
+func startChild(t *testing.T, addr, dir string, env ...string) *childLeader {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "TXNCOORD_TEST_CHILD=leader", "TXNCOORD_TEST_ADDR="+addr, "TXNCOORD_TEST_DIR="+dir)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -22,6 +22,8 @@
 // topic_configs.go
 // the topic configs a leader enforces; producers.go holds the
 // pure validation (checkDataBatch, checkMarker = reference §2 table, from txnrules);
+// cleaner.go the log cleaner's decision (pure, testdata/cleaner) and
+// cleaner_run.go how a leader runs it and writes it through the process log;
 // store.go its records (persistOp) and their codec; partition.go the in-memory
 // index, LSO and retention; batch.go record batch v2 parsing and the control
 // batch.
@@ -47,6 +49,9 @@
 //     rebuilt from the log, and producers never expire;
 //   - retention deletes whole batches (Kafka: whole segments), at each
 //     append of the partition (topic_configs.go);
+//   - the log cleaner's active segment is the newest batches within
+//     segment.bytes and younger than segment.ms (there are no segment
+//     files), and a batch it rewrites is stored uncompressed;
 //   - the 4.3-only rules (epoch 32767 while a txn is open) are not applied:
 //     the baseline is Kafka 4.2.0.
 package leaderstub

@@ -65,6 +65,10 @@ type Config struct {
 	// log.retention.check.interval.ms; default
 	// DefaultRetentionCheckInterval). See retention_sweep.go.
 	RetentionCheckInterval time.Duration
+	// CleanerBackoff is how often the log cleaner looks at the
+	// partitions of compacted topics (Kafka's log.cleaner.backoff.ms;
+	// default DefaultCleanerBackoff). See cleaner_run.go.
+	CleanerBackoff time.Duration
 }
 
 // shareLockSweep is how often expired share acquisition locks are
@@ -96,6 +100,8 @@ type Leader struct {
 
 	sessions *fetchSessionCache // Fetch sessions (fetch_sessions.go)
 	shares   *shareState        // share partitions and sessions (share_partitions.go)
+
+	cleanMu sync.Mutex // one CleanLogs at a time (cleaner_run.go)
 
 	stop       chan struct{}
 	background sync.WaitGroup // the every loops (producer expiry, retention); Close waits for them
@@ -147,6 +153,9 @@ func Open(cfg Config) (*Leader, error) {
 	if cfg.RetentionCheckInterval <= 0 {
 		cfg.RetentionCheckInterval = DefaultRetentionCheckInterval
 	}
+	if cfg.CleanerBackoff <= 0 {
+		cfg.CleanerBackoff = DefaultCleanerBackoff
+	}
 	l := &Leader{
 		cfg:        cfg,
 		log:        cfg.Log.With().Int32("leader", cfg.NodeID).Logger(),
@@ -196,6 +205,7 @@ func Open(cfg Config) (*Leader, error) {
 	go l.every(shareLockSweep, l.expireShareLocks, "expired share locks not written")
 	go l.every(l.cfg.ProducerIDExpirationCheck, l.ExpireProducers, "producer expiry not written")
 	go l.every(l.cfg.RetentionCheckInterval, l.SweepRetention, "retention sweep not written")
+	go l.every(l.cfg.CleanerBackoff, l.cleanLoop, "log cleaner: clean not written")
 	return l, nil
 }
 

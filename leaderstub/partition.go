@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"sort"
 	"sync"
+	"time"
 
 	"go.etcd.io/bbolt"
 
@@ -24,6 +25,9 @@ type batchIndex struct {
 	// raw is the stored batch until the process log's applier has
 	// written it to bbolt (keepRaw); Fetch reads it from bbolt after.
 	raw []byte
+	// cleanPos, when set, is the log position of the log cleaner's op
+	// that rewrote this batch: raw holds the rewrite until bbolt does.
+	cleanPos wal.Pos
 }
 
 // abortedTxn is one entry of the aborted-transaction index, Kafka's
@@ -84,6 +88,16 @@ type partition struct {
 	aborted      []abortedTxn    // by marker offset
 	unreplicated []unreplicatedTxn
 
+	// firstDirty is where the log cleaner's last clean ended: the batches
+	// from it on are dirty (cleaner_run.go). lastClean is when it ran.
+	firstDirty int64
+	lastClean  time.Time
+	dirtyRatio float64 // when the cleaner last looked (CleanableRatio)
+	// horizon is when a tombstone or marker the last clean kept for its
+	// age may go (-1: none; 0 at recovery, so that the first clean after
+	// a restart finds them).
+	horizon int64
+
 	// held is, per producer, the newest of its batches held back until
 	// the producer's previous transaction here is closed by a marker
 	// (awaitsPreviousMarker), or queued behind such a batch: every later
@@ -96,6 +110,15 @@ type partition struct {
 	// unapplied are this partition's appends not yet applied to bbolt,
 	// in log order: their batches keep their bytes (batchIndex.raw).
 	unapplied []unappliedAppend
+	// cleaned are the log cleaner's ops not yet applied to bbolt, in log
+	// order, with the batches they rewrote (batchIndex.cleanPos).
+	cleaned []unappliedClean
+}
+
+// unappliedClean is one op of the log cleaner at log position pos.
+type unappliedClean struct {
+	pos   wal.Pos
+	bases []int64
 }
 
 // unappliedAppend is one append whose batches end before end, at log
@@ -116,6 +139,16 @@ func (p *partition) keepRaw(pos wal.Pos, end int64) {
 func (p *partition) applied(pos wal.Pos) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	c := 0
+	for c < len(p.cleaned) && p.cleaned[c].pos <= pos {
+		for _, base := range p.cleaned[c].bases {
+			if i := p.findBatch(base); i < len(p.batches) && p.batches[i].Base == base && p.batches[i].cleanPos == p.cleaned[c].pos {
+				p.batches[i].raw, p.batches[i].cleanPos = nil, 0
+			}
+		}
+		c++
+	}
+	p.cleaned = append(p.cleaned[:0], p.cleaned[c:]...)
 	n := 0
 	end := int64(-1)
 	for n < len(p.unapplied) && p.unapplied[n].pos <= pos {
@@ -133,7 +166,10 @@ func (p *partition) applied(pos wal.Pos) {
 		if p.batches[i].raw == nil {
 			break // and so are all before it
 		}
-		p.batches[i].raw = nil
+		if p.batches[i].cleanPos > pos {
+			continue // a rewrite bbolt does not hold yet
+		}
+		p.batches[i].raw, p.batches[i].cleanPos = nil, 0
 	}
 }
 
@@ -249,6 +285,7 @@ type persistOp struct {
 	droppedAborted []int64
 	logStart       int64
 	expired        []int64 // producer ids forgotten (expire.go)
+	firstDirty     int64   // the end of a clean, stored when > 0 (cleaner_run.go)
 }
 
 // opBatch is one batch of a persistOp, at its base offset.
@@ -292,6 +329,11 @@ func (o *persistOp) apply(r storage.Root) error {
 			return err
 		}
 	}
+	if o.firstDirty > 0 {
+		if err := meta.Put(keyFirstDirty, u64(o.firstDirty)); err != nil {
+			return err
+		}
+	}
 	// The log start only moves forward: by retention (dropped batches)
 	// or by DeleteRecords, which may move it into a batch and drop none.
 	// Ops that leave it alone carry the current one or 0 (expiry).
@@ -308,9 +350,14 @@ func (o *persistOp) apply(r storage.Root) error {
 // the aborted index. Everything stored was durable, so hw = log end.
 func loadPartition(topic string, index int32, pb *bbolt.Bucket) (*partition, error) {
 	p := newPartition(topic, index)
+	storedStart := false
 	if meta := pb.Bucket(bucketMeta); meta != nil {
 		if v := meta.Get(keyLogStart); len(v) == 8 {
 			p.logStart = int64(binary.BigEndian.Uint64(v))
+			storedStart = true
+		}
+		if v := meta.Get(keyFirstDirty); len(v) == 8 {
+			p.firstDirty = int64(binary.BigEndian.Uint64(v))
 		}
 	}
 	p.nextOffset = p.logStart
@@ -329,11 +376,13 @@ func loadPartition(topic string, index int32, pb *bbolt.Bucket) (*partition, err
 			return nil, err
 		}
 	}
-	if len(p.batches) > 0 {
-		// DeleteRecords may have left the stored start inside the
-		// first batch.
-		p.logStart = max(p.logStart, p.batches[0].Base)
+	if len(p.batches) > 0 && !storedStart {
+		p.logStart = p.batches[0].Base
 	}
+	// A stored start is kept as it is: DeleteRecords may have left it
+	// inside the first batch, and the log cleaner may have removed the
+	// batches at it (the log start stays, as Kafka's first segment keeps
+	// its base offset when cleaned). Retention stores the start it moves.
 	p.hw = p.nextOffset
 	if prods := pb.Bucket(bucketProducers); prods != nil {
 		err := prods.ForEach(func(_, v []byte) error {

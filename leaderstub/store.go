@@ -22,7 +22,7 @@ import (
 //	    log/      base offset (8 bytes BE) → the batch as stored and fetched
 //	    producers/ producer id (8 bytes BE) → producerEntry.marshal()
 //	    aborted/  marker offset (8 bytes BE) → AbortedTxn (34 bytes, Kafka's .txnindex entry)
-//	    meta/     "log_start" → int64
+//	    meta/     "log_start" → int64, "first_dirty" → int64 (the log cleaner's)
 var (
 	bucketPartitions = []byte("partitions")
 	bucketLog        = []byte("log")
@@ -30,6 +30,7 @@ var (
 	bucketAborted    = []byte("aborted")
 	bucketMeta       = []byte("meta")
 	keyLogStart      = []byte("log_start")
+	keyFirstDirty    = []byte("first_dirty")
 )
 
 func partitionKey(topic string, partition int32) []byte {
@@ -117,6 +118,10 @@ func (l *Leader) enqueueLazy(op *persistOp, durable func()) *writeOp {
 //	n dropped base offsets (i64 each), n dropped aborted keys (i64 each)
 //	i64 log start
 //	n expired producer ids (i64 each)
+//	[i64 first dirty offset, when a clean stores it]
+//
+// The last field is optional, so records written before the log cleaner
+// decode as they did.
 const persistOpVersion = 1
 
 func (o *persistOp) encode() []byte {
@@ -147,7 +152,11 @@ func (o *persistOp) encode() []byte {
 	out = appendInt64s(out, o.dropped)
 	out = appendInt64s(out, o.droppedAborted)
 	out = binary.BigEndian.AppendUint64(out, uint64(o.logStart))
-	return appendInt64s(out, o.expired)
+	out = appendInt64s(out, o.expired)
+	if o.firstDirty > 0 {
+		out = binary.BigEndian.AppendUint64(out, uint64(o.firstDirty))
+	}
+	return out
 }
 
 func appendBytes(b, v []byte) []byte {
@@ -202,6 +211,9 @@ func decodePersistOp(raw []byte) (*persistOp, error) {
 	o.droppedAborted = readInt64s(r)
 	o.logStart = r.Int64()
 	o.expired = readInt64s(r)
+	if r.Err() == nil && r.Len() == 8 {
+		o.firstDirty = r.Int64()
+	}
 	if r.Err() == nil && r.Len() != 0 {
 		r.Fail()
 	}

@@ -20,7 +20,9 @@ package leaderstub
 //     segment, checked when the partition is written and by the sweep
 //     every Config.RetentionCheckInterval (retention_sweep.go). A batch
 //     at or above the last stable offset is never dropped, nor the last
-//     one.
+//     one. A topic whose cleanup.policy is compact alone is not bound by
+//     Config.RetentionBytes: its log cleaner keeps the last record of
+//     each key (cleaner.go).
 
 import (
 	"encoding/binary"
@@ -74,6 +76,12 @@ func (l *Leader) applyTopicConfigs(pp *producePart) {
 func (l *Leader) retain(p *partition) (dropped []int64, droppedAborted []int64) {
 	vals := l.topicValues(p.topic)
 	limit := retentionLimit{bytes: l.cfg.RetentionBytes, ms: -1}
+	if vals.Compact && !vals.Delete {
+		// A compacted topic keeps the last record of every key: the
+		// leader's own bound would delete the only value of a key, as
+		// Kafka never does. The log cleaner bounds it by its keys.
+		limit.bytes = 1<<63 - 1
+	}
 	if vals.Delete {
 		if vals.RetentionBytes >= 0 && vals.RetentionBytes < limit.bytes {
 			limit.bytes = vals.RetentionBytes

@@ -33,6 +33,9 @@ type adminBackend struct {
 	coordinators func() []admin.CoordinatorStatus
 	// faults are the process's injected faults (nil: none can be set).
 	faults *faults.Set
+	// cleanable is a partition's cleanable ratio from a leader of this
+	// process (Coordinator.Cleanable); nil: none.
+	cleanable func(topic string, partition int32) (float64, bool)
 }
 
 // FaultSet is admin.FaultsBackend: the faults of this process's nodes.
@@ -59,7 +62,7 @@ func (c *Coordinator) AdminBackend() admin.Backend {
 				return fmt.Errorf("%w: %w", errStoreFailed, err)
 			}
 			return nil
-		}, topics: c.Controller, coordinators: c.singleCoordinator, faults: c.Faults})
+		}, topics: c.Controller, coordinators: c.singleCoordinator, faults: c.Faults, cleanable: c.Cleanable})
 }
 
 func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {

@@ -16,6 +16,19 @@ import (
 
 var _ admin.TopicsBackend = (*adminBackend)(nil)
 
+func (b *adminBackend) adminTopic(i topics.Info) admin.Topic {
+	t := adminTopic(i)
+	if b.cleanable == nil {
+		return t
+	}
+	for j := range t.PartitionInfo {
+		if r, ok := b.cleanable(t.Name, t.PartitionInfo[j].Partition); ok {
+			t.PartitionInfo[j].CleanableRatio = &r
+		}
+	}
+	return t
+}
+
 func adminTopic(i topics.Info) admin.Topic {
 	t := admin.Topic{Name: i.Name, ID: i.ID, Partitions: i.Partitions, ReplicationFactor: i.ReplicationFactor,
 		RequestedReplicationFactor: i.RequestedReplicationFactor, Internal: i.Internal, Configs: i.Configs}
@@ -40,7 +53,7 @@ func (b *adminBackend) Topics(context.Context) ([]admin.Topic, error) {
 	}
 	var out []admin.Topic
 	for _, i := range b.topics.List() {
-		out = append(out, adminTopic(i))
+		out = append(out, b.adminTopic(i))
 	}
 	return out, nil
 }
@@ -53,7 +66,7 @@ func (b *adminBackend) Topic(_ context.Context, name string) (admin.Topic, error
 	if !ok {
 		return admin.Topic{}, fmt.Errorf("%w: %q", admin.ErrTopicNotFound, name)
 	}
-	return adminTopic(i), nil
+	return b.adminTopic(i), nil
 }
 
 func (b *adminBackend) CreateTopic(ctx context.Context, req admin.CreateTopic) (admin.Topic, error) {

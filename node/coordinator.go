@@ -108,6 +108,9 @@ type Coordinator struct {
 	// Faults are the faults injected on demand into this process's
 	// nodes (CoordinatorConfig.Faults), served by its admin API.
 	Faults *faults.Set
+	// Cleanable, when set (`txncoord up`), is a partition's cleanable
+	// ratio from this process's leaders, for the admin API's topics.
+	Cleanable func(topic string, partition int32) (float64, bool)
 
 	// The etcd mode (several coordinators); nil otherwise.
 	// Coordinator and Store are nil in that mode: the Router runs one

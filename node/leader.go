@@ -41,7 +41,10 @@ type LeaderConfig struct {
 	// partitions too (0: Kafka's log.retention.check.interval.ms, five
 	// minutes).
 	RetentionCheckInterval time.Duration
-	UnsafeNoSync           bool
+	// CleanerBackoff: how often the log cleaner looks at the partitions
+	// of compacted topics (0: Kafka's log.cleaner.backoff.ms, 15 s).
+	CleanerBackoff time.Duration
+	UnsafeNoSync   bool
 	// Shared, when set, holds the leader's data as its space
 	// "leader-<id>" (`txncoord up`); the caller closes it.
 	Shared   *storage.Store
@@ -116,6 +119,7 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		RetentionBytes:         cfg.RetentionBytes,
 		ProducerIDExpiration:   cfg.ProducerIDExpiration,
 		RetentionCheckInterval: cfg.RetentionCheckInterval,
+		CleanerBackoff:         cfg.CleanerBackoff,
 		NoSync:                 cfg.UnsafeNoSync,
 		Log:                    log,
 		Metrics:                cfg.Metrics,

@@ -43,6 +43,8 @@ type EmbeddedConfig struct {
 	ProducerIDExpiration time.Duration // 0: Kafka's one day (LeaderConfig)
 	// RetentionCheckInterval: 0 is Kafka's five minutes (LeaderConfig).
 	RetentionCheckInterval time.Duration
+	// CleanerBackoff: 0 is Kafka's 15 s (LeaderConfig).
+	CleanerBackoff time.Duration
 	// Listeners, optional, are already-bound listeners by node id (tests
 	// bind 127.0.0.1:0 first and write the cluster file from them).
 	Listeners map[int32]net.Listener
@@ -97,6 +99,19 @@ type Embedded struct {
 	// leadersMu guards Leaders against RestartLeader while a deleted
 	// topic's data is dropped.
 	leadersMu sync.Mutex
+}
+
+// cleanableRatio asks this process's leaders for a partition's cleanable
+// ratio (admin API topics).
+func (e *Embedded) cleanableRatio(topic string, partition int32) (float64, bool) {
+	e.leadersMu.Lock()
+	defer e.leadersMu.Unlock()
+	for _, l := range e.Leaders {
+		if r, ok := l.Leader.CleanableRatio(topic, partition); ok {
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 // dropTopic is the view's OnTopicRemoved hook: every leader drops the
@@ -220,6 +235,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	e.followGroupHolder()
 	for _, co := range e.Coordinators {
 		co.peers = e.coordinatorByID
+		co.Cleanable = e.cleanableRatio
 	}
 	if cfg.AdminListen != "" {
 		token, open, err := AdminToken(cfg.File)
@@ -246,7 +262,7 @@ func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, 
 	return LeaderConfig{
 		View: e.View, NodeID: id, KafkaVersion: kafkaVersion, DataDir: e.cfg.DataDir, Shared: e.Shared,
 		RetentionBytes: e.cfg.RetentionBytes, ProducerIDExpiration: e.cfg.ProducerIDExpiration,
-		RetentionCheckInterval: e.cfg.RetentionCheckInterval, UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
+		RetentionCheckInterval: e.cfg.RetentionCheckInterval, CleanerBackoff: e.cfg.CleanerBackoff, UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
 		Metrics:     prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics),
 		Coordinator: e.leaderCoordinatorClient(), Limits: e.cfg.Limits, Faults: e.Faults, Forward: e.inProcess.forward,
 	}

@@ -67,6 +67,12 @@ const (
 	RemoteStorageEnable  = "remote.storage.enable"
 	MinCompactionLagMs   = "min.compaction.lag.ms"
 	MaxCompactionLagMs   = "max.compaction.lag.ms"
+	DeleteRetentionMs    = "delete.retention.ms"
+	MinCleanableRatio    = "min.cleanable.dirty.ratio"
+	SegmentMs            = "segment.ms"
+	SegmentBytes         = "segment.bytes"
+	// LogCleanerBackoffMs is the broker config of the cleaner's pause.
+	LogCleanerBackoffMs = "log.cleaner.backoff.ms"
 )
 
 // topicDefs are Kafka 4.2's topic configs (LogConfig's ConfigDef) in its
@@ -74,9 +80,9 @@ const (
 // first bad value in.
 var topicDefs = []*Def{
 	{Name: "segment.bytes", Type: kmsg.ConfigTypeInt, Default: i64(segmentBytes), check: atLeast(1024 * 1024),
-		Synonyms: logSyn("segment.bytes"), Doc: "The segment file size of the log. Not enforced: txncoord's log has no segments."},
+		Synonyms: logSyn("segment.bytes"), Enforced: true, Doc: "The segment size of the log: the log cleaner never cleans the active segment, the newest batches up to this size (a leader's log has no segment files)."},
 	{Name: "segment.ms", Type: kmsg.ConfigTypeLong, Default: i64(weekMs), check: atLeast(1),
-		Synonyms: []Synonym{{"log.roll.ms", 1}, {"log.roll.hours", hourMs}}, Doc: "How long before a segment is rolled. Not enforced."},
+		Synonyms: []Synonym{{"log.roll.ms", 1}, {"log.roll.hours", hourMs}}, Enforced: true, Doc: "How long before a segment is rolled: the log cleaner never cleans the active segment, the newest batches younger than this (by their largest timestamp)."},
 	{Name: "segment.jitter.ms", Type: kmsg.ConfigTypeLong, Default: i64(0), check: atLeast(0),
 		Synonyms: []Synonym{{"log.roll.jitter.ms", 1}, {"log.roll.jitter.hours", hourMs}}, Doc: "The maximum random jitter subtracted from segment.ms. Not enforced."},
 	{Name: "segment.index.bytes", Type: kmsg.ConfigTypeInt, Default: i64(indexBytes), check: atLeast(4),
@@ -95,17 +101,17 @@ var topicDefs = []*Def{
 	{Name: "index.interval.bytes", Type: kmsg.ConfigTypeInt, Default: i64(4096), check: atLeast(0),
 		Synonyms: logSyn("index.interval.bytes"), Doc: "How often an offset index entry is added. Not enforced."},
 	{Name: "delete.retention.ms", Type: kmsg.ConfigTypeLong, Default: i64(24 * hourMs), check: atLeast(0),
-		Synonyms: cleanerSyn("delete.retention.ms"), Doc: "How long tombstones are kept on compacted topics. Not enforced: no compaction."},
+		Synonyms: cleanerSyn("delete.retention.ms"), Enforced: true, Doc: "How long tombstones and transaction markers are kept on compacted topics, by their batch's largest timestamp."},
 	{Name: MinCompactionLagMs, Type: kmsg.ConfigTypeLong, Default: i64(0), check: atLeast(0),
-		Synonyms: cleanerSyn("min.compaction.lag.ms"), Doc: "The minimum time a record stays uncompacted. Not enforced: no compaction."},
+		Synonyms: cleanerSyn("min.compaction.lag.ms"), Enforced: true, Doc: "The minimum time a record stays uncompacted."},
 	{Name: MaxCompactionLagMs, Type: kmsg.ConfigTypeLong, Default: i64(maxLong), check: atLeast(1),
-		Synonyms: cleanerSyn("max.compaction.lag.ms"), Doc: "The maximum time a record stays uncompacted. Not enforced: no compaction."},
+		Synonyms: cleanerSyn("max.compaction.lag.ms"), Enforced: true, Doc: "The maximum time a record stays uncompacted: a partition is cleaned when a dirty batch is older, whatever its dirty ratio."},
 	{Name: "file.delete.delay.ms", Type: kmsg.ConfigTypeLong, Default: i64(60000), check: atLeast(0),
 		Synonyms: logSyn("segment.delete.delay.ms"), Doc: "How long a deleted file is kept. Not enforced."},
 	{Name: "min.cleanable.dirty.ratio", Type: kmsg.ConfigTypeDouble, Default: str("0.5"), check: betweenDouble(0, 1),
-		Synonyms: cleanerSyn("min.cleanable.ratio"), Doc: "How dirty a log must be before it is compacted. Not enforced: no compaction."},
+		Synonyms: cleanerSyn("min.cleanable.ratio"), Enforced: true, Doc: "How dirty a log must be before it is compacted: the bytes written since the last clean over the cleanable bytes."},
 	{Name: CleanupPolicy, Type: kmsg.ConfigTypeList, Default: str(CleanupDelete), check: cleanupPolicy, Enforced: true,
-		Synonyms: logSyn("cleanup.policy"), Doc: "delete: old batches are deleted by retention.ms and retention.bytes; an empty list keeps everything. compact is refused: txncoord has no log cleaner."},
+		Synonyms: logSyn("cleanup.policy"), Doc: "delete: old batches are deleted by retention.ms and retention.bytes; compact: the log cleaner keeps the last record of each key; both may be set; an empty list keeps everything."},
 	{Name: "unclean.leader.election.enable", Type: kmsg.ConfigTypeBoolean, Default: str("false"),
 		Synonyms: []Synonym{{"unclean.leader.election.enable", 1}}, Doc: "Whether an out-of-sync replica may become leader. Not enforced: one replica per partition."},
 	{Name: "min.insync.replicas", Type: kmsg.ConfigTypeInt, Default: i64(1), check: atLeast(1),
@@ -195,7 +201,8 @@ var brokerDefs = []*Def{
 	{Name: "log.cleaner.min.compaction.lag.ms", Type: kmsg.ConfigTypeLong, Default: i64(0), check: atLeast(0), Doc: "The default of min.compaction.lag.ms."},
 	{Name: "log.cleaner.max.compaction.lag.ms", Type: kmsg.ConfigTypeLong, Default: i64(maxLong), check: atLeast(1), Doc: "The default of max.compaction.lag.ms."},
 	{Name: "log.cleaner.min.cleanable.ratio", Type: kmsg.ConfigTypeDouble, Default: str("0.5"), check: betweenDouble(0, 1), Doc: "The default of min.cleanable.dirty.ratio."},
-	{Name: "log.cleaner.enable", Type: kmsg.ConfigTypeBoolean, Default: str("false"), Doc: "txncoord has no log cleaner (Kafka's default is true)."},
+	{Name: "log.cleaner.enable", Type: kmsg.ConfigTypeBoolean, Default: str("true"), Doc: "The log cleaner of compacted topics runs on every leader."},
+	{Name: LogCleanerBackoffMs, Type: kmsg.ConfigTypeLong, Default: i64(15000), check: atLeast(0), Doc: "How long the log cleaner sleeps when there is nothing to clean (txncoord: --log-cleaner-backoff)."},
 	{Name: "log.local.retention.ms", Type: kmsg.ConfigTypeLong, Default: i64(-2), check: atLeast(-2), Doc: "The default of local.retention.ms."},
 	{Name: "log.local.retention.bytes", Type: kmsg.ConfigTypeLong, Default: i64(-2), check: atLeast(-2), Doc: "The default of local.retention.bytes."},
 	{Name: "compression.gzip.level", Type: kmsg.ConfigTypeInt, Default: i64(-1), check: gzipLevel, Doc: "The default of the topic config compression.gzip.level."},

@@ -11,9 +11,8 @@
 // validators, then the cross-field checks) and answers INVALID_CONFIG with
 // Kafka's message ("Invalid value abc for configuration retention.ms: Not a
 // number of type LONG"). Where txncoord differs, and why:
-//   - cleanup.policy=compact is refused (INVALID_CONFIG): there is no log
-//     cleaner, and a topic that claims to compact but does not would lose
-//     the newest value of a key to retention;
+//   - segment.ms and segment.bytes bound the active segment the log
+//     cleaner leaves alone (a leader's log has no segment files);
 //   - remote.storage.enable=true is refused as a Kafka broker without tiered
 //     storage refuses it;
 //   - retention.ms at its default (7 days) is not applied by time: see

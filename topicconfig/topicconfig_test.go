@@ -52,8 +52,13 @@ func TestDataDriven(t *testing.T) {
 					}
 				}
 				v := Resolve(topic, broker)
-				return fmt.Sprintf("max.message.bytes=%d retention.ms=%d retention.bytes=%d delete=%t log_append_time=%t",
+				out := fmt.Sprintf("max.message.bytes=%d retention.ms=%d retention.bytes=%d delete=%t log_append_time=%t",
 					v.MaxMessageBytes, v.RetentionMs, v.RetentionBytes, v.Delete, v.LogAppendTime)
+				if c.Has("cleaner") {
+					out += fmt.Sprintf("\ncompact=%t delete.retention.ms=%d min.compaction.lag.ms=%d max.compaction.lag.ms=%d min.cleanable.dirty.ratio=%g segment.ms=%d segment.bytes=%d",
+						v.Compact, v.DeleteRetentionMs, v.MinCompactionLagMs, v.MaxCompactionLagMs, v.MinCleanableDirtyRatio, v.SegmentMs, v.SegmentBytes)
+				}
+				return out
 			case "def":
 				lookup := Topic
 				if c.Has("broker") {

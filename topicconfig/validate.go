@@ -164,8 +164,7 @@ func gzipLevel(name string, v value) error {
 }
 
 // cleanupPolicy is Kafka 4.2's ValidList.in(true, "compact", "delete")
-// (KIP-1161: an empty list is allowed and keeps everything), then
-// txncoord's own refusal of compact.
+// (KIP-1161: an empty list is allowed and keeps everything).
 func cleanupPolicy(name string, v value) error {
 	seen := map[string]bool{}
 	for _, p := range v.list {
@@ -181,9 +180,6 @@ func cleanupPolicy(name string, v value) error {
 		if p != CleanupCompact && p != CleanupDelete {
 			return invalidValue(name, p, "String must be one of: compact, delete")
 		}
-	}
-	if seen[CleanupCompact] {
-		return invalidValue(name, v.str, "compact is not supported by txncoord: it has no log cleaner (use delete)")
 	}
 	return nil
 }

@@ -54,6 +54,22 @@ type Values struct {
 	// LogAppendTime: the leader stamps each batch with its own clock
 	// (message.timestamp.type=LogAppendTime).
 	LogAppendTime bool
+	// Compact: cleanup.policy holds compact; the log cleaner keeps the
+	// last record of each key. The fields below bound it.
+	Compact bool
+	// DeleteRetentionMs: how long a tombstone or a transaction marker
+	// stays once it could go (delete.retention.ms).
+	DeleteRetentionMs int64
+	// MinCompactionLagMs and MaxCompactionLagMs: a record is not cleaned
+	// before the first, and its partition is cleaned, whatever its dirty
+	// ratio, once a dirty record is older than the second.
+	MinCompactionLagMs, MaxCompactionLagMs int64
+	// MinCleanableDirtyRatio: the share of dirty bytes in the cleanable
+	// part that starts a clean (min.cleanable.dirty.ratio).
+	MinCleanableDirtyRatio float64
+	// SegmentMs and SegmentBytes bound the active segment, which is never
+	// cleaned (segment.ms, segment.bytes).
+	SegmentMs, SegmentBytes int64
 }
 
 // Resolve turns a topic's stored configs into the values a leader
@@ -89,7 +105,17 @@ func Resolve(topic, broker map[string]string) Values {
 	if p := text(CleanupPolicy); p != "" {
 		for _, s := range commaWithWhitespace.Split(p, -1) {
 			vals.Delete = vals.Delete || strings.EqualFold(s, CleanupDelete)
+			vals.Compact = vals.Compact || strings.EqualFold(s, CleanupCompact)
 		}
+	}
+	vals.DeleteRetentionMs = num(DeleteRetentionMs)
+	vals.MinCompactionLagMs = num(MinCompactionLagMs)
+	vals.MaxCompactionLagMs = num(MaxCompactionLagMs)
+	vals.SegmentMs = num(SegmentMs)
+	vals.SegmentBytes = num(SegmentBytes)
+	vals.MinCleanableDirtyRatio = 0.5
+	if f, err := strconv.ParseFloat(strings.TrimRight(text(MinCleanableRatio), "dDfF"), 64); err == nil {
+		vals.MinCleanableDirtyRatio = f
 	}
 	return vals
 }

@@ -20,7 +20,7 @@ import (
 //     '.' and '_' are unified: INVALID_TOPIC_EXCEPTION;
 //   - an existing topic: TOPIC_ALREADY_EXISTS;
 //   - a null config value, or a config topicconfig.ValidateTopicConfigs
-//     refuses (unknown name, bad value, cleanup.policy=compact): INVALID_CONFIG;
+//     refuses (unknown name, bad value): INVALID_CONFIG;
 //   - partitions 0 or below -1: INVALID_PARTITIONS; replication factor 0 or
 //     below -1, or above the number of leaders: INVALID_REPLICATION_FACTOR;
 //     -1 is the default (default_partitions; replication factor 1);
@@ -69,6 +69,11 @@ func (c *Controller) handleCreateTopics(ctx context.Context, r *wire.Request) wi
 		rt.Topic = res.Name
 		if res.Err != nil {
 			rt.ErrorCode, rt.ErrorMessage = res.Err.Code, kmsg.StringPtr(res.Msg)
+			// An existing topic is how clients create idempotently:
+			// not worth a line.
+			if res.Err != kerr.TopicAlreadyExists {
+				r.LogRefused(res.Name, res.Err.Code, res.Msg)
+			}
 		} else {
 			rt.TopicID = res.Info.id
 			rt.NumPartitions, rt.ReplicationFactor = res.Info.Partitions, res.Info.ReplicationFactor

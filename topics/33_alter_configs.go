@@ -141,7 +141,18 @@ func (c *Controller) handleAlterConfigs(ctx context.Context, r *wire.Request) wi
 		}
 		out := kmsg.NewAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName, out.ErrorCode, out.ErrorMessage = rr.ResourceType, rr.ResourceName, res.code, res.msg
+		if res.code != 0 {
+			r.LogRefused(rr.ResourceName, res.code, refusalText(res.msg))
+		}
 		resp.Resources = append(resp.Resources, out)
 	}
 	return wire.Now(resp)
+}
+
+// refusalText is an error message for the log ("" when null).
+func refusalText(msg *string) string {
+	if msg == nil {
+		return ""
+	}
+	return *msg
 }

@@ -45,6 +45,7 @@ func (c *Controller) handleCreatePartitions(ctx context.Context, r *wire.Request
 		rt.Topic = res.Name
 		if res.Err != nil {
 			rt.ErrorCode, rt.ErrorMessage = res.Err.Code, kmsg.StringPtr(res.Msg)
+			r.LogRefused(res.Name, res.Err.Code, res.Msg)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

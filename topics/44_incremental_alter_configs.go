@@ -59,6 +59,9 @@ func (c *Controller) handleIncrementalAlterConfigs(ctx context.Context, r *wire.
 		}
 		out := kmsg.NewIncrementalAlterConfigsResponseResource()
 		out.ResourceType, out.ResourceName, out.ErrorCode, out.ErrorMessage = rr.ResourceType, rr.ResourceName, res.code, res.msg
+		if res.code != 0 {
+			r.LogRefused(rr.ResourceName, res.code, refusalText(res.msg))
+		}
 		resp.Resources = append(resp.Resources, out)
 	}
 	return wire.Now(resp)

@@ -131,8 +131,28 @@ func TestKadmConfigs(t *testing.T) {
 	if err := alter(true, kadm.AlterConfig{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("-5")}); !errors.Is(err, kerr.InvalidConfig) {
 		t.Fatalf("retention.ms=-5: %v", err)
 	}
-	if err := alter(true, kadm.AlterConfig{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: kadm.StringPtr("compact")}); !errors.Is(err, kerr.InvalidConfig) {
+	// Switching a topic between delete and compact, as Kafka: APPEND
+	// adds to the default list, SUBTRACT takes out.
+	if err := alter(true, kadm.AlterConfig{Op: kadm.AppendConfig, Name: "cleanup.policy", Value: kadm.StringPtr("compact")}); err != nil {
 		t.Fatalf("append compact: %v", err)
+	}
+	if got := e.View.TopicConfigs("cfg")["cleanup.policy"]; got != "delete,compact" {
+		t.Fatalf("after append compact: cleanup.policy=%q", got)
+	}
+	if !e.View.TopicValues("cfg").Compact || !e.View.TopicValues("cfg").Delete {
+		t.Fatalf("resolved after append compact: %+v", e.View.TopicValues("cfg"))
+	}
+	if err := alter(true, kadm.AlterConfig{Op: kadm.SubtractConfig, Name: "cleanup.policy", Value: kadm.StringPtr("delete")}); err != nil {
+		t.Fatalf("subtract delete: %v", err)
+	}
+	if v := e.View.TopicValues("cfg"); !v.Compact || v.Delete {
+		t.Fatalf("resolved after subtract delete: %+v", v)
+	}
+	if err := alter(true, kadm.AlterConfig{Op: kadm.SetConfig, Name: "min.cleanable.dirty.ratio", Value: kadm.StringPtr("1.5")}); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("min.cleanable.dirty.ratio=1.5: %v", err)
+	}
+	if err := alter(true, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "cleanup.policy"}); err != nil {
+		t.Fatal(err)
 	}
 	if err := alter(true, kadm.AlterConfig{Op: kadm.AppendConfig, Name: "retention.ms", Value: kadm.StringPtr("1")}); !errors.Is(err, kerr.InvalidConfig) {
 		t.Fatalf("append to a LONG: %v", err)

@@ -46,6 +46,9 @@ type conn struct {
 	// unservedLogged holds the API keys of unserved requests already
 	// logged on this connection (unserved); reader goroutine only.
 	unservedLogged map[int16]bool
+	// refusalLogged: a handler logged a refusal on this connection at
+	// info level (Request.LogRefused).
+	refusalLogged atomic.Bool
 	// sasl is the SASL state (nil when SASL is off); reader goroutine only.
 	sasl    *connSASL
 	stopped atomic.Bool
@@ -374,6 +377,7 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 	req := &Request{
 		Key: h.key, Version: h.version, CorrelationID: h.correlationID, ClientID: h.clientID, Remote: c.nc.RemoteAddr(),
 		ConnID: c.id, Principal: c.principal, Stopping: c.s.draining, Log: c.s.cfg.Log, sec: c.s.sec,
+		refusalLogged: &c.refusalLogged,
 	}
 	if c.sasl.pendingAuth() && h.key != 18 && h.key != 17 && h.key != 36 {
 		// Kafka closes the connection too: before authentication only

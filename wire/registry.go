@@ -6,8 +6,10 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/durable"
@@ -42,6 +44,9 @@ type Request struct {
 	callerLog durable.Log
 	logOnce   sync.Once
 	logger    zerolog.Logger
+	// refusalLogged is the connection's: a refusal was logged at info
+	// (LogRefused). Nil for an in-process call.
+	refusalLogged *atomic.Bool
 }
 
 // InProcess reports whether the request comes from a LocalClient: a
@@ -63,7 +68,24 @@ func (r *Request) CallerLog() durable.Log { return r.callerLog }
 func (r *Request) WithBody(body kmsg.Request) *Request {
 	return &Request{Body: body, Key: r.Key, Version: r.Version, CorrelationID: r.CorrelationID, ClientID: r.ClientID,
 		Remote: r.Remote, ConnID: r.ConnID, Principal: r.Principal, Stopping: r.Stopping, Log: r.Log,
-		sec: r.sec, inProcess: r.inProcess, callerLog: r.callerLog}
+		sec: r.sec, inProcess: r.inProcess, callerLog: r.callerLog, refusalLogged: r.refusalLogged}
+}
+
+// LogRefused logs that the request was refused and why (a topic and its
+// error): at info level the first time on a connection, so that a client
+// whose setup fails on a refusal leaves a trace in the log, and at debug
+// level after that, so that a client retrying does not flood it. An
+// in-process call logs at info each time.
+func (r *Request) LogRefused(resource string, code int16, reason string) {
+	level := zerolog.DebugLevel
+	if r.refusalLogged == nil || r.refusalLogged.CompareAndSwap(false, true) {
+		level = zerolog.InfoLevel
+	}
+	l := r.Logger().WithLevel(level)
+	if r.ClientID != nil {
+		l = l.Str("client_id", *r.ClientID)
+	}
+	l.Str("resource", resource).Str("error", kerr.ErrorForCode(code).Error()).Str("reason", reason).Msg("request refused")
 }
 
 // Logger is Log with the connection's and the request's fields (remote,

@@ -128,6 +128,11 @@ func producerExpirationFlag() cli.Flag {
 		Usage: "leaders forget a producer with no open transaction this long after its last write (Kafka's producer.id.expiration.ms), checked every 10 minutes or as often as it lasts if shorter"}
 }
 
+func cleanerBackoffFlag() cli.Flag {
+	return &cli.DurationFlag{Name: "log-cleaner-backoff", Value: leaderstub.DefaultCleanerBackoff, EnvVars: env("log-cleaner-backoff"),
+		Usage: "how often leaders look for partitions of compacted topics to clean (Kafka's log.cleaner.backoff.ms)"}
+}
+
 func upCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "up",
@@ -156,7 +161,7 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 				Usage: "create a topic a client names that does not exist (Kafka's auto.create.topics.enable; the cluster file's auto_create_topics_enable)"},
 			&cli.BoolFlag{Name: "secure", EnvVars: env("secure"), Usage: "TLS + SASL on every listener and a token on the admin API, with a local CA and credentials generated under DATA_DIR/security"},
 			&cli.BoolFlag{Name: "force-new-cluster", EnvVars: env("force-new-cluster"), Usage: "start over: move the data dir's store and log aside (renamed, not deleted) and start an empty cluster"},
-			discoveryFlag(), markerTimeoutFlag(), noSyncFlag(), retentionFlag(), producerExpirationFlag(),
+			discoveryFlag(), markerTimeoutFlag(), noSyncFlag(), retentionFlag(), producerExpirationFlag(), cleanerBackoffFlag(),
 		}, limitsFlags()...),
 		Action: runUp,
 	}
@@ -286,7 +291,8 @@ func runUp(c *cli.Context) error {
 		File: file, DataDir: dataDir, AdminListen: c.String("admin-listen"),
 		MarkerVersionDiscovery: c.Bool("marker-version-discovery"), UnsafeNoSync: c.Bool("unsafe-no-fsync"),
 		RetentionBytes: c.Int64("retention-bytes"), ProducerIDExpiration: c.Duration("producer-id-expiration"), Log: logger,
-		Limits: lim, EtcdAddrs: etcdAddrs, LeaseTTL: c.Duration("etcd-lease-ttl"), MarkerRequestTimeout: c.Duration("marker-request-timeout"),
+		CleanerBackoff: c.Duration("log-cleaner-backoff"),
+		Limits:         lim, EtcdAddrs: etcdAddrs, LeaseTTL: c.Duration("etcd-lease-ttl"), MarkerRequestTimeout: c.Duration("marker-request-timeout"),
 	})
 	if err != nil {
 		return err
@@ -462,7 +468,7 @@ func leaderCommand() *cli.Command {
 			&cli.IntFlag{Name: "node-id", Value: -1, EnvVars: env("node-id"), Usage: "this leader's node id in the cluster file"},
 			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir")},
 			&cli.StringFlag{Name: "kafka-version", EnvVars: env("kafka-version"), Usage: "override this leader's kafka_version (rolling upgrade or downgrade)"},
-			noSyncFlag(), retentionFlag(), producerExpirationFlag(),
+			noSyncFlag(), retentionFlag(), producerExpirationFlag(), cleanerBackoffFlag(),
 		}, limitsFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := checkServerFlags(c); err != nil {
@@ -489,6 +495,7 @@ func leaderCommand() *cli.Command {
 				View: view, NodeID: int32(c.Int("node-id")), KafkaVersion: c.String("kafka-version"),
 				DataDir: c.String("data-dir"), RetentionBytes: c.Int64("retention-bytes"),
 				ProducerIDExpiration: c.Duration("producer-id-expiration"),
+				CleanerBackoff:       c.Duration("log-cleaner-backoff"),
 				UnsafeNoSync:         c.Bool("unsafe-no-fsync"), Log: logger, Metrics: node.NewMetrics(), Limits: lim,
 			})
 			if err != nil {

@@ -259,8 +259,12 @@ func printTopic(w io.Writer, t admin.Topic) error {
 		if p.Leader >= 0 {
 			leader = fmt.Sprint(p.Leader)
 		}
-		if _, err := fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s\n",
-			t.Name, p.Partition, leader, ids(p.Replicas), ids(p.Isr)); err != nil {
+		cleanable := ""
+		if p.CleanableRatio != nil {
+			cleanable = fmt.Sprintf("\tCleanableRatio: %.2f", *p.CleanableRatio)
+		}
+		if _, err := fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %s\tReplicas: %s\tIsr: %s%s\n",
+			t.Name, p.Partition, leader, ids(p.Replicas), ids(p.Isr), cleanable); err != nil {
 			return err
 		}
 	}
