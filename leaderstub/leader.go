@@ -201,11 +201,19 @@ func Open(cfg Config) (*Leader, error) {
 		return nil, err
 	}
 	l.registrar = coordclient.NewRegistrar(cfg.Coordinator, cfg.RegistrationsInFlight, l.log)
-	l.background.Add(3)
-	go l.every(shareLockSweep, l.expireShareLocks, "expired share locks not written")
-	go l.every(l.cfg.ProducerIDExpirationCheck, l.ExpireProducers, "producer expiry not written")
-	go l.every(l.cfg.RetentionCheckInterval, l.SweepRetention, "retention sweep not written")
-	go l.every(l.cfg.CleanerBackoff, l.cleanLoop, "log cleaner: clean not written")
+	for _, p := range []struct {
+		interval time.Duration
+		task     func() (int, error)
+		failed   string
+	}{
+		{shareLockSweep, l.expireShareLocks, "expired share locks not written"},
+		{l.cfg.ProducerIDExpirationCheck, l.ExpireProducers, "producer expiry not written"},
+		{l.cfg.RetentionCheckInterval, l.SweepRetention, "retention sweep not written"},
+		{l.cfg.CleanerBackoff, l.cleanLoop, "log cleaner: clean not written"},
+	} {
+		l.background.Add(1)
+		go l.every(p.interval, p.task, p.failed)
+	}
 	return l, nil
 }
 
