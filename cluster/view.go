@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"time"
+
 	"crypto/sha256"
 	"fmt"
 	"hash/fnv"
@@ -327,6 +329,20 @@ func (v *View) EnsureTopic(name string) (Topic, error) {
 		return t, nil
 	}
 	return v.addLocked(name, v.file.DefaultPartitions), nil
+}
+
+// DefaultGroupInitialRebalanceDelay is Kafka's
+// group.initial.rebalance.delay.ms default.
+const DefaultGroupInitialRebalanceDelay = 3 * time.Second
+
+// GroupInitialRebalanceDelay is the broker setting
+// group.initial.rebalance.delay.ms (the cluster file's
+// group_initial_rebalance_delay_ms, Kafka's 3 s when unset).
+func (v *View) GroupInitialRebalanceDelay() time.Duration {
+	if d := v.file.GroupInitialRebalanceDelayMs; d != nil {
+		return time.Duration(*d) * time.Millisecond
+	}
+	return DefaultGroupInitialRebalanceDelay
 }
 
 // AutoCreateTopics is the broker setting auto.create.topics.enable (the

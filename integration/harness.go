@@ -84,6 +84,8 @@ func StartCluster(t testing.TB, o Options) *Cluster {
 		Coordinator:       &cluster.Node{NodeID: 0, Addr: listen(0), KafkaVersion: o.CoordinatorVersion},
 		DefaultPartitions: o.DefaultPartitions,
 		Topics:            o.Topics,
+		// Tests' classic groups rebalance at once.
+		GroupInitialRebalanceDelayMs: new(int32(0)),
 	}
 	c := &Cluster{Opts: o, File: f, Proxies: map[int32]*faultproxy.Proxy{}, realAddrs: map[int32]string{}, t: t}
 	for i, v := range o.LeaderVersions {

@@ -55,15 +55,16 @@ func BrokerSettings(view *cluster.View, self cluster.Node) map[string]string {
 	id := strconv.Itoa(int(self.NodeID))
 	partitions := view.File().DefaultPartitions
 	return map[string]string{
-		"broker.id":                    id,
-		"node.id":                      id,
-		"num.partitions":               strconv.Itoa(int(partitions)),
-		"default.replication.factor":   "1",
-		"offsets.topic.num.partitions": strconv.Itoa(int(view.OffsetsPartitions())),
-		"auto.create.topics.enable":    strconv.FormatBool(view.AutoCreateTopics()),
-		"listeners":                    "PLAINTEXT://" + self.Addr,
-		"advertised.listeners":         "PLAINTEXT://" + self.Addr,
-		"log.cleaner.enable":           "false",
+		"broker.id":                        id,
+		"node.id":                          id,
+		"num.partitions":                   strconv.Itoa(int(partitions)),
+		"default.replication.factor":       "1",
+		"offsets.topic.num.partitions":     strconv.Itoa(int(view.OffsetsPartitions())),
+		"auto.create.topics.enable":        strconv.FormatBool(view.AutoCreateTopics()),
+		"listeners":                        "PLAINTEXT://" + self.Addr,
+		"advertised.listeners":             "PLAINTEXT://" + self.Addr,
+		"log.cleaner.enable":               "false",
+		"group.initial.rebalance.delay.ms": strconv.FormatInt(view.GroupInitialRebalanceDelay().Milliseconds(), 10),
 	}
 }
 
