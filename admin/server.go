@@ -138,6 +138,7 @@ func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 	})
 	groupRoutes(mux, b)
 	topicRoutes(mux, b)
+	aclRoutes(mux, b)
 	coordinatorRoutes(mux, b)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 	// Profiles for performance work (go tool pprof URL/debug/pprof/profile);

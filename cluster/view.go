@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/txncoord/txncoord/authmeta"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/topicconfig"
 	"github.com/txncoord/txncoord/wire"
@@ -70,6 +71,10 @@ func OffsetsPartitionFor(group string, n int32) int32 {
 // locally with default_partitions, as every node derives the same topic.
 type View struct {
 	file *File
+	// auth is the process's security metadata (ACLs, SCRAM
+	// credentials): the controller's node opens it in its store, and
+	// every listener of the process authorizes and logs in with it.
+	auth *authmeta.State
 
 	mu      sync.RWMutex
 	topics  map[string]Topic
@@ -90,7 +95,7 @@ type View struct {
 // NewView builds the view of a validated file.
 func NewView(f *File) *View {
 	v := &View{file: f, topics: map[string]Topic{}, byID: map[[16]byte]string{}, configs: map[string]map[string]string{},
-		values: map[string]topicconfig.Values{}}
+		values: map[string]topicconfig.Values{}, auth: authmeta.New()}
 	for name, n := range f.Topics {
 		v.addLocked(name, n)
 	}
@@ -99,6 +104,10 @@ func NewView(f *File) *View {
 	v.topics[OffsetsTopic] = offsets
 	return v
 }
+
+// AuthMeta is the process's security metadata: ACLs and SCRAM
+// credentials (package authmeta).
+func (v *View) AuthMeta() *authmeta.State { return v.auth }
 
 // OffsetsPartitions is the partition count of __consumer_offsets.
 func (v *View) OffsetsPartitions() int32 {

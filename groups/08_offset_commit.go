@@ -35,6 +35,9 @@ var offsetCommitAPI = wire.API[*Coordinator]{Key: 8, Min: 0, Max: 9, Handle: (*C
 
 func (c *Coordinator) handleOffsetCommit(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.OffsetCommitRequest)
+	if deny := groupDenied(r, kmsg.ACLOperationRead, req.Group); deny != nil {
+		return deny
+	}
 	cr := CommitRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: str(req.InstanceID), Generation: req.Generation,
 		Offsets: map[TP]Offset{}, Version: req.Version}
 	if req.Version == 0 {

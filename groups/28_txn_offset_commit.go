@@ -39,6 +39,9 @@ var txnOffsetCommitAPI = wire.API[*Coordinator]{Key: 28, Min: 0, Max: 5, Handle:
 
 func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.TxnOffsetCommitRequest)
+	if deny := groupDenied(r, kmsg.ACLOperationRead, req.Group); deny != nil {
+		return deny
+	}
 	cr := CommitRequest{Group: req.Group, Generation: -1, Offsets: map[TP]Offset{}}
 	if req.Version >= 3 {
 		cr.Generation, cr.MemberID, cr.InstanceID = req.Generation, req.MemberID, str(req.InstanceID)

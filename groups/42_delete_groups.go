@@ -11,6 +11,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/wire"
@@ -24,6 +25,10 @@ func (c *Coordinator) handleDeleteGroups(ctx context.Context, r *wire.Request) w
 	codes := make([]int16, len(req.Groups))
 	pos, err := c.step(func(now time.Time) {
 		for i, g := range req.Groups {
+			if !wire.Authorize(r, kmsg.ACLOperationDelete, wire.GroupResource(g)) {
+				codes[i] = kerr.GroupAuthorizationFailed.Code
+				continue
+			}
 			codes[i] = c.core.DeleteGroup(now, g)
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/wire"
@@ -119,4 +120,14 @@ func offsetsArr(n int, each func(i int) (TP, int64, int16)) *zerolog.Array {
 		arr.Str(s)
 	}
 	return arr
+}
+
+// groupDenied answers a request GROUP_AUTHORIZATION_FAILED when its
+// principal may not perform op on group (Kafka's KafkaApis checks before
+// anything else), and is nil when it may.
+func groupDenied(r *wire.Request, op kmsg.ACLOperation, group string) wire.Reply {
+	if wire.Authorize(r, op, wire.GroupResource(group)) {
+		return nil
+	}
+	return wire.Now(wire.UnservedResponse(r.Body, kerr.GroupAuthorizationFailed.Code))
 }

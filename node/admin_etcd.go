@@ -46,6 +46,7 @@ func (c *Coordinator) etcdAdminBackend() *adminBackend {
 			return nil
 		},
 		topics:       c.Controller,
+		auth:         c.view.AuthMeta(),
 		coordinators: c.coordinatorsOf,
 	}
 }

@@ -108,6 +108,7 @@ func newApp() *cli.App {
 			markersCommand(),
 			groupsCommand(),
 			topicsCommand(),
+			aclsCommand(),
 			{
 				Name:  "version",
 				Usage: "print the version",
