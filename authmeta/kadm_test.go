@@ -142,7 +142,9 @@ func joinCode(t *testing.T, ctx context.Context, cl *kgo.Client, group string) i
 	p := kmsg.NewJoinGroupRequestProtocol()
 	p.Name, p.Metadata = "range", []byte{0, 0, 0, 0, 0, 0, 0, 0}
 	req.Protocols = append(req.Protocols, p)
-	resp, err := req.RequestWith(ctx, cl)
+	// Straight to the group coordinator (node 0): FindCoordinator has a
+	// check of its own.
+	resp, err := req.RequestWith(ctx, cl.Broker(0))
 	if err != nil {
 		t.Fatalf("JoinGroup %s: %v", group, err)
 	}
@@ -255,6 +257,45 @@ func TestKadmACLs(t *testing.T) {
 	}
 	if code := joinCode(t, ctx, cl, "app-1"); code != kerr.MemberIDRequired.Code {
 		t.Fatalf("JoinGroup app-1: %v, want MEMBER_ID_REQUIRED (allowed)", kerr.ErrorForCode(code))
+	}
+
+	// FindCoordinator needs DESCRIBE on the group (v4+: per key).
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKeys = []string{"private", "app-2"}
+	fresp, err := fc.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fcodes := map[string]int16{}
+	for _, c := range fresp.Coordinators {
+		fcodes[c.Key] = c.ErrorCode
+	}
+	if fcodes["private"] != kerr.GroupAuthorizationFailed.Code || fcodes["app-2"] != 0 || len(fcodes) != 2 {
+		t.Fatalf("FindCoordinator private, app-2: %v, want GROUP_AUTHORIZATION_FAILED and 0", fcodes)
+	}
+	// An offset commit of group app-1 needs READ on each topic.
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Group, oc.Generation, oc.MemberID = "app-1", -1, ""
+	for _, topic := range []string{"secret", "orders"} {
+		ot := kmsg.NewOffsetCommitRequestTopic()
+		ot.Topic = topic
+		op := kmsg.NewOffsetCommitRequestTopicPartition()
+		op.Partition, op.Offset = 0, 1
+		ot.Partitions = append(ot.Partitions, op)
+		oc.Topics = append(oc.Topics, ot)
+	}
+	ocresp, err := oc.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range ocresp.Topics {
+		want := int16(0)
+		if rt.Topic == "secret" {
+			want = kerr.TopicAuthorizationFailed.Code
+		}
+		if code := rt.Partitions[0].ErrorCode; code != want {
+			t.Errorf("OffsetCommit app-1 %s: %v, want %v", rt.Topic, kerr.ErrorForCode(code), kerr.ErrorForCode(want))
+		}
 	}
 
 	// A DeleteTopics sent to a leader is forwarded to the controller as

@@ -43,7 +43,7 @@ func (c *Coordinator) handleOffsetCommit(ctx context.Context, r *wire.Request) w
 	if req.Version == 0 {
 		cr.Generation = -1
 	}
-	codes := collectOffsets(c, cr.Offsets, req.Topics,
+	codes := collectOffsets(c, r, cr.Offsets, req.Topics,
 		func(t kmsg.OffsetCommitRequestTopic) (string, []kmsg.OffsetCommitRequestTopicPartition) {
 			return t.Topic, t.Partitions
 		},

@@ -46,7 +46,7 @@ func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, r *wire.Request
 	if req.Version >= 3 {
 		cr.Generation, cr.MemberID, cr.InstanceID = req.Generation, req.MemberID, str(req.InstanceID)
 	}
-	codes := collectOffsets(c, cr.Offsets, req.Topics,
+	codes := collectOffsets(c, r, cr.Offsets, req.Topics,
 		func(t kmsg.TxnOffsetCommitRequestTopic) (string, []kmsg.TxnOffsetCommitRequestTopicPartition) {
 			return t.Topic, t.Partitions
 		},

@@ -70,14 +70,20 @@ func (cc commitCodes) of(i, j int, code int16) int16 {
 // it: their kmsg types differ, their rules do not. parts gives a topic's
 // name and partitions, part a partition's number, offset, leader epoch
 // and metadata; the leader epoch is -1 unless the version has it.
-func collectOffsets[T, P any](c *Coordinator, offsets map[TP]Offset, topics []T, parts func(T) (string, []P),
+func collectOffsets[T, P any](c *Coordinator, r *wire.Request, offsets map[TP]Offset, topics []T, parts func(T) (string, []P),
 	part func(P) (int32, int64, int32, *string), hasEpoch bool) commitCodes {
 	codes := make(commitCodes, len(topics))
 	for i, t := range topics {
 		topic, ps := parts(t)
 		codes[i] = make([]int16, len(ps))
+		// READ on the topic, as Kafka checks a commit's topics.
+		readable := wire.Authorize(r, kmsg.ACLOperationRead, wire.TopicResource(topic))
 		for j, p := range ps {
 			partition, offset, epoch, metadata := part(p)
+			if !readable {
+				codes[i][j] = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if codes[i][j] = c.partitionCode(topic, partition, metadata); codes[i][j] != 0 {
 				continue
 			}
