@@ -1,7 +1,9 @@
 // Package authmeta is the controller's security metadata, as Kafka keeps
 // it in its metadata log: ACL bindings (DescribeAcls 29, CreateAcls 30,
-// DeleteAcls 31) and SCRAM credentials (DescribeUserScramCredentials 50,
-// AlterUserScramCredentials 51).
+// DeleteAcls 31), client quotas (DescribeClientQuotas 48,
+// AlterClientQuotas 49: stored and described, not enforced) and SCRAM
+// credentials (DescribeUserScramCredentials 50, AlterUserScramCredentials
+// 51).
 //
 // The state lives in the space "authmeta" of the coordinator node's store
 // (record kind storage.KindAuthMeta): one record per ACL binding added or

@@ -16,6 +16,7 @@ import (
 //
 //	acls/  encoded binding → empty
 //	scram/ mechanism byte + user name → encoded credential
+//	quotas/ entity key (quotaEntityKey) → entity and values
 var (
 	bucketACLs  = []byte("acls")
 	bucketSCRAM = []byte("scram")
@@ -29,6 +30,7 @@ var (
 //	op 3 (SCRAM set): u8 mechanism, user, n + salt, u32 iterations,
 //	  n + stored key, n + server key
 //	op 4 (SCRAM deleted): u8 mechanism, user
+//	op 5 (client quota set), 6 (client quota removed): quotas.go
 const recordVersion = 1
 
 const (
@@ -159,8 +161,46 @@ func ApplyRecord(root storage.Root, raw []byte) error {
 			return b.Put(k.encode(), cred)
 		}
 		return b.Delete(k.encode())
+	case opQuotaSet, opQuotaDelete:
+		body := raw[2:]
+		entity := readQuotaEntity(r)
+		if head[1] == opQuotaSet {
+			readQuotaValues(r)
+		}
+		if r.Err() != nil || r.Len() != 0 || validQuotaEntity(entity) != "" {
+			return errBadRecord
+		}
+		b, err := root.CreateBucketIfNotExists(bucketQuotas)
+		if err != nil {
+			return err
+		}
+		key := []byte(quotaEntityKey(entity))
+		if head[1] == opQuotaSet {
+			return b.Put(key, body)
+		}
+		return b.Delete(key)
 	}
 	return fmt.Errorf("%w: unknown op %d", errBadRecord, head[1])
+}
+
+// loadQuotas reads the stored client quotas.
+func loadQuotas(root storage.Root) (map[string]quotaEntry, error) {
+	out := map[string]quotaEntry{}
+	b := root.Bucket(bucketQuotas)
+	if b == nil {
+		return out, nil
+	}
+	err := b.ForEach(func(k, v []byte) error {
+		r := recordio.NewReader(v, errBadRecord)
+		e := quotaEntry{Entity: readQuotaEntity(r)}
+		e.Values = readQuotaValues(r)
+		if r.Err() != nil || r.Len() != 0 {
+			return fmt.Errorf("client quota %q: %w", k, errBadRecord)
+		}
+		out[string(k)] = e
+		return nil
+	})
+	return out, err
 }
 
 // load reads the stored bindings and credentials.

@@ -10,7 +10,8 @@ import (
 )
 
 // apis are the security metadata's APIs, each declared in its handler file.
-var apis = wire.APIs[*State]{describeACLsAPI, createACLsAPI, deleteACLsAPI, describeSCRAMAPI, alterSCRAMAPI}
+var apis = wire.APIs[*State]{describeACLsAPI, createACLsAPI, deleteACLsAPI, describeClientQuotasAPI, alterClientQuotasAPI,
+	describeSCRAMAPI, alterSCRAMAPI}
 
 // Register adds the handlers: on every node of the process that opened
 // the State.

@@ -27,8 +27,9 @@ type State struct {
 	space *storage.Space
 	log   zerolog.Logger
 
-	acls  atomic.Pointer[[]Binding]
-	scram atomic.Pointer[map[scramKey]wire.ScramCredentials]
+	acls   atomic.Pointer[[]Binding]
+	scram  atomic.Pointer[map[scramKey]wire.ScramCredentials]
+	quotas atomic.Pointer[map[string]quotaEntry] // by quotaEntityKey
 }
 
 // New is an empty State that serves no changes until Open.
@@ -36,6 +37,7 @@ func New() *State {
 	s := &State{}
 	s.acls.Store(&[]Binding{})
 	s.scram.Store(&map[scramKey]wire.ScramCredentials{})
+	s.quotas.Store(&map[string]quotaEntry{})
 	return s
 }
 
@@ -52,9 +54,13 @@ func (s *State) Open(st *storage.Store, log zerolog.Logger) error {
 	}
 	var acls []Binding
 	var creds map[scramKey]wire.ScramCredentials
+	var quotas map[string]quotaEntry
 	if err := space.View(func(r storage.Root) error {
 		var err error
-		acls, creds, err = load(r)
+		if acls, creds, err = load(r); err != nil {
+			return err
+		}
+		quotas, err = loadQuotas(r)
 		return err
 	}); err != nil {
 		space.Close()
@@ -65,7 +71,8 @@ func (s *State) Open(st *storage.Store, log zerolog.Logger) error {
 	s.space, s.log = space, log.With().Str("component", "authmeta").Logger()
 	s.acls.Store(&acls)
 	s.scram.Store(&creds)
-	s.log.Info().Int("acls", len(acls)).Int("scram_credentials", len(creds)).Msg("security metadata loaded")
+	s.quotas.Store(&quotas)
+	s.log.Info().Int("client_quotas", len(quotas)).Int("acls", len(acls)).Int("scram_credentials", len(creds)).Msg("security metadata loaded")
 	return nil
 }
 
