@@ -157,9 +157,10 @@ func TestAdvertisedAPIsAreDeclared(t *testing.T) {
 		want[0] = [2]int16{max(r[0], 3), r[1]}
 	}
 	// Served by every node itself: ApiVersions, Metadata, FindCoordinator,
-	// DescribeConfigs, DescribeCluster, DescribeTopicPartitions, and
-	// DescribeLogDirs on a node without partitions.
-	nodeWide := map[int16]bool{18: true, 3: true, 10: true, 32: true, 60: true, 35: true, 75: true}
+	// DescribeConfigs, DescribeCluster, DescribeTopicPartitions,
+	// ListConfigResources, and DescribeLogDirs on a node without
+	// partitions.
+	nodeWide := map[int16]bool{18: true, 3: true, 10: true, 32: true, 60: true, 35: true, 74: true, 75: true}
 
 	var first map[int16][2]int16
 	for _, n := range append([]cluster.Node{*f.Coordinator}, f.Leaders...) {

@@ -364,6 +364,7 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	}
 	v.RegisterDescribeCluster(reg)
 	v.RegisterDescribeTopicPartitions(reg)
+	v.RegisterListConfigResources(reg)
 	cluster.RegisterNoLogDirs(reg) // a node without partitions: no log dirs
 	cluster.RegisterNotServed(reg, leaderstub.APIs)
 	cluster.RegisterNotServed(reg, coordinator.APIs)

@@ -138,7 +138,8 @@ func TestKadmElectAndReassign(t *testing.T) {
 // TestDescribeTopicPartitionsCursor: DescribeTopicPartitions pages every
 // topic's partitions in name order with its cursor, answers unknown
 // named topics UNKNOWN_TOPIC_OR_PARTITION, and reports each partition's
-// one replica as leader and ISR, as Metadata does.
+// one replica as leader and ISR, as Metadata does; ListConfigResources
+// lists the topics and brokers.
 func TestDescribeTopicPartitionsCursor(t *testing.T) {
 	lns := map[int32]net.Listener{}
 	for i := int32(0); i < 2; i++ {
@@ -220,5 +221,24 @@ func TestDescribeTopicPartitionsCursor(t *testing.T) {
 	}
 	if got, want := strings.Join(out, " "), fmt.Sprintf("b:0:1 c:0:4 missing:%d:0", kerr.UnknownTopicOrPartition.Code); got != want {
 		t.Fatalf("named topics from cursor b/1: %s, want %s", got, want)
+	}
+
+	// ListConfigResources: every topic and every broker, by type.
+	lreq := kmsg.NewPtrListConfigResourcesRequest()
+	lreq.ResourceTypes = []int8{int8(kmsg.ConfigResourceTypeTopic), int8(kmsg.ConfigResourceTypeBroker)}
+	lresp, err := lreq.RequestWith(ctx, cl)
+	if err != nil || lresp.ErrorCode != 0 {
+		t.Fatalf("ListConfigResources: %v %+v", err, lresp)
+	}
+	var listed []string
+	for _, r := range lresp.ConfigResources {
+		listed = append(listed, fmt.Sprintf("%d:%s", r.Type, r.Name))
+	}
+	if got, want := strings.Join(listed, " "), "2:__consumer_offsets 2:a 2:b 2:c 4:0 4:1"; got != want {
+		t.Fatalf("ListConfigResources: %s, want %s", got, want)
+	}
+	lreq.ResourceTypes = []int8{99}
+	if lresp, err := lreq.RequestWith(ctx, cl); err != nil || lresp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("ListConfigResources of type 99: %v %+v, want UNSUPPORTED_VERSION", err, lresp)
 	}
 }
