@@ -3,11 +3,13 @@
 // DeleteAcls 31), client quotas (DescribeClientQuotas 48,
 // AlterClientQuotas 49: stored and described, not enforced) and SCRAM
 // credentials (DescribeUserScramCredentials 50, AlterUserScramCredentials
-// 51).
+// 51), and the finalized feature levels UpdateFeatures (57) sets (the
+// cluster view caps transaction.version with them).
 //
 // The state lives in the space "authmeta" of the coordinator node's store
 // (record kind storage.KindAuthMeta): one record per ACL binding added or
-// removed and per SCRAM credential set or deleted. A change is answered,
+// removed, per SCRAM credential set or deleted, per client quota entity
+// set or removed and per feature level finalized. A change is answered,
 // and used by the listeners, only once its record is durable.
 //
 // Every node of one process shares one State (it hangs off the cluster

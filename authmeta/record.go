@@ -31,6 +31,7 @@ var (
 //	  n + stored key, n + server key
 //	op 4 (SCRAM deleted): u8 mechanism, user
 //	op 5 (client quota set), 6 (client quota removed): quotas.go
+//	op 7 (feature level finalized): features.go
 const recordVersion = 1
 
 const (
@@ -161,6 +162,8 @@ func ApplyRecord(root storage.Root, raw []byte) error {
 			return b.Put(k.encode(), cred)
 		}
 		return b.Delete(k.encode())
+	case opFeatureSet:
+		return applyFeature(root, raw)
 	case opQuotaSet, opQuotaDelete:
 		body := raw[2:]
 		entity := readQuotaEntity(r)

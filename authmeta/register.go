@@ -11,7 +11,7 @@ import (
 
 // apis are the security metadata's APIs, each declared in its handler file.
 var apis = wire.APIs[*State]{describeACLsAPI, createACLsAPI, deleteACLsAPI, describeClientQuotasAPI, alterClientQuotasAPI,
-	describeSCRAMAPI, alterSCRAMAPI}
+	describeSCRAMAPI, alterSCRAMAPI, updateFeaturesAPI}
 
 // Register adds the handlers: on every node of the process that opened
 // the State.

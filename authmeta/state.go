@@ -30,6 +30,10 @@ type State struct {
 	acls   atomic.Pointer[[]Binding]
 	scram  atomic.Pointer[map[scramKey]wire.ScramCredentials]
 	quotas atomic.Pointer[map[string]quotaEntry] // by quotaEntityKey
+	// features are the levels UpdateFeatures finalized; supported is the
+	// cluster's range per feature (SetSupportedFeatures).
+	features  atomic.Pointer[map[string]featureLevel]
+	supported func() map[string][2]int16
 }
 
 // New is an empty State that serves no changes until Open.
@@ -38,6 +42,7 @@ func New() *State {
 	s.acls.Store(&[]Binding{})
 	s.scram.Store(&map[scramKey]wire.ScramCredentials{})
 	s.quotas.Store(&map[string]quotaEntry{})
+	s.features.Store(&map[string]featureLevel{})
 	return s
 }
 
@@ -55,12 +60,16 @@ func (s *State) Open(st *storage.Store, log zerolog.Logger) error {
 	var acls []Binding
 	var creds map[scramKey]wire.ScramCredentials
 	var quotas map[string]quotaEntry
+	var features map[string]featureLevel
 	if err := space.View(func(r storage.Root) error {
 		var err error
 		if acls, creds, err = load(r); err != nil {
 			return err
 		}
-		quotas, err = loadQuotas(r)
+		if quotas, err = loadQuotas(r); err != nil {
+			return err
+		}
+		features, err = loadFeatures(r)
 		return err
 	}); err != nil {
 		space.Close()
@@ -72,6 +81,7 @@ func (s *State) Open(st *storage.Store, log zerolog.Logger) error {
 	s.acls.Store(&acls)
 	s.scram.Store(&creds)
 	s.quotas.Store(&quotas)
+	s.features.Store(&features)
 	s.log.Info().Int("client_quotas", len(quotas)).Int("acls", len(acls)).Int("scram_credentials", len(creds)).Msg("security metadata loaded")
 	return nil
 }

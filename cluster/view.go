@@ -99,6 +99,9 @@ func NewView(f *File) *View {
 	for name, n := range f.Topics {
 		v.addLocked(name, n)
 	}
+	v.auth.SetSupportedFeatures(func() map[string][2]int16 {
+		return map[string][2]int16{"transaction.version": {0, v.supportedTransactionVersion()}}
+	})
 	offsets := v.addLocked(OffsetsTopic, v.OffsetsPartitions())
 	offsets.Internal = true
 	v.topics[OffsetsTopic] = offsets
@@ -506,7 +509,19 @@ func (v *View) LeaderOf(topic string, partition int32) (Node, bool) {
 // otherwise 0. kgo switches to TV2 on this feature alone, without checking
 // each leader's Produce range, so advertising 2 with an older leader would
 // break every transaction touching it (clients.md §1).
+//
+// A level UpdateFeatures finalized (a downgrade) caps it.
 func (v *View) TransactionVersion() int16 {
+	tv := v.supportedTransactionVersion()
+	if level, ok := v.auth.FinalizedFeature("transaction.version"); ok && level < tv {
+		return level
+	}
+	return tv
+}
+
+// supportedTransactionVersion is the highest transaction.version every
+// node supports.
+func (v *View) supportedTransactionVersion() int16 {
 	for _, c := range v.file.CoordinatorNodes() {
 		if negotiation.MaxVersion(c.KafkaVersion, 26) < 5 {
 			return 0
@@ -529,7 +544,7 @@ func (v *View) Features(kafkaVersion string) wire.Features {
 		f.Supported = append(f.Supported, wire.SupportedFeature{Name: "transaction.version", Min: 0, Max: 2})
 	}
 	f.Finalized = append(f.Finalized, wire.FinalizedFeature{Name: "transaction.version", Level: v.TransactionVersion()})
-	f.FinalizedEpoch = 1
+	f.FinalizedEpoch = v.auth.FeatureEpoch()
 	return f
 }
 
