@@ -354,7 +354,8 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	if _, _, ok := reg.Range(10); !ok { // with several coordinators the role answers the owner
 		v.RegisterFindCoordinator(reg)
 	}
-	reg.Wrap(10, cluster.GuardFindCoordinator) // DESCRIBE on the group or transactional id, whoever answers
+	// DESCRIBE on the group or transactional id, whoever answers.
+	reg.Wrap(10, cluster.GuardFindCoordinator)
 	topics.RegisterNotController(reg)           // a leader: clients go to the controller
 	if _, _, ok := reg.Range(32); !ok { // every node describes configs, as in Kafka
 		topics.RegisterDescribeConfigs(reg, v, self)
