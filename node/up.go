@@ -356,7 +356,7 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	}
 	// DESCRIBE on the group or transactional id, whoever answers.
 	reg.Wrap(10, cluster.GuardFindCoordinator)
-	topics.RegisterNotController(reg)           // a leader: clients go to the controller
+	topics.RegisterNotController(reg)   // a leader: clients go to the controller
 	if _, _, ok := reg.Range(32); !ok { // every node describes configs, as in Kafka
 		topics.RegisterDescribeConfigs(reg, v, self)
 	}
