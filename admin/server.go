@@ -141,6 +141,7 @@ func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 	})
 	groupRoutes(mux, b)
 	topicRoutes(mux, b)
+	aclRoutes(mux, b)
 	coordinatorRoutes(mux, b)
 	faultRoutes(mux, b)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))

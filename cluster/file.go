@@ -46,6 +46,11 @@ type File struct {
 	// auto.create.topics.enable: whether Metadata (AllowAutoTopicCreation)
 	// creates an unknown topic. nil means true, Kafka's default.
 	AutoCreateTopicsEnable *bool `yaml:"auto_create_topics_enable,omitempty"`
+	// GroupInitialRebalanceDelayMs is Kafka's
+	// group.initial.rebalance.delay.ms: how long the first rebalance of
+	// an empty classic group waits for more members. nil means 3000,
+	// Kafka's default; 0 rebalances at once.
+	GroupInitialRebalanceDelayMs *int32 `yaml:"group_initial_rebalance_delay_ms,omitempty"`
 	// Security, when set, turns on TLS/SASL on every listener, cluster
 	// authorization of broker-only APIs, and the admin API's token.
 	Security *security.Settings `yaml:"security,omitempty"`
@@ -226,6 +231,9 @@ func (f *File) Validate() error {
 		add("transaction_state_partitions must be from 1 to %d (or left out for %d), got %d", MaxPartitions, DefaultTransactionStatePartitions, f.TransactionStatePartitions)
 	}
 	f.validateEtcd(nc, add)
+	if d := f.GroupInitialRebalanceDelayMs; d != nil && *d < 0 {
+		add("group_initial_rebalance_delay_ms must be 0 or more, got %d", *d)
+	}
 	if f.OffsetsPartitions < 0 || f.OffsetsPartitions > MaxPartitions {
 		add("offsets_partitions must be from 1 to %d (or left out for %d), got %d", MaxPartitions, DefaultOffsetsPartitions, f.OffsetsPartitions)
 	}

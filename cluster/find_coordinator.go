@@ -130,3 +130,63 @@ func parseShareKey(key string) ([16]byte, int32, bool) {
 	copy(id[:], raw)
 	return id, int32(p), true
 }
+
+// GuardFindCoordinator puts Kafka's authorization in front of a
+// FindCoordinator handler: a group key the principal may not DESCRIBE is
+// answered GROUP_AUTHORIZATION_FAILED, a transactional id it may not
+// DESCRIBE TRANSACTIONAL_ID_AUTHORIZATION_FAILED (v4+: per key, the
+// others answered by h; before v4: the one key).
+func GuardFindCoordinator(h wire.Handler) wire.Handler {
+	return func(ctx context.Context, r *wire.Request) wire.Reply {
+		req := r.Body.(*kmsg.FindCoordinatorRequest)
+		deniedCode := func(key string) int16 {
+			switch req.CoordinatorType {
+			case 0:
+				if !wire.Authorize(r, kmsg.ACLOperationDescribe, wire.GroupResource(key)) {
+					return kerr.GroupAuthorizationFailed.Code
+				}
+			case 1:
+				if !wire.TransactionalIDAllowed(r, kmsg.ACLOperationDescribe, key) {
+					return kerr.TransactionalIDAuthorizationFailed.Code
+				}
+			}
+			return 0
+		}
+		if r.Version < 4 {
+			if code := deniedCode(req.CoordinatorKey); code != 0 {
+				resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+				resp.ErrorCode, resp.NodeID, resp.Port = code, -1, -1
+				return wire.Now(resp)
+			}
+			return h(ctx, r)
+		}
+		var keep []string
+		var denied []kmsg.FindCoordinatorResponseCoordinator
+		for _, key := range req.CoordinatorKeys {
+			if code := deniedCode(key); code != 0 {
+				c := kmsg.NewFindCoordinatorResponseCoordinator()
+				c.Key, c.NodeID, c.Port, c.ErrorCode = key, -1, -1, code
+				denied = append(denied, c)
+				continue
+			}
+			keep = append(keep, key)
+		}
+		if len(denied) == 0 {
+			return h(ctx, r)
+		}
+		if len(keep) == 0 {
+			resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+			resp.Coordinators = denied
+			return wire.Now(resp)
+		}
+		req.CoordinatorKeys = keep
+		reply := h(ctx, r)
+		return func() (kmsg.Response, error) {
+			resp, err := reply()
+			if fr, ok := resp.(*kmsg.FindCoordinatorResponse); ok && err == nil {
+				fr.Coordinators = append(fr.Coordinators, denied...)
+			}
+			return resp, err
+		}
+	}
+}

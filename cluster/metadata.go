@@ -39,12 +39,23 @@ const (
 // RegisterMetadata registers the Metadata handler of this view.
 func (v *View) RegisterMetadata(reg *wire.Registry) {
 	reg.Register(3, MetadataMinVersion, MetadataMaxVersion, func(_ context.Context, r *wire.Request) wire.Reply {
-		return wire.Now(v.Metadata(r.Body.(*kmsg.MetadataRequest)))
+		return wire.Now(v.metadata(r.Body.(*kmsg.MetadataRequest), func(topic string) bool {
+			return wire.Authorize(r, kmsg.ACLOperationDescribe, wire.TopicResource(topic))
+		}))
 	})
 }
 
-// Metadata answers one Metadata request.
+// Metadata answers one Metadata request of a principal that may describe
+// every topic.
 func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+	return v.metadata(req, func(string) bool { return true })
+}
+
+// metadata answers req for a principal that may DESCRIBE the topics
+// describable allows: the others are left out of an all-topics answer and
+// answered TOPIC_AUTHORIZATION_FAILED (without auto-creation) when named,
+// as Kafka does.
+func (v *View) metadata(req *kmsg.MetadataRequest, describable func(string) bool) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.ClusterID = kmsg.StringPtr(v.file.ClusterID)
 	resp.ControllerID = v.Coordinator().NodeID
@@ -57,7 +68,9 @@ func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	version := req.GetVersion()
 	if req.Topics == nil || (version == 0 && len(req.Topics) == 0) {
 		for _, t := range v.Topics() {
-			resp.Topics = append(resp.Topics, v.topicMetadata(t))
+			if describable(t.Name) {
+				resp.Topics = append(resp.Topics, v.topicMetadata(t))
+			}
 		}
 		return resp
 	}
@@ -67,7 +80,10 @@ func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 			ok  bool
 			err error
 		)
+		denied := false
 		switch {
+		case rt.Topic != nil && !describable(*rt.Topic):
+			denied = true
 		case rt.Topic != nil:
 			t, ok = v.Topic(*rt.Topic)
 			if !ok && (req.AllowAutoTopicCreation || version < 4) {
@@ -76,6 +92,9 @@ func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 			}
 		case rt.TopicID != [16]byte{}:
 			t, ok = v.TopicByID(rt.TopicID)
+			if ok && !describable(t.Name) {
+				ok, denied = false, true
+			}
 		}
 		if ok {
 			resp.Topics = append(resp.Topics, v.topicMetadata(t))
@@ -84,6 +103,8 @@ func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
 		switch {
+		case denied:
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case err != nil:
 			// EnsureTopic's errors carry their code: an invalid name,
 			// auto-creation off, the controller's store failed.

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"time"
+
 	"crypto/sha256"
 	"fmt"
 	"hash/fnv"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/txncoord/txncoord/authmeta"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/topicconfig"
 	"github.com/txncoord/txncoord/wire"
@@ -68,6 +71,10 @@ func OffsetsPartitionFor(group string, n int32) int32 {
 // locally with default_partitions, as every node derives the same topic.
 type View struct {
 	file *File
+	// auth is the process's security metadata (ACLs, SCRAM
+	// credentials): the controller's node opens it in its store, and
+	// every listener of the process authorizes and logs in with it.
+	auth *authmeta.State
 
 	mu      sync.RWMutex
 	topics  map[string]Topic
@@ -91,15 +98,22 @@ type View struct {
 // NewView builds the view of a validated file.
 func NewView(f *File) *View {
 	v := &View{file: f, topics: map[string]Topic{}, byID: map[[16]byte]string{}, configs: map[string]map[string]string{},
-		values: map[string]topicconfig.Values{}, groupConfigs: map[string]map[string]string{}}
+		values: map[string]topicconfig.Values{}, groupConfigs: map[string]map[string]string{}, auth: authmeta.New()}
 	for name, n := range f.Topics {
 		v.addLocked(name, n)
 	}
+	v.auth.SetSupportedFeatures(func() map[string][2]int16 {
+		return map[string][2]int16{"transaction.version": {0, v.supportedTransactionVersion()}}
+	})
 	offsets := v.addLocked(OffsetsTopic, v.OffsetsPartitions())
 	offsets.Internal = true
 	v.topics[OffsetsTopic] = offsets
 	return v
 }
+
+// AuthMeta is the process's security metadata: ACLs and SCRAM
+// credentials (package authmeta).
+func (v *View) AuthMeta() *authmeta.State { return v.auth }
 
 // OffsetsPartitions is the partition count of __consumer_offsets.
 func (v *View) OffsetsPartitions() int32 {
@@ -332,6 +346,20 @@ func (v *View) EnsureTopic(name string) (Topic, error) {
 	return v.addLocked(name, v.file.DefaultPartitions), nil
 }
 
+// DefaultGroupInitialRebalanceDelay is Kafka's
+// group.initial.rebalance.delay.ms default.
+const DefaultGroupInitialRebalanceDelay = 3 * time.Second
+
+// GroupInitialRebalanceDelay is the broker setting
+// group.initial.rebalance.delay.ms (the cluster file's
+// group_initial_rebalance_delay_ms, Kafka's 3 s when unset).
+func (v *View) GroupInitialRebalanceDelay() time.Duration {
+	if d := v.file.GroupInitialRebalanceDelayMs; d != nil {
+		return time.Duration(*d) * time.Millisecond
+	}
+	return DefaultGroupInitialRebalanceDelay
+}
+
 // AutoCreateTopics is the broker setting auto.create.topics.enable (the
 // cluster file's auto_create_topics_enable, default true as in Kafka).
 func (v *View) AutoCreateTopics() bool {
@@ -502,7 +530,19 @@ func (v *View) LeaderOf(topic string, partition int32) (Node, bool) {
 // otherwise 0. kgo switches to TV2 on this feature alone, without checking
 // each leader's Produce range, so advertising 2 with an older leader would
 // break every transaction touching it (clients.md §1).
+//
+// A level UpdateFeatures finalized (a downgrade) caps it.
 func (v *View) TransactionVersion() int16 {
+	tv := v.supportedTransactionVersion()
+	if level, ok := v.auth.FinalizedFeature("transaction.version"); ok && level < tv {
+		return level
+	}
+	return tv
+}
+
+// supportedTransactionVersion is the highest transaction.version every
+// node supports.
+func (v *View) supportedTransactionVersion() int16 {
 	for _, c := range v.file.CoordinatorNodes() {
 		if negotiation.MaxVersion(c.KafkaVersion, 26) < 5 {
 			return 0
@@ -535,7 +575,7 @@ func (v *View) Features(kafkaVersion string) wire.Features {
 	if v.ShareVersion() > 0 {
 		f.Finalized = append(f.Finalized, wire.FinalizedFeature{Name: "share.version", Level: v.ShareVersion()})
 	}
-	f.FinalizedEpoch = 1
+	f.FinalizedEpoch = v.auth.FeatureEpoch()
 	return f
 }
 

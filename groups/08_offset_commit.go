@@ -35,12 +35,15 @@ var offsetCommitAPI = wire.API[*Coordinator]{Key: 8, Min: 0, Max: 9, Handle: (*C
 
 func (c *Coordinator) handleOffsetCommit(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.OffsetCommitRequest)
+	if deny := groupDenied(r, kmsg.ACLOperationRead, req.Group); deny != nil {
+		return deny
+	}
 	cr := CommitRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: str(req.InstanceID), Generation: req.Generation,
 		Offsets: map[TP]Offset{}, Version: req.Version}
 	if req.Version == 0 {
 		cr.Generation = -1
 	}
-	codes := collectOffsets(c, cr.Offsets, req.Topics,
+	codes := collectOffsets(c, r, cr.Offsets, req.Topics,
 		func(t kmsg.OffsetCommitRequestTopic) (string, []kmsg.OffsetCommitRequestTopicPartition) {
 			return t.Topic, t.Partitions
 		},

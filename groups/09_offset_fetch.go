@@ -22,6 +22,7 @@ package groups
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/internal/groupby"
@@ -38,12 +39,17 @@ type fetchGroup struct {
 	// v9+: the member of a consumer group (nil and -1: none).
 	memberID    *string
 	memberEpoch int32
+	// denied: the principal may not DESCRIBE the group.
+	denied bool
 }
 
 func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.OffsetFetchRequest)
 	var groups []fetchGroup
 	if req.Version < 8 {
+		if deny := groupDenied(r, kmsg.ACLOperationDescribe, req.Group); deny != nil {
+			return deny
+		}
 		fg := fetchGroup{group: req.Group}
 		if req.Topics != nil || req.Version < 2 {
 			fg.tps = []TP{}
@@ -56,7 +62,8 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wi
 		groups = append(groups, fg)
 	} else {
 		for _, g := range req.Groups {
-			fg := fetchGroup{group: g.Group, memberEpoch: -1}
+			fg := fetchGroup{group: g.Group, memberEpoch: -1,
+				denied: !wire.Authorize(r, kmsg.ACLOperationDescribe, wire.GroupResource(g.Group))}
 			if req.Version >= 9 {
 				fg.memberID, fg.memberEpoch = g.MemberID, g.MemberEpoch
 			}
@@ -90,6 +97,10 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wi
 		fetched := make([][]FetchedOffset, len(groups))
 		memberCodes := make([]int16, len(groups))
 		for i, g := range groups {
+			if g.denied {
+				memberCodes[i] = kerr.GroupAuthorizationFailed.Code
+				continue
+			}
 			if memberCodes[i] = c.core.ValidateConsumerFetch(g.group, g.memberID, g.memberEpoch); memberCodes[i] == 0 {
 				fetched[i] = c.core.Fetch(g.group, g.tps, req.RequireStable)
 			}

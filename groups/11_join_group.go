@@ -41,6 +41,9 @@ var joinGroupAPI = wire.API[*Coordinator]{Key: 11, Min: 0, Max: 9, Handle: (*Coo
 
 func (c *Coordinator) handleJoinGroup(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.JoinGroupRequest)
+	if deny := groupDenied(r, kmsg.ACLOperationRead, req.Group); deny != nil {
+		return deny
+	}
 	jr := JoinRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: str(req.InstanceID), ClientID: str(r.ClientID),
 		ClientHost: clientHost(r), ProtocolType: req.ProtocolType, SessionTimeout: millis(req.SessionTimeoutMillis),
 		RebalanceTimeout: millis(req.RebalanceTimeoutMillis), RequireKnownMemberID: req.Version >= 4, Reason: str(req.Reason)}

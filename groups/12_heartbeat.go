@@ -24,6 +24,9 @@ var heartbeatAPI = wire.API[*Coordinator]{Key: 12, Min: 0, Max: 4, Handle: (*Coo
 
 func (c *Coordinator) handleHeartbeat(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.HeartbeatRequest)
+	if deny := groupDenied(r, kmsg.ACLOperationRead, req.Group); deny != nil {
+		return deny
+	}
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	_, _ = c.step(func(now time.Time) {
 		resp.ErrorCode = c.core.Heartbeat(now, req.Group, req.MemberID, str(req.InstanceID), req.Generation)

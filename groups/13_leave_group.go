@@ -24,6 +24,9 @@ var leaveGroupAPI = wire.API[*Coordinator]{Key: 13, Min: 0, Max: 5, Handle: (*Co
 
 func (c *Coordinator) handleLeaveGroup(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.LeaveGroupRequest)
+	if deny := groupDenied(r, kmsg.ACLOperationRead, req.Group); deny != nil {
+		return deny
+	}
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	members := []LeaveMember{{MemberID: req.MemberID}}
 	if req.Version >= 3 {

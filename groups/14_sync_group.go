@@ -30,6 +30,9 @@ var syncGroupAPI = wire.API[*Coordinator]{Key: 14, Min: 0, Max: 5, Handle: (*Coo
 
 func (c *Coordinator) handleSyncGroup(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.SyncGroupRequest)
+	if deny := groupDenied(r, kmsg.ACLOperationRead, req.Group); deny != nil {
+		return deny
+	}
 	sr := SyncRequest{Group: req.Group, MemberID: req.MemberID, InstanceID: str(req.InstanceID), Generation: req.Generation,
 		Assignments: map[string][]byte{}}
 	if req.Version >= 5 {

@@ -15,6 +15,7 @@ package groups
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/wire"
@@ -31,6 +32,11 @@ func (c *Coordinator) handleDescribeGroups(_ context.Context, r *wire.Request) w
 	for _, id := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group, rg.State = id, Dead.String()
+		if !wire.Authorize(r, kmsg.ACLOperationDescribe, wire.GroupResource(id)) {
+			rg.ErrorCode, rg.State = kerr.GroupAuthorizationFailed.Code, ""
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		// A consumer group is not a classic group: Kafka answers it as
 		// one that does not exist (v6+ adds GROUP_ID_NOT_FOUND).
 		if g := c.core.groups[id]; g != nil && g.Type == TypeClassic {

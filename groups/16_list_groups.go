@@ -36,10 +36,16 @@ func (c *Coordinator) handleListGroups(_ context.Context, r *wire.Request) wire.
 		}
 		return false
 	}
+	// Kafka lists every group to a principal that may DESCRIBE the
+	// cluster, else the groups it may DESCRIBE.
+	all := wire.Authorize(r, kmsg.ACLOperationDescribe, wire.ClusterResource)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, id := range c.core.GroupIDs() {
 		g := c.core.groups[id]
+		if !all && !wire.Authorize(r, kmsg.ACLOperationDescribe, wire.GroupResource(id)) {
+			continue
+		}
 		if (req.Version >= 4 && !in(req.StatesFilter, g.stateName())) || (req.Version >= 5 && !in(req.TypesFilter, string(g.Type))) {
 			continue
 		}

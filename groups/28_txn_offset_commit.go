@@ -43,12 +43,15 @@ var txnOffsetCommitAPI = wire.API[*Coordinator]{Key: 28, Min: 0, Max: 6, Handle:
 
 func (c *Coordinator) handleTxnOffsetCommit(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.TxnOffsetCommitRequest)
+	if deny := groupDenied(r, kmsg.ACLOperationRead, req.Group); deny != nil {
+		return deny
+	}
 	unknownID := c.resolveTopicIDs(req)
 	cr := CommitRequest{Group: req.Group, Generation: -1, Offsets: map[TP]Offset{}}
 	if req.Version >= 3 {
 		cr.Generation, cr.MemberID, cr.InstanceID = req.Generation, req.MemberID, str(req.InstanceID)
 	}
-	codes := collectOffsets(c, cr.Offsets, req.Topics,
+	codes := collectOffsets(c, r, cr.Offsets, req.Topics,
 		func(t kmsg.TxnOffsetCommitRequestTopic) (string, []kmsg.TxnOffsetCommitRequestTopicPartition) {
 			return t.Topic, t.Partitions
 		},

@@ -31,6 +31,10 @@ func (c *Coordinator) handleDeleteGroups(ctx context.Context, r *wire.Request) w
 	var shareDeleted []string
 	pos, err := c.step(func(now time.Time) {
 		for i, g := range req.Groups {
+			if !wire.Authorize(r, kmsg.ACLOperationDelete, wire.GroupResource(g)) {
+				codes[i] = kerr.GroupAuthorizationFailed.Code
+				continue
+			}
 			if _, ok := c.core.ShareGroupMembers(g); ok {
 				if codes[i] = c.core.DeleteShareGroup(g); codes[i] == 0 {
 					shareDeleted = append(shareDeleted, g)

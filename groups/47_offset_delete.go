@@ -22,6 +22,9 @@ var offsetDeleteAPI = wire.API[*Coordinator]{Key: 47, Min: 0, Max: 0, Handle: (*
 
 func (c *Coordinator) handleOffsetDelete(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.OffsetDeleteRequest)
+	if deny := groupDenied(r, kmsg.ACLOperationDelete, req.Group); deny != nil {
+		return deny
+	}
 	var tps []TP
 	var idx [][2]int // topic, partition index of each tp
 	own := make([][]int16, len(req.Topics))

@@ -48,6 +48,9 @@ var consumerGroupHeartbeatAPI = wire.API[*Coordinator]{Key: 68, Min: 0, Max: 1, 
 
 func (c *Coordinator) handleConsumerGroupHeartbeat(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if deny := groupDenied(r, kmsg.ACLOperationRead, req.Group); deny != nil {
+		return deny
+	}
 	hr := HeartbeatRequest{Version: req.Version, Group: req.Group, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch,
 		InstanceID: req.InstanceID, RackID: req.RackID, RebalanceTimeoutMs: req.RebalanceTimeoutMillis,
 		Topics: req.SubscribedTopicNames, Assignor: req.ServerAssignor, ClientID: str(r.ClientID), ClientHost: clientHost(r)}

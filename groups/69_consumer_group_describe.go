@@ -29,6 +29,12 @@ var consumerGroupDescribeAPI = wire.API[*Coordinator]{Key: 69, Min: 0, Max: 1, H
 
 func (c *Coordinator) handleConsumerGroupDescribe(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.ConsumerGroupDescribeRequest)
+	denied := map[string]bool{}
+	for _, id := range req.Groups {
+		if !wire.Authorize(r, kmsg.ACLOperationDescribe, wire.GroupResource(id)) {
+			denied[id] = true
+		}
+	}
 	return func() (kmsg.Response, error) {
 		resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 		readErr := c.readable(ctx)
@@ -39,6 +45,8 @@ func (c *Coordinator) handleConsumerGroupDescribe(ctx context.Context, r *wire.R
 			rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 			rg.Group = id
 			switch g := c.core.groups[id]; {
+			case denied[id]:
+				rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
 			case readErr != nil:
 				rg.ErrorCode = storeErrCode(readErr)
 			case id == "":

@@ -124,7 +124,10 @@ func Open(cfg Config) (*Coordinator, error) {
 	}
 	c := &Coordinator{cfg: cfg, space: space, log: cfg.Log.With().Str("component", "groups").Logger(),
 		waiters: map[uint64]*waiter{}, stop: make(chan struct{}), stopped: make(chan struct{})}
-	c.core = NewCore(cfg.Timeouts, cfg.View.OffsetsPartitions(), newMemberSuffix)
+	t := cfg.Timeouts
+	// The delay DescribeConfigs reports is the one applied.
+	t.InitialRebalanceDelay = cfg.View.GroupInitialRebalanceDelay()
+	c.core = NewCore(t, cfg.View.OffsetsPartitions(), newMemberSuffix)
 	now := cfg.Now()
 	if err := space.Load(func(each func([]byte, func(k, v []byte) error) error) error { return c.core.load(each, now) }); err != nil {
 		space.Close()

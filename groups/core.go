@@ -144,7 +144,7 @@ type Offset struct {
 type Timeouts struct {
 	MinSession            time.Duration // group.min.session.timeout.ms (6 s)
 	MaxSession            time.Duration // group.max.session.timeout.ms (30 min)
-	InitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms (Kafka 3 s; here 0 by default)
+	InitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms (Open takes it from the cluster view; 0: none)
 	OffsetsRetention      time.Duration // offsets.retention.minutes (7 days)
 	ConsumerSession       time.Duration // group.consumer.session.timeout.ms (45 s)
 	ConsumerHeartbeat     time.Duration // group.consumer.heartbeat.interval.ms (5 s)

@@ -21,6 +21,7 @@ import (
 //	heartbeat g=G member=M gen=N [instance=I]
 //	leave g=G members=m1,m2 [instances=i1,i2]
 //	tick d=DURATION
+//	settings initial-delay=DURATION   (group.initial.rebalance.delay.ms)
 //	commit g=G [member=M] [gen=N] [instance=I] offsets=t:p:o,...
 //	txn-commit g=G pid=P epoch=E [member=M] [gen=N] offsets=t:p:o,...
 //	marker g=G pid=P epoch=E coord=C tv=T commit|abort   (the group's partition)
@@ -182,6 +183,9 @@ func (s *scenario) run(t *testing.T, c *datadriven.Case) string {
 			out += " " + code(cd)
 		}
 		lines = append(lines, out)
+	case "settings":
+		s.core.t.InitialRebalanceDelay = dur(t, c, "initial-delay", "0s")
+		lines = append(lines, "ok")
 	case "tick":
 		s.now = s.now.Add(dur(t, c, "d", "1s"))
 		s.core.Tick(s.now)

@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/wire"
@@ -69,14 +70,20 @@ func (cc commitCodes) of(i, j int, code int16) int16 {
 // it: their kmsg types differ, their rules do not. parts gives a topic's
 // name and partitions, part a partition's number, offset, leader epoch
 // and metadata; the leader epoch is -1 unless the version has it.
-func collectOffsets[T, P any](c *Coordinator, offsets map[TP]Offset, topics []T, parts func(T) (string, []P),
+func collectOffsets[T, P any](c *Coordinator, r *wire.Request, offsets map[TP]Offset, topics []T, parts func(T) (string, []P),
 	part func(P) (int32, int64, int32, *string), hasEpoch bool) commitCodes {
 	codes := make(commitCodes, len(topics))
 	for i, t := range topics {
 		topic, ps := parts(t)
 		codes[i] = make([]int16, len(ps))
+		// READ on the topic, as Kafka checks a commit's topics.
+		readable := wire.Authorize(r, kmsg.ACLOperationRead, wire.TopicResource(topic))
 		for j, p := range ps {
 			partition, offset, epoch, metadata := part(p)
+			if !readable {
+				codes[i][j] = kerr.TopicAuthorizationFailed.Code
+				continue
+			}
 			if codes[i][j] = c.partitionCode(topic, partition, metadata); codes[i][j] != 0 {
 				continue
 			}
@@ -119,4 +126,14 @@ func offsetsArr(n int, each func(i int) (TP, int64, int16)) *zerolog.Array {
 		arr.Str(s)
 	}
 	return arr
+}
+
+// groupDenied answers a request GROUP_AUTHORIZATION_FAILED when its
+// principal may not perform op on group (Kafka's KafkaApis checks before
+// anything else), and is nil when it may.
+func groupDenied(r *wire.Request, op kmsg.ACLOperation, group string) wire.Reply {
+	if wire.Authorize(r, op, wire.GroupResource(group)) {
+		return nil
+	}
+	return wire.Now(wire.UnservedResponse(r.Body, kerr.GroupAuthorizationFailed.Code))
 }

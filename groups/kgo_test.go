@@ -29,11 +29,23 @@ type testCluster struct {
 
 func startCluster(t *testing.T) *testCluster {
 	t.Helper()
-	return startClusterAt(t, "4.2")
+	return startClusterWith(t, nil)
 }
 
 // startClusterAt starts the cluster with every node at one Kafka version.
 func startClusterAt(t *testing.T, kafkaVersion string) *testCluster {
+	t.Helper()
+	return startClusterWith(t, func(f *cluster.File) {
+		f.Coordinator.KafkaVersion = kafkaVersion
+		for i := range f.Leaders {
+			f.Leaders[i].KafkaVersion = kafkaVersion
+		}
+	})
+}
+
+// startClusterWith is startCluster with the cluster file changed by edit
+// before the cluster starts.
+func startClusterWith(t *testing.T, edit func(*cluster.File)) *testCluster {
 	t.Helper()
 	tc := &testCluster{t: t, dir: t.TempDir(), addrs: map[int32]string{}}
 	lns := map[int32]net.Listener{}
@@ -45,10 +57,13 @@ func startClusterAt(t *testing.T, kafkaVersion string) *testCluster {
 		lns[id], tc.addrs[id] = ln, ln.Addr().String()
 	}
 	tc.file = &cluster.File{ClusterID: "groups-test", DefaultPartitions: 3, OffsetsPartitions: 5,
-		Coordinator: &cluster.Node{NodeID: 0, Addr: tc.addrs[0], KafkaVersion: kafkaVersion},
-		Topics:      map[string]int32{"in": 6, "out": 3}}
+		Coordinator: &cluster.Node{NodeID: 0, Addr: tc.addrs[0], KafkaVersion: "4.2"},
+		Topics:      map[string]int32{"in": 6, "out": 3}, GroupInitialRebalanceDelayMs: new(int32(0))}
 	for id := int32(1); id <= 2; id++ {
-		tc.file.Leaders = append(tc.file.Leaders, cluster.Node{NodeID: id, Addr: tc.addrs[id], KafkaVersion: kafkaVersion})
+		tc.file.Leaders = append(tc.file.Leaders, cluster.Node{NodeID: id, Addr: tc.addrs[id], KafkaVersion: "4.2"})
+	}
+	if edit != nil {
+		edit(tc.file)
 	}
 	if err := tc.file.Validate(); err != nil {
 		t.Fatal(err)

@@ -203,7 +203,7 @@ func startBenchCluster(b *testing.B, topic string, partitions int32) string {
 	}
 	f := &cluster.File{ClusterID: "groups-bench", DefaultPartitions: 3,
 		Coordinator: &cluster.Node{NodeID: 0, Addr: addrs[0], KafkaVersion: "4.2"},
-		Topics:      map[string]int32{topic: partitions}}
+		Topics:      map[string]int32{topic: partitions}, GroupInitialRebalanceDelayMs: new(int32(0))}
 	for id := int32(1); id <= 2; id++ {
 		f.Leaders = append(f.Leaders, cluster.Node{NodeID: id, Addr: addrs[id], KafkaVersion: "4.2"})
 	}

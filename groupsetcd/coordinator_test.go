@@ -33,7 +33,8 @@ type served struct {
 func serve(t *testing.T, cli *clientv3.Client, l txnetcd.Layout, fence txnetcd.Fence, opts Options) *served {
 	t.Helper()
 	view := cluster.NewView(&cluster.File{ClusterID: "groupsetcd-test", DefaultPartitions: 3, OffsetsPartitions: 5,
-		Coordinator: &cluster.Node{NodeID: 0, Addr: "127.0.0.1:9092", KafkaVersion: "4.2"}, Topics: map[string]int32{"in": 3}})
+		Coordinator: &cluster.Node{NodeID: 0, Addr: "127.0.0.1:9092", KafkaVersion: "4.2"}, Topics: map[string]int32{"in": 3},
+		GroupInitialRebalanceDelayMs: new(int32(0))})
 	log := Open(txnetcd.NewStore(cli, txnetcd.Options{Layout: l, Partitions: 1}), fence, opts)
 	coord, err := groups.Open(groups.Config{NodeID: 0, View: view, Records: log, TickInterval: -1})
 	if err != nil {

@@ -37,6 +37,9 @@ type Options struct {
 	// authorization (up --secure's local CA and credentials); Client()
 	// then connects as the SCRAM-SHA-512 client user.
 	Secure bool
+	// GroupInitialRebalanceDelayMs is group.initial.rebalance.delay.ms;
+	// nil is 0 (tests' classic groups rebalance at once).
+	GroupInitialRebalanceDelayMs *int32
 }
 
 // Cluster is a coordinator and its leaders in the test's process, on
@@ -84,6 +87,11 @@ func StartCluster(t testing.TB, o Options) *Cluster {
 		Coordinator:       &cluster.Node{NodeID: 0, Addr: listen(0), KafkaVersion: o.CoordinatorVersion},
 		DefaultPartitions: o.DefaultPartitions,
 		Topics:            o.Topics,
+		// Tests' classic groups rebalance at once.
+		GroupInitialRebalanceDelayMs: new(int32(0)),
+	}
+	if o.GroupInitialRebalanceDelayMs != nil {
+		f.GroupInitialRebalanceDelayMs = o.GroupInitialRebalanceDelayMs
 	}
 	c := &Cluster{Opts: o, File: f, Proxies: map[int32]*faultproxy.Proxy{}, realAddrs: map[int32]string{}, t: t}
 	for i, v := range o.LeaderVersions {

@@ -104,7 +104,10 @@ func startProc(t testing.TB, name, logDir, bin string, args ...string) *proc {
 	}
 	defer logFile.Close() // the child holds its own descriptor
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "TXNCOORD_LOG_LEVEL="+childLogLevel("warn"), "TXNCOORD_LOG_FORMAT=json")
+	// Tests' classic groups rebalance at once (the default is Kafka's 3 s);
+	// a test that wants the delay passes the flag, which wins.
+	cmd.Env = append(os.Environ(), "TXNCOORD_LOG_LEVEL="+childLogLevel("warn"), "TXNCOORD_LOG_FORMAT=json",
+		"TXNCOORD_GROUP_INITIAL_REBALANCE_DELAY_MS=0")
 	cmd.Stderr = logFile
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -225,6 +228,8 @@ func startProcCluster(t testing.TB, coordVersion string, leaderVersions []string
 		Coordinator:       &cluster.Node{NodeID: 0, Addr: freeAddr(t), KafkaVersion: coordVersion},
 		DefaultPartitions: 3,
 		Topics:            topics,
+		// Tests' classic groups rebalance at once.
+		GroupInitialRebalanceDelayMs: new(int32(0)),
 	}
 	for i, v := range leaderVersions {
 		f.Leaders = append(f.Leaders, cluster.Node{NodeID: int32(i + 1), Addr: freeAddr(t), KafkaVersion: v})

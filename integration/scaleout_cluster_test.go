@@ -94,6 +94,8 @@ func startScaleCluster(t *testing.T, cfg scaleConfig) *scaleCluster {
 		DefaultPartitions: 3,
 		Topics:            cfg.Topics,
 		Etcd:              &cluster.Etcd{Endpoints: sc.Etcd.Endpoints()},
+		// Tests' classic groups rebalance at once.
+		GroupInitialRebalanceDelayMs: new(int32(0)),
 	}
 	for id := range int32(scaleCoordinators + scaleLeaders) {
 		n := cluster.Node{NodeID: id, Addr: freeAddr(t), KafkaVersion: "4.2"}

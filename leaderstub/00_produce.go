@@ -130,12 +130,16 @@ func (l *Leader) handleProduce(ctx context.Context, r *wire.Request) wire.Reply 
 	var parts []*producePart
 	for _, rt := range req.Topics {
 		name, topicErr := l.topicName(rt.Topic, rt.TopicID, version >= 13)
+		// WRITE on the topic, before its existence (Kafka's order).
+		writable := topicErr != nil || wire.Authorize(r, kmsg.ACLOperationWrite, wire.TopicResource(name))
 		for _, rp := range rt.Partitions {
 			pp := &producePart{topic: name, topicID: rt.TopicID, index: rp.Partition, base: -1}
 			parts = append(parts, pp)
 			switch {
 			case !acksOK:
 				pp.code = kerr.InvalidRequiredAcks.Code
+			case !writable:
+				pp.code = kerr.TopicAuthorizationFailed.Code
 			case topicErr != nil:
 				pp.code = topicErr.Code
 			default:

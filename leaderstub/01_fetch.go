@@ -49,7 +49,7 @@ func (l *Leader) handleFetch(ctx context.Context, r *wire.Request) wire.Reply {
 		deadline := time.Now().Add(wait)
 		for {
 			changed := l.changes()
-			results, n, hasErr := l.fetchOnce(req, fc.targets, version)
+			results, n, hasErr := l.fetchOnce(r, req, fc.targets, version)
 			remaining := time.Until(deadline)
 			// Nothing to read (a session error, an emptied session)
 			// is answered at once, as Kafka's DelayedFetch does.
@@ -66,7 +66,7 @@ func (l *Leader) handleFetch(ctx context.Context, r *wire.Request) wire.Reply {
 			}
 			timer.Stop()
 			if ctx.Err() != nil || l.stopped() || isClosed(r.Stopping) {
-				results, _, _ := l.fetchOnce(req, fc.targets, version)
+				results, _, _ := l.fetchOnce(r, req, fc.targets, version)
 				return l.fetchResponse(req, version, fc, results), nil
 			}
 		}
@@ -84,8 +84,8 @@ func (l *Leader) stopped() bool { return isClosed(l.stop) }
 
 // fetchOnce reads the targets from the current state; it returns their
 // answers, the number of record bytes and whether a partition had an
-// error.
-func (l *Leader) fetchOnce(req *kmsg.FetchRequest, targets []fetchTarget, version int16) ([]fetchResult, int, bool) {
+// error. A topic the principal may not READ is TOPIC_AUTHORIZATION_FAILED.
+func (l *Leader) fetchOnce(r *wire.Request, req *kmsg.FetchRequest, targets []fetchTarget, version int16) ([]fetchResult, int, bool) {
 	budget := int(req.MaxBytes)
 	if version < 3 || budget <= 0 {
 		budget = 1 << 30
@@ -102,9 +102,12 @@ func (l *Leader) fetchOnce(req *kmsg.FetchRequest, targets []fetchTarget, versio
 		// empty or failed partition with MemoryRecords.EMPTY.
 		fp.RecordBatches = []byte{}
 		name, topicErr := l.topicName(t.key.topic, t.key.id, version >= 13)
-		if topicErr != nil {
+		switch {
+		case topicErr == nil && !wire.Authorize(r, kmsg.ACLOperationRead, wire.TopicResource(name)):
+			fp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+		case topicErr != nil:
 			fp.ErrorCode = topicErr.Code
-		} else {
+		default:
 			total += l.fetchPartition(name, t, req.IsolationLevel == 1, budget-total, total == 0, &fp)
 		}
 		if fp.ErrorCode != 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/txncoord/txncoord/authmeta"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,6 +30,9 @@ type adminBackend struct {
 	// topics is the topic controller (admin_topics.go); nil on a
 	// coordinator other than node 0.
 	topics *topics.Controller
+	// auth is the controller's security metadata (admin_acls.go); it
+	// serves only where the controller is open.
+	auth *authmeta.State
 	// coordinators lists the cluster's coordinators (admin_etcd.go).
 	coordinators func() []admin.CoordinatorStatus
 	// faults are the process's injected faults (nil: none can be set).
@@ -62,7 +66,7 @@ func (c *Coordinator) AdminBackend() admin.Backend {
 				return fmt.Errorf("%w: %w", errStoreFailed, err)
 			}
 			return nil
-		}, topics: c.Controller, coordinators: c.singleCoordinator, faults: c.Faults, cleanable: c.Cleanable})
+		}, topics: c.Controller, coordinators: c.singleCoordinator, faults: c.Faults, cleanable: c.Cleanable, auth: c.view.AuthMeta()})
 }
 
 func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {

@@ -47,6 +47,7 @@ func (c *Coordinator) etcdAdminBackend() *adminBackend {
 			return nil
 		},
 		topics:       c.Controller,
+		auth:         c.view.AuthMeta(),
 		coordinators: c.coordinatorsOf,
 	}
 }

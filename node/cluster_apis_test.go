@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"github.com/txncoord/txncoord/authmeta"
 	"maps"
 	"testing"
 	"time"
@@ -149,15 +150,17 @@ func TestAdvertisedAPIsAreDeclared(t *testing.T) {
 	declare("leaderstub", leaderstub.Declared().Ranges())
 	declare("groups", groups.Declared().Ranges())
 	declare("topics", topics.Declared().Ranges())
+	declare("authmeta", authmeta.Declared().Ranges())
 	// A client other than librdkafka is shown Produce from v3, the
 	// versions the server accepts (wire/refused.go).
 	if r, ok := want[0]; ok {
 		want[0] = [2]int16{max(r[0], 3), r[1]}
 	}
 	// Served by every node itself: ApiVersions, Metadata, FindCoordinator,
-	// DescribeConfigs, DescribeCluster, and DescribeLogDirs on a node
-	// without partitions.
-	nodeWide := map[int16]bool{18: true, 3: true, 10: true, 32: true, 60: true, 35: true}
+	// DescribeConfigs, DescribeCluster, DescribeTopicPartitions,
+	// ListConfigResources, and DescribeLogDirs on a node without
+	// partitions.
+	nodeWide := map[int16]bool{18: true, 3: true, 10: true, 32: true, 60: true, 35: true, 74: true, 75: true}
 
 	var first map[int16][2]int16
 	for _, n := range append([]cluster.Node{*f.Coordinator}, f.Leaders...) {

@@ -76,12 +76,17 @@ func (c *inProcessCoordinator) leaderClient() coordclient.Client {
 
 // forward is the embedded leaders' topics.ForwardFunc: a controller
 // request a client sent to a leader goes to the coordinator node's
-// handlers in-process, at the client's version (encoded and decoded as
+// handlers in-process, as the client's principal, at the client's version (encoded and decoded as
 // over TCP, so nothing is shared with the caller's request).
 func (c *inProcessCoordinator) forward(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
 	cl := c.client.Load()
 	if cl == nil {
 		return nil, errCoordinatorNotStarted
+	}
+	// The client's principal goes with it: the controller authorizes
+	// the change as the client's (an empty principal, security off).
+	if req.Principal != "" {
+		cl = cl.WithPrincipal(req.Principal)
 	}
 	return cl.AtCallerVersion().Do(ctx, req.Body)
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"github.com/txncoord/txncoord/authmeta"
 	"os"
 	"path/filepath"
 	"time"
@@ -26,10 +27,11 @@ const SharedStoreFile = "txncoord.db"
 // RecordCodecs are the record kinds of every component a process may run:
 // what storage.Open needs to replay any process log of txncoord.
 var RecordCodecs = map[storage.Kind]storage.ApplyFunc{
-	storage.KindTxn:    txnlog.ApplyRecord,
-	storage.KindLeader: leaderstub.ApplyRecord,
-	storage.KindGroup:  groups.ApplyRecord,
-	storage.KindTopic:  topics.ApplyRecord,
+	storage.KindTxn:      txnlog.ApplyRecord,
+	storage.KindLeader:   leaderstub.ApplyRecord,
+	storage.KindGroup:    groups.ApplyRecord,
+	storage.KindTopic:    topics.ApplyRecord,
+	storage.KindAuthMeta: authmeta.ApplyRecord,
 }
 
 // openSharedStore opens DATA_DIR/txncoord.db and the process log beside

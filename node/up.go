@@ -344,6 +344,14 @@ func securityOf(v *cluster.View) (*wire.SecurityConfig, wire.DialConfig, error) 
 	if err != nil {
 		return nil, wire.DialConfig{}, fmt.Errorf("security: %w", err)
 	}
+	if sec != nil {
+		// The controller's ACLs and SCRAM credentials, in force on every
+		// listener of the process as soon as a change is durable.
+		sec.Authorizer = v.AuthMeta().Authorizer(sec.Authorizer, sec.SuperUsers)
+		if sec.SASL != nil {
+			sec.SASL.Credentials = v.AuthMeta().Credentials(sec.SASL.Credentials)
+		}
+	}
 	dial, err := v.File().Security.Dial()
 	if err != nil {
 		return nil, wire.DialConfig{}, fmt.Errorf("security: %w", err)
@@ -375,11 +383,18 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	if _, _, ok := reg.Range(10); !ok { // with several coordinators the role answers the owner
 		v.RegisterFindCoordinator(reg)
 	}
+	// DESCRIBE on the group or transactional id, whoever answers.
+	reg.Wrap(10, cluster.GuardFindCoordinator)
 	topics.RegisterNotController(reg)   // a leader: clients go to the controller
 	if _, _, ok := reg.Range(32); !ok { // every node describes configs, as in Kafka
 		topics.RegisterDescribeConfigs(reg, v, self)
 	}
+	if am := v.AuthMeta(); am.Attached() { // the controller's process
+		am.Register(reg)
+	}
 	v.RegisterDescribeCluster(reg)
+	v.RegisterDescribeTopicPartitions(reg)
+	v.RegisterListConfigResources(reg)
 	cluster.RegisterNoLogDirs(reg) // a node without partitions: no log dirs
 	cluster.RegisterNotServed(reg, leaderstub.APIs)
 	cluster.RegisterNotServed(reg, coordinator.APIs)

@@ -38,6 +38,8 @@ func startSeveralCoordinatorsIn(t *testing.T, dir string) *Embedded {
 		Topics:                     map[string]int32{"orders": 4},
 		TransactionStatePartitions: 12,
 		Etcd:                       &cluster.Etcd{Endpoints: etcd.Endpoints()},
+		// Tests' classic groups rebalance at once.
+		GroupInitialRebalanceDelayMs: new(int32(0)),
 	}
 	for id := range int32(5) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -37,6 +37,10 @@ type Settings struct {
 	AdminTokenFile string `yaml:"admin_token_file,omitempty"`
 	// OpenMetrics leaves /metrics, /healthz and /readyz without a token.
 	OpenMetrics bool `yaml:"open_metrics,omitempty"`
+	// SuperUsers are principals (User:NAME) that ACLs never restrict and
+	// that may administer ACLs and SCRAM credentials, as Kafka's
+	// super.users; the cluster principal always is one.
+	SuperUsers []string `yaml:"super_users,omitempty"`
 }
 
 // TLSSettings are PEM files. CAFile verifies client certificates on the
@@ -100,6 +104,7 @@ func (s *Settings) Server() (*wire.SecurityConfig, error) {
 		return nil, errors.New("security: no cluster principal (cluster_user or the credentials file's cluster_principal)")
 	}
 	sc.Authorizer = creds.Authorizer()
+	sc.SuperUsers = append([]string{creds.ClusterPrincipal}, s.SuperUsers...)
 	return sc, nil
 }
 

@@ -14,4 +14,8 @@ const (
 	// KindTopic is a controller's change to topic metadata: creation,
 	// deletion, partition counts, configs (topics).
 	KindTopic Kind = 4
+	// KindAuthMeta is a controller's change to security metadata: an
+	// ACL binding added or removed, a SCRAM credential set or deleted
+	// (authmeta).
+	KindAuthMeta Kind = 5
 )

@@ -62,7 +62,21 @@ func (c *Controller) handleCreateTopics(ctx context.Context, r *wire.Request) wi
 		}
 		specs[i] = spec
 	}
-	results := c.Create(ctx, specs, req.ValidateOnly)
+	// CREATE on the cluster, or else on each topic (Kafka's order).
+	clusterCreate := wire.Authorize(r, kmsg.ACLOperationCreate, wire.ClusterResource)
+	results := make([]Result, len(specs))
+	var allowed []Spec
+	var at []int
+	for i, spec := range specs {
+		if !clusterCreate && !wire.Authorize(r, kmsg.ACLOperationCreate, wire.TopicResource(spec.Name)) {
+			results[i] = fail(spec.Name, kerr.TopicAuthorizationFailed, "Authorization failed.")
+			continue
+		}
+		allowed, at = append(allowed, spec), append(at, i)
+	}
+	for j, res := range c.Create(ctx, allowed, req.ValidateOnly) {
+		results[at[j]] = res
+	}
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 	for _, res := range results {
 		rt := kmsg.NewCreateTopicsResponseTopic()

@@ -78,11 +78,15 @@ func (c *Controller) handleDeleteTopics(ctx context.Context, r *wire.Request) wi
 			add(e.name, e.id, kerr.InvalidRequest, "Duplicate topic name.")
 		case e.byID:
 			name, ok := c.NameOf(e.id)
-			if !ok {
+			// A topic id the principal may not delete is as unknown
+			// (Kafka does not confirm that it exists).
+			if !ok || !wire.Authorize(r, kmsg.ACLOperationDelete, wire.TopicResource(name)) {
 				add(nil, e.id, kerr.UnknownTopicID, "This server does not host this topic ID.")
 				continue
 			}
 			todo, todoIDs = append(todo, name), append(todoIDs, e.id)
+		case !wire.Authorize(r, kmsg.ACLOperationDelete, wire.TopicResource(*e.name)):
+			add(e.name, e.id, kerr.TopicAuthorizationFailed, "Authorization failed.")
 		default:
 			todo, todoIDs = append(todo, *e.name), append(todoIDs, [16]byte{})
 		}

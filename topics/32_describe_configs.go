@@ -47,7 +47,13 @@ const (
 // RegisterDescribeConfigs adds DescribeConfigs for node self of view.
 func RegisterDescribeConfigs(reg *wire.Registry, view *cluster.View, self cluster.Node) {
 	reg.Register(32, describeConfigsMinVersion, describeConfigsMaxVersion, func(_ context.Context, r *wire.Request) wire.Reply {
-		return wire.Now(describeConfigs(view, self, r.Body.(*kmsg.DescribeConfigsRequest), r.Version))
+		allowed := func(typ kmsg.ConfigResourceType, name string) bool {
+			if typ == kmsg.ConfigResourceTypeTopic {
+				return wire.Authorize(r, kmsg.ACLOperationDescribeConfigs, wire.TopicResource(name))
+			}
+			return wire.Authorize(r, kmsg.ACLOperationDescribeConfigs, wire.ClusterResource)
+		}
+		return wire.Now(describeConfigs(view, self, r.Body.(*kmsg.DescribeConfigsRequest), r.Version, allowed))
 	})
 }
 
@@ -56,19 +62,24 @@ func BrokerSettings(view *cluster.View, self cluster.Node) map[string]string {
 	id := strconv.Itoa(int(self.NodeID))
 	partitions := view.File().DefaultPartitions
 	return map[string]string{
-		"broker.id":                    id,
-		"node.id":                      id,
-		"num.partitions":               strconv.Itoa(int(partitions)),
-		"default.replication.factor":   "1",
-		"offsets.topic.num.partitions": strconv.Itoa(int(view.OffsetsPartitions())),
-		"auto.create.topics.enable":    strconv.FormatBool(view.AutoCreateTopics()),
-		"listeners":                    "PLAINTEXT://" + self.Addr,
-		"advertised.listeners":         "PLAINTEXT://" + self.Addr,
-		"log.cleaner.enable":           "false",
+		"broker.id":                        id,
+		"node.id":                          id,
+		"num.partitions":                   strconv.Itoa(int(partitions)),
+		"default.replication.factor":       "1",
+		"offsets.topic.num.partitions":     strconv.Itoa(int(view.OffsetsPartitions())),
+		"auto.create.topics.enable":        strconv.FormatBool(view.AutoCreateTopics()),
+		"listeners":                        "PLAINTEXT://" + self.Addr,
+		"advertised.listeners":             "PLAINTEXT://" + self.Addr,
+		"log.cleaner.enable":               "false",
+		"group.initial.rebalance.delay.ms": strconv.FormatInt(view.GroupInitialRebalanceDelay().Milliseconds(), 10),
 	}
 }
 
-func describeConfigs(view *cluster.View, self cluster.Node, req *kmsg.DescribeConfigsRequest, version int16) *kmsg.DescribeConfigsResponse {
+// allowed says whether the principal may DESCRIBE_CONFIGS a resource (the
+// topic; the cluster for a broker): the others get
+// TOPIC_AUTHORIZATION_FAILED or CLUSTER_AUTHORIZATION_FAILED.
+func describeConfigs(view *cluster.View, self cluster.Node, req *kmsg.DescribeConfigsRequest, version int16,
+	allowed func(kmsg.ConfigResourceType, string) bool) *kmsg.DescribeConfigsResponse {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	broker := BrokerSettings(view, self)
 	for _, rr := range req.Resources {
@@ -84,6 +95,17 @@ func describeConfigs(view *cluster.View, self cluster.Node, req *kmsg.DescribeCo
 				}
 			}
 			return false
+		}
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
+			if !allowed(rr.ResourceType, rr.ResourceName) {
+				out.ErrorCode, out.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr("Authorization failed.")
+				if rr.ResourceType == kmsg.ConfigResourceTypeTopic {
+					out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				}
+				resp.Resources = append(resp.Resources, out)
+				continue
+			}
 		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:

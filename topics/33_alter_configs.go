@@ -107,6 +107,8 @@ func (c *Controller) handleAlterConfigs(ctx context.Context, r *wire.Request) wi
 		switch {
 		case dup[resourceKey(rr.ResourceType, rr.ResourceName)]:
 			res = invalidRequest("Duplicate resource in request: " + rr.ResourceName)
+		case !configsAllowed(r, rr.ResourceType, rr.ResourceName):
+			res = configsDenied(rr.ResourceType)
 		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
 			configs := map[string]string{}
 			var nulls []string
@@ -155,4 +157,24 @@ func refusalText(msg *string) string {
 		return ""
 	}
 	return *msg
+}
+
+// configsAllowed reports whether r's principal may ALTER_CONFIGS the
+// resource: the topic, or the cluster for a broker's configs (Kafka's
+// rule).
+func configsAllowed(r *wire.Request, typ kmsg.ConfigResourceType, name string) bool {
+	if typ == kmsg.ConfigResourceTypeTopic {
+		return wire.Authorize(r, kmsg.ACLOperationAlterConfigs, wire.TopicResource(name))
+	}
+	return wire.Authorize(r, kmsg.ACLOperationAlterConfigs, wire.ClusterResource)
+}
+
+// configsDenied is the answer to an alter the principal may not make:
+// TOPIC_AUTHORIZATION_FAILED for a topic, CLUSTER_AUTHORIZATION_FAILED
+// for a broker.
+func configsDenied(typ kmsg.ConfigResourceType) alterResult {
+	if typ == kmsg.ConfigResourceTypeTopic {
+		return alterResult{kerr.TopicAuthorizationFailed.Code, kmsg.StringPtr("Authorization failed.")}
+	}
+	return alterResult{kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr("Authorization failed.")}
 }

@@ -3,6 +3,7 @@ package topics
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/wire"
@@ -39,8 +40,22 @@ func (c *Controller) handleCreatePartitions(ctx context.Context, r *wire.Request
 			}
 		}
 	}
+	// ALTER on each topic.
+	results := make([]Result, len(specs))
+	var allowed []PartitionsSpec
+	var at []int
+	for i, spec := range specs {
+		if !wire.Authorize(r, kmsg.ACLOperationAlter, wire.TopicResource(spec.Name)) {
+			results[i] = fail(spec.Name, kerr.TopicAuthorizationFailed, "Authorization failed.")
+			continue
+		}
+		allowed, at = append(allowed, spec), append(at, i)
+	}
+	for j, res := range c.CreatePartitions(ctx, allowed, req.ValidateOnly) {
+		results[at[j]] = res
+	}
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-	for _, res := range c.CreatePartitions(ctx, specs, req.ValidateOnly) {
+	for _, res := range results {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = res.Name
 		if res.Err != nil {

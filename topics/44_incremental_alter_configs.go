@@ -46,6 +46,8 @@ func (c *Controller) handleIncrementalAlterConfigs(ctx context.Context, r *wire.
 		switch {
 		case dup[resourceKey(rr.ResourceType, rr.ResourceName)]:
 			res = invalidRequest("Duplicate resource in request: " + rr.ResourceName)
+		case !configsAllowed(r, rr.ResourceType, rr.ResourceName):
+			res = configsDenied(rr.ResourceType)
 		case len(duplicates(names)) > 0:
 			res = invalidRequest("Error due to duplicate config keys")
 		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:

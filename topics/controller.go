@@ -78,10 +78,17 @@ func Open(cfg Config) (*Controller, error) {
 		space.Close()
 		return nil, fmt.Errorf("topics: load: %w", err)
 	}
+	// The security metadata (ACLs, SCRAM credentials) is the
+	// controller's too, in its own space of the same store.
+	if err := cfg.View.AuthMeta().Open(cfg.Store, cfg.Log); err != nil {
+		space.Close()
+		return nil, err
+	}
 	for _, s := range c.topics {
 		c.publish(s)
 	}
 	if err := c.seed(); err != nil {
+		cfg.View.AuthMeta().Close()
 		space.Close()
 		return nil, err
 	}
@@ -89,7 +96,9 @@ func Open(cfg Config) (*Controller, error) {
 }
 
 // Close closes the controller's space (its records are applied first).
-func (c *Controller) Close() error { return c.space.Close() }
+func (c *Controller) Close() error {
+	return errors.Join(c.view.AuthMeta().Close(), c.space.Close())
+}
 
 // seed creates or grows the cluster file's topics.
 func (c *Controller) seed() error {

@@ -3,6 +3,7 @@ package topics
 import (
 	"context"
 	"fmt"
+	"github.com/txncoord/txncoord/authmeta"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,7 +49,7 @@ func newFixture(t *testing.T) *fixture {
 func (fx *fixture) open() {
 	fx.t.Helper()
 	st, err := storage.Open(filepath.Join(fx.dir, "store.db"), storage.Options{NoSync: true, Log: zerolog.Nop(),
-		Kinds: map[storage.Kind]storage.ApplyFunc{storage.KindTopic: ApplyRecord}})
+		Kinds: map[storage.Kind]storage.ApplyFunc{storage.KindTopic: ApplyRecord, storage.KindAuthMeta: authmeta.ApplyRecord}})
 	if err != nil {
 		fx.t.Fatal(err)
 	}

@@ -19,9 +19,11 @@ import (
 // cannot be reached the node answers NOT_CONTROLLER as before: clients
 // refresh Metadata and go to its ControllerID themselves.
 //
-// Kafka wraps the request in an Envelope carrying the client's principal;
-// here the controller does not authorize topic changes per principal, so
-// the request goes as the node's own (the cluster principal over TCP).
+// Kafka wraps the request in an Envelope carrying the client's principal.
+// In `txncoord up` the forward is in-process and carries the client's
+// principal, so the controller applies the client's ACLs; a node in a
+// process of its own forwards over TCP as the cluster principal (no
+// Envelope yet), so there the controller does not see the client's.
 
 // ForwardFunc sends a controller request, at req.Version, to the
 // controller and returns its answer.

@@ -11,7 +11,8 @@ import (
 
 // apis are the controller's APIs, each declared in its handler file:
 // Register, RegisterForward and RegisterNotController read this list.
-var apis = wire.APIs[*Controller]{createTopicsAPI, deleteTopicsAPI, createPartitionsAPI, alterConfigsAPI, incrementalAlterConfigsAPI}
+var apis = wire.APIs[*Controller]{createTopicsAPI, deleteTopicsAPI, createPartitionsAPI, alterConfigsAPI, incrementalAlterConfigsAPI,
+	electLeadersAPI, alterPartitionAssignmentsAPI, listPartitionReassignmentsAPI}
 
 // Register adds the controller's handlers.
 func (c *Controller) Register(reg *wire.Registry) {
@@ -88,7 +89,9 @@ func notController(body kmsg.Request) kmsg.Response {
 		}
 		return resp
 	}
-	return nil
+	// The others (ElectLeaders, the reassignment APIs) carry the code in
+	// their top-level or per-partition error fields.
+	return wire.UnservedResponse(body, code)
 }
 
 // Declared is the controller's list of APIs.

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"net"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -28,6 +30,13 @@ type Authorizer interface {
 	Authorize(principal string, op kmsg.ACLOperation, res Resource) bool
 }
 
+// HostAuthorizer is an Authorizer that also takes the client's host (its
+// IP address; "" for an in-process call), as Kafka's ACLs name hosts.
+type HostAuthorizer interface {
+	Authorizer
+	AuthorizeFrom(principal, host string, op kmsg.ACLOperation, res Resource) bool
+}
+
 // AuthorizerFunc adapts a function to Authorizer.
 type AuthorizerFunc func(principal string, op kmsg.ACLOperation, res Resource) bool
 
@@ -49,13 +58,37 @@ type Resource struct {
 // "kafka-cluster").
 var ClusterResource = Resource{Type: kmsg.ACLResourceTypeCluster, Name: "kafka-cluster"}
 
+// TopicResource is the topic named name.
+func TopicResource(name string) Resource {
+	return Resource{Type: kmsg.ACLResourceTypeTopic, Name: name}
+}
+
+// GroupResource is the group named id.
+func GroupResource(id string) Resource {
+	return Resource{Type: kmsg.ACLResourceTypeGroup, Name: id}
+}
+
 // Authorize reports whether req's principal may perform op on res; always
 // true when the listener has no security.
 func Authorize(req *Request, op kmsg.ACLOperation, res Resource) bool {
 	if req.sec == nil {
 		return true
 	}
+	if ha, ok := req.sec.cfg.Authorizer.(HostAuthorizer); ok {
+		return ha.AuthorizeFrom(req.Principal, RemoteHost(req), op, res)
+	}
 	return req.sec.cfg.Authorizer.Authorize(req.Principal, op, res)
+}
+
+// RemoteHost is the IP address of req's client ("" in-process).
+func RemoteHost(req *Request) string {
+	if req.Remote == nil {
+		return ""
+	}
+	if host, _, err := net.SplitHostPort(req.Remote.String()); err == nil {
+		return host
+	}
+	return req.Remote.String()
 }
 
 // ClusterAction reports whether req comes from a principal allowed to make

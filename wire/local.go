@@ -107,6 +107,17 @@ func (s *Server) Local(principal string) *LocalClient {
 	return &LocalClient{s: s, principal: principal}
 }
 
+// WithPrincipal returns a client whose requests carry principal (when
+// the server has security): a request forwarded in-process on a client's
+// behalf is authorized as that client, as Kafka's Envelope carries it.
+func (c *LocalClient) WithPrincipal(principal string) *LocalClient {
+	cp := *c
+	if c.s.sec != nil {
+		cp.principal = principal
+	}
+	return &cp
+}
+
 // WithClientID returns a client whose requests carry id as their client id
 // (Request.ClientID), as a connection's request headers would.
 func (c *LocalClient) WithClientID(id string) *LocalClient {

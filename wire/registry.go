@@ -185,6 +185,18 @@ func (r *Registry) Serves(key int16) bool {
 	return ok && !reg.standIn
 }
 
+// Wrap replaces key's handler h with wrap(h), keeping its range: a check
+// every implementation of the key needs (authorization) wherever it was
+// registered. It reports whether key was registered.
+func (r *Registry) Wrap(key int16, wrap func(Handler) Handler) bool {
+	reg, ok := r.handlers[key]
+	if ok {
+		reg.handle = wrap(reg.handle)
+		r.handlers[key] = reg
+	}
+	return ok
+}
+
 // Keys returns the registered keys in ascending order.
 func (r *Registry) Keys() []int16 {
 	keys := make([]int16, 0, len(r.handlers))

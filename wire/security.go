@@ -34,6 +34,10 @@ type SecurityConfig struct {
 	// ClusterAction, TransactionalIDAllowed and Authorize. Required: use
 	// AllowAll to authenticate without authorizing.
 	Authorizer Authorizer
+	// SuperUsers are principals no ACL restricts (Kafka's super.users):
+	// the cluster principal and the security section's super_users. An
+	// authorizer layered over Authorizer (ACLs) reads them.
+	SuperUsers []string
 	// HandshakeTimeout bounds the TLS handshake (default: FrameTimeout).
 	HandshakeTimeout time.Duration
 }

@@ -114,6 +114,7 @@ func newApp() *cli.App {
 			completionCommand(),
 			faultCommand(),
 			versionCommand(),
+			aclsCommand(),
 		},
 	}
 	prepareCommands(app.Commands)

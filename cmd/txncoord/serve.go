@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -157,6 +158,8 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 			&cli.IntFlag{Name: "default-partitions", Value: 3, EnvVars: env("default-partitions"), Usage: "partitions of auto-created topics"},
 			&cli.IntFlag{Name: "offsets-partitions", Value: 50, EnvVars: env("offsets-partitions"), Usage: "partitions of __consumer_offsets (Kafka's offsets.topic.num.partitions)"},
 			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: "admin HTTP API address"},
+			&cli.IntFlag{Name: "group-initial-rebalance-delay-ms", Value: 3000, EnvVars: env("group-initial-rebalance-delay-ms"),
+				Usage: "how long the first rebalance of a new classic group waits for more members (Kafka's group.initial.rebalance.delay.ms; the cluster file's group_initial_rebalance_delay_ms)"},
 			&cli.BoolFlag{Name: "auto-create-topics-enable", Value: true, EnvVars: env("auto-create-topics-enable"),
 				Usage: "create a topic a client names that does not exist (Kafka's auto.create.topics.enable; the cluster file's auto_create_topics_enable)"},
 			&cli.BoolFlag{Name: "secure", EnvVars: env("secure"), Usage: "TLS + SASL on every listener and a token on the admin API, with a local CA and credentials generated under DATA_DIR/security"},
@@ -241,6 +244,14 @@ func runUp(c *cli.Context) error {
 	}
 	autoCreate := c.Bool("auto-create-topics-enable")
 	file.AutoCreateTopicsEnable = &autoCreate
+	delay := c.Int("group-initial-rebalance-delay-ms")
+	if delay < 0 || delay > math.MaxInt32 {
+		return usagef("--group-initial-rebalance-delay-ms %d: want 0 or more", delay)
+	}
+	if delay != int(cluster.DefaultGroupInitialRebalanceDelay.Milliseconds()) {
+		d := int32(delay)
+		file.GroupInitialRebalanceDelayMs = &d
+	}
 	lim, err := limits(c)
 	if err != nil {
 		return err

@@ -1,0 +1,230 @@
+package authmeta
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/txncoord/txncoord/storage"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// SpaceName is the space of the security metadata in the coordinator
+// node's store.
+const SpaceName = "authmeta"
+
+// State is the security metadata of one process. Reads (the authorizer,
+// SCRAM logins) take a snapshot without locking; changes are serialized
+// and apply only once durable.
+type State struct {
+	mu    sync.Mutex // serializes changes; held while one becomes durable
+	space *storage.Space
+	log   zerolog.Logger
+
+	acls   atomic.Pointer[[]Binding]
+	scram  atomic.Pointer[map[scramKey]wire.ScramCredentials]
+	quotas atomic.Pointer[map[string]quotaEntry] // by quotaEntityKey
+	// features are the levels UpdateFeatures finalized; supported is the
+	// cluster's range per feature (SetSupportedFeatures).
+	features  atomic.Pointer[map[string]featureLevel]
+	supported func() map[string][2]int16
+}
+
+// New is an empty State that serves no changes until Open.
+func New() *State {
+	s := &State{}
+	s.acls.Store(&[]Binding{})
+	s.scram.Store(&map[scramKey]wire.ScramCredentials{})
+	s.quotas.Store(&map[string]quotaEntry{})
+	s.features.Store(&map[string]featureLevel{})
+	return s
+}
+
+// Open attaches the State to the controller's store and loads what it
+// holds: the node that owns the metadata (the coordinator node 0).
+func (s *State) Open(st *storage.Store, log zerolog.Logger) error {
+	space, err := st.Space(SpaceName, storage.KindAuthMeta, storage.SpaceOptions{})
+	if err != nil {
+		return fmt.Errorf("authmeta: %w", err)
+	}
+	if err := st.Apply(); err != nil {
+		space.Close()
+		return fmt.Errorf("authmeta: load: %w", err)
+	}
+	var acls []Binding
+	var creds map[scramKey]wire.ScramCredentials
+	var quotas map[string]quotaEntry
+	var features map[string]featureLevel
+	if err := space.View(func(r storage.Root) error {
+		var err error
+		if acls, creds, err = load(r); err != nil {
+			return err
+		}
+		if quotas, err = loadQuotas(r); err != nil {
+			return err
+		}
+		features, err = loadFeatures(r)
+		return err
+	}); err != nil {
+		space.Close()
+		return fmt.Errorf("authmeta: load: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.space, s.log = space, log.With().Str("component", "authmeta").Logger()
+	s.acls.Store(&acls)
+	s.scram.Store(&creds)
+	s.quotas.Store(&quotas)
+	s.features.Store(&features)
+	s.log.Info().Int("client_quotas", len(quotas)).Int("acls", len(acls)).Int("scram_credentials", len(creds)).Msg("security metadata loaded")
+	return nil
+}
+
+// Attached reports whether the State is the controller's (Open was
+// called): only then does a node serve the APIs of this package.
+func (s *State) Attached() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.space != nil
+}
+
+// Close closes the space.
+func (s *State) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.space == nil {
+		return nil
+	}
+	err := s.space.Close()
+	s.space = nil
+	return err
+}
+
+// ACLs is a snapshot of every binding.
+func (s *State) ACLs() []Binding { return *s.acls.Load() }
+
+// errNotOpen answers a change on a State no store backs.
+var errNotOpen = errors.New("authmeta: the security metadata is not open on this node")
+
+// commitLocked appends recs, waits until every one is durable, then
+// applies them to memory with apply.
+func (s *State) commitLocked(recs [][]byte, apply func()) error {
+	if s.space == nil {
+		return errNotOpen
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	waits := make([]<-chan error, 0, len(recs))
+	for _, r := range recs {
+		_, done := s.space.Submit(r, nil)
+		waits = append(waits, done)
+	}
+	var err error
+	for _, done := range waits {
+		if e := <-done; e != nil && err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		s.log.Error().Err(err).Msg("security metadata change not durable")
+		return fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
+	}
+	apply()
+	return nil
+}
+
+// CreateACLs stores bindings (already validated); one already stored is
+// not stored twice.
+func (s *State) CreateACLs(bs []Binding) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.ACLs()
+	next := slices.Clone(cur)
+	var recs [][]byte
+	for _, b := range bs {
+		if slices.Contains(next, b) {
+			continue
+		}
+		next = append(next, b)
+		recs = append(recs, aclRecord(opACLAdd, b))
+	}
+	return s.commitLocked(recs, func() {
+		s.acls.Store(&next)
+		s.log.Info().Int("added", len(recs)).Int("acls", len(next)).Msg("ACLs created")
+	})
+}
+
+// DeleteACLs removes the bindings each filter matches and returns them,
+// by filter (a binding two filters match is reported under both, as
+// Kafka does).
+func (s *State) DeleteACLs(filters []Filter) ([][]Binding, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.ACLs()
+	out := make([][]Binding, len(filters))
+	gone := map[Binding]bool{}
+	for i, f := range filters {
+		for _, b := range cur {
+			if f.Matches(b) {
+				out[i] = append(out[i], b)
+				gone[b] = true
+			}
+		}
+	}
+	var recs [][]byte
+	next := make([]Binding, 0, len(cur))
+	for _, b := range cur {
+		if gone[b] {
+			recs = append(recs, aclRecord(opACLRemove, b))
+		} else {
+			next = append(next, b)
+		}
+	}
+	if err := s.commitLocked(recs, func() {
+		s.acls.Store(&next)
+		s.log.Info().Int("removed", len(recs)).Int("acls", len(next)).Msg("ACLs deleted")
+	}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// scramChange is one upsertion (Cred set) or deletion.
+type scramChange struct {
+	Key  scramKey
+	Cred *wire.ScramCredentials
+}
+
+// AlterSCRAM applies the changes (already validated) at once.
+func (s *State) alterSCRAM(changes []scramChange) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := maps.Clone(*s.scram.Load())
+	var recs [][]byte
+	for _, c := range changes {
+		if c.Cred == nil {
+			delete(next, c.Key)
+			recs = append(recs, scramDeleteRecord(c.Key))
+			continue
+		}
+		next[c.Key] = *c.Cred
+		recs = append(recs, scramSetRecord(c.Key, *c.Cred))
+	}
+	return s.commitLocked(recs, func() {
+		s.scram.Store(&next)
+		s.log.Info().Int("changes", len(recs)).Msg("SCRAM credentials altered")
+	})
+}
+
+// scramOf is user's stored credential for mech.
+func (s *State) scramOf(mech byte, user string) (wire.ScramCredentials, bool) {
+	c, ok := (*s.scram.Load())[scramKey{Mechanism: mech, User: user}]
+	return c, ok
+}
