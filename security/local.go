@@ -196,7 +196,8 @@ Go, franz-go (imports: crypto/tls, crypto/x509, os, strings, kgo, github.com/twm
       kgo.SASL(scram.Auth{User: "USER", Pass: strings.TrimSpace(string(pass))}.AsSha512Mechanism()),
       kgo.TransactionalID("my-txn"),
   )
-kcat / librdkafka: -X security.protocol=SASL_SSL -X sasl.mechanisms=SCRAM-SHA-512 -X sasl.username=USER -X sasl.password="$(cat DIR/client.password)" -X ssl.ca.location=DIR/ca.crt
+kcat / librdkafka: -X security.protocol=SASL_SSL -X sasl.mechanisms=PLAIN -X sasl.username=USER -X sasl.password="$(cat DIR/client.password)" -X ssl.ca.location=DIR/ca.crt
+  (PLAIN over TLS: librdkafka before 2.6.1, Debian 12's kcat among its users, fails SCRAM with "nonce received did not match nonce sent"; with 2.6.1 or later sasl.mechanisms=SCRAM-SHA-512 works too)
 admin API: curl -H "Authorization: Bearer $(cat DIR/admin.token)" ADMIN/v1/transactions
 `)
 }

@@ -38,7 +38,7 @@ func (c *conn) saslAuthenticate(h header, req *kmsg.SASLAuthenticateRequest, log
 		resp.ErrorCode = 58 // SASL_AUTHENTICATION_FAILED
 		msg := failureMessage(c.sasl.mechanism)
 		resp.ErrorMessage = &msg
-		log.Warn().Str("mechanism", c.sasl.mechanism).Str("user", user).Err(err).Str("reason", "sasl authentication failed").Msg("connection closed: SASL authentication failed")
+		c.logAuthFailed(&log, user, err)
 		p.closeAfter = true
 		return p, true
 	}

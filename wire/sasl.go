@@ -5,7 +5,9 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/rs/zerolog"
 	"github.com/xdg-go/scram"
 )
 
@@ -88,14 +90,25 @@ func (p *plainSession) step(token []byte) ([]byte, string, bool, error) {
 // scramSession is SCRAM-SHA-256/512 (RFC 5802/7677) through xdg-go/scram:
 // client-first → server-first, client-final → server-final.
 type scramSession struct {
-	conv *scram.ServerConversation
+	conv  *scram.ServerConversation
+	steps int // the client messages answered
 }
+
+// errSCRAMNonce is a client-final message whose nonce is not the one the
+// server sent. librdkafka before 2.6.1 (Debian 12's kcat among its users)
+// sends such a message whatever the password, a client bug; the failure's
+// log line says so.
+var errSCRAMNonce = errors.New("the client's final SCRAM message carries another nonce")
 
 func (s *scramSession) step(token []byte) ([]byte, string, bool, error) {
 	out, err := s.conv.Step(string(token))
 	if err != nil {
+		if s.steps == 1 && strings.Contains(err.Error(), "nonce received did not match") {
+			return nil, s.conv.Username(), false, fmt.Errorf("%w: %w: %v", errAuthFailed, errSCRAMNonce, err)
+		}
 		return nil, s.conv.Username(), false, fmt.Errorf("%w: %v", errAuthFailed, err)
 	}
+	s.steps++
 	if s.conv.Done() {
 		if !s.conv.Valid() {
 			return nil, s.conv.Username(), false, errAuthFailed
@@ -111,13 +124,23 @@ func (s *scramSession) step(token []byte) ([]byte, string, bool, error) {
 func (c *conn) rawToken(frame []byte) (pending, bool) {
 	out, user, done, err := c.sasl.session.step(frame)
 	if err != nil {
-		c.log().Warn().Str("mechanism", c.sasl.mechanism).Str("user", user).Err(err).Str("reason", "sasl authentication failed").Msg("connection closed: SASL authentication failed")
+		c.logAuthFailed(c.log(), user, err)
 		return pending{}, false
 	}
 	if done {
 		c.authenticated(user)
 	}
 	return pending{isRaw: true, raw: out}, true
+}
+
+// logAuthFailed is the one line of a failed SASL exchange, with the likely
+// cause where one is known.
+func (c *conn) logAuthFailed(log *zerolog.Logger, user string, err error) {
+	e := log.Warn().Str("mechanism", c.sasl.mechanism).Str("user", user).Err(err).Str("reason", "sasl authentication failed")
+	if errors.Is(err, errSCRAMNonce) {
+		e = e.Str("likely_cause", "librdkafka before 2.6.1 (Debian 12's kcat among its users) fails SCRAM this way whatever the password; use SASL PLAIN over TLS, or librdkafka 2.6.1 or later")
+	}
+	e.Msg("connection closed: SASL authentication failed")
 }
 
 // authenticated ends the SASL exchange: later requests carry the principal.

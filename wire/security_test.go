@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/xdg-go/scram"
 
 	"github.com/txncoord/txncoord/security"
 	"github.com/txncoord/txncoord/wire"
@@ -349,5 +350,69 @@ func TestTLSReachabilityCheckIsNotAFailure(t *testing.T) {
 	n.logs.waitLog(t, map[string]any{"message": "connection ended before the TLS handshake", "remote": local, "level": "debug"})
 	if warned := n.logs.lines(map[string]any{"message": "connection closed: handshake failed", "remote": local}); len(warned) > 0 {
 		t.Fatalf("a connection closed before its first byte logged %v", warned)
+	}
+}
+
+// A SCRAM client whose final message carries another nonce than the
+// server's (what librdkafka before 2.6.1 sends, whatever the password) is
+// refused, and the log line names the likely cause; a plain wrong password
+// is refused without it.
+func TestSCRAMNonceMismatchIsExplained(t *testing.T) {
+	n := startSecure(t, func(s *security.Settings) { s.TLS = nil })
+	client, err := scram.SHA512.NewClient(n.local.ClientUser, n.local.ClientPassword, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := client.NewConversation()
+	first, err := conv.Step("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialRaw(t, n.addr())
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = wire.MechanismSCRAMSHA512
+	if resp := c.roundTrip(hs, 1).(*kmsg.SASLHandshakeResponse); resp.ErrorCode != 0 {
+		t.Fatalf("SaslHandshake: %+v", resp)
+	}
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SetVersion(2)
+	auth.SASLAuthBytes = []byte(first)
+	resp := c.roundTrip(auth, 2).(*kmsg.SASLAuthenticateResponse)
+	if resp.ErrorCode != 0 || len(resp.SASLAuthBytes) == 0 {
+		t.Fatalf("SaslAuthenticate (client-first): code %d", resp.ErrorCode)
+	}
+	final, err := conv.Step(string(resp.SASLAuthBytes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The nonce is the r= attribute, the server's extension of the
+	// client's; librdkafka's bug sends its own.
+	attrs := strings.Split(final, ",")
+	for i, a := range attrs {
+		if strings.HasPrefix(a, "r=") {
+			attrs[i] = a[:len(a)-4] + "XXXX"
+		}
+	}
+	auth.SASLAuthBytes = []byte(strings.Join(attrs, ","))
+	if resp := c.roundTrip(auth, 3).(*kmsg.SASLAuthenticateResponse); resp.ErrorCode != 58 {
+		t.Fatalf("SaslAuthenticate with another nonce: code %d, want 58", resp.ErrorCode)
+	}
+	line := n.logs.waitLog(t, map[string]any{"message": "connection closed: SASL authentication failed", "remote": c.local()})
+	if cause, _ := line["likely_cause"].(string); !strings.Contains(cause, "librdkafka before 2.6.1") || !strings.Contains(cause, "PLAIN") {
+		t.Fatalf("the line does not name the likely cause: %v", line)
+	}
+
+	// A wrong password fails on its proof, not on the nonce: no cause.
+	cl := kgoClient(t, n.addr(), kgo.SASL(mechanism(wire.MechanismSCRAMSHA512, n.local.ClientUser, "wrong")), kgo.RequestRetries(0))
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("a wrong password: %v", err)
+	}
+	for _, l := range n.logs.lines(map[string]any{"message": "connection closed: SASL authentication failed"}) {
+		if l["remote"] != c.local() && l["likely_cause"] != nil {
+			t.Fatalf("a wrong password's line names a cause: %v", l)
+		}
 	}
 }

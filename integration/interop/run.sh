@@ -208,6 +208,9 @@ grep -q 'Topic authorization failed' "$WORK/kcat-fault.err" || { cat "$WORK/kcat
 printf 'accepted\n' | timeout 60 kcat -P -b "$BOOT" -t "$FTOPIC" -p 0 || fail "kcat produce after the faults were cleared"
 log "faults over HTTP (faults.py): kcat saw the injected TOPIC_AUTHORIZATION_FAILED, then produced once cleared"
 
+# --- up --secure: the kcat recipe it prints, run as printed --------------
+bash "$HERE/secure_kcat.sh" "$WORK/txncoord" "$VERIFY" "$WORK" || fail "the printed --secure kcat recipe"
+
 # The web console in headless Chromium (chromedp): its views against an
 # embedded cluster with kgo transactions, Abort, the login with a token.
 (cd "$ROOT" && TXNCOORD_BROWSER_TESTS=1 go test -race -count=1 -run '^TestBrowser' ./console) \
