@@ -53,7 +53,7 @@ func groupsPrefix(v *cluster.View) string { return v.Etcd().Prefix + "/groups" }
 func startGroupHolder(cli *clientv3.Client, v *cluster.View, self cluster.Node, ttl time.Duration, cfg groups.Config, log zerolog.Logger) (*groupHolder, error) {
 	layout := txnetcd.Layout{Prefix: groupsPrefix(v)}
 	m, err := ownership.Start(ownership.Config{Client: cli, Layout: layout, NodeID: self.NodeID, Partitions: 1, LeaseTTL: ttl,
-		Log: log.With().Str("component", "groups-lease").Logger()})
+		Log: log.With().Str("role", "groups").Logger()}) // ownership names itself the component
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator lease: %w", err)
 	}

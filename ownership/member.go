@@ -135,7 +135,7 @@ func Start(cfg Config) (*Member, error) {
 		cfg:      cfg,
 		ttl:      ttl,
 		interval: ttl / 4,
-		log:      cfg.Log.With().Str("component", "ownership").Int32("node", cfg.NodeID).Logger(),
+		log:      cfg.Log.With().Str("component", "ownership").Int32("node_id", cfg.NodeID).Logger(),
 		events:   newQueue(),
 		ctx:      ctx,
 		cancel:   cancel,

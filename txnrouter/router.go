@@ -109,7 +109,7 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{
 		cfg:     cfg,
-		log:     cfg.Log.With().Str("component", "txnrouter").Int32("node", cfg.Member.NodeID()).Logger(),
+		log:     cfg.Log.With().Str("component", "txnrouter").Int32("node_id", cfg.Member.NodeID()).Logger(),
 		slots:   map[int32]*slot{},
 		started: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -245,7 +245,11 @@ func (r *Router) tryOpen(s *slot, fence txnetcd.Fence, log zerolog.Logger) error
 	// notice: reopen the partition from etcd, as a new owner would.
 	ps.OnUnknownOutcome(func(err error) { r.reload(s, err) })
 	cfg := r.cfg.Coordinator
-	cfg.Store, cfg.Markers, cfg.ProducerIDs, cfg.Log, cfg.Metrics = ps, r.cfg.Markers, r.cfg.ProducerIDs, log, nil
+	// The coordinator names its epoch itself where it matters ("coordinator
+	// loaded"): its logger carries the partition only, so no line repeats
+	// a key.
+	cfg.Store, cfg.Markers, cfg.ProducerIDs, cfg.Metrics = ps, r.cfg.Markers, r.cfg.ProducerIDs, nil
+	cfg.Log = r.log.With().Int32("partition", s.p).Logger()
 	cfg.EndTxnLatency = r.latency
 	c, err := coordinator.Open(cfg)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,7 +28,8 @@ func TestUpSeveralCoordinators(t *testing.T) {
 	dataDir := t.TempDir()
 	args := []string{"--data-dir", dataDir, "--listen", "127.0.0.1:" + strconv.Itoa(base), "--coordinators", "3",
 		"--admin-listen", "127.0.0.1:" + strconv.Itoa(adminPort), "--topics", "orders:3", "--transaction-state-partitions", "9"}
-	up := startUp(t, args...)
+	first := startUpEnv(t, []string{"TXNCOORD_LOG_FORMAT=json", "TXNCOORD_LOG_LEVEL=debug"}, args...)
+	up := first.upProcess
 	file, err := os.ReadFile(filepath.Join(dataDir, "cluster.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +89,21 @@ func TestUpSeveralCoordinators(t *testing.T) {
 
 	up.cmd.Process.Kill()
 	<-up.done
+	// Every line it logged, at debug level, is one JSON object whose keys
+	// are each written once.
+	lines := 0
+	for _, line := range strings.Split(first.logs(), "\n") {
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		lines++
+		if dup := duplicateKey(line); dup != "" {
+			t.Errorf("a log line repeats the key %q: %s", dup, line)
+		}
+	}
+	if lines == 0 {
+		t.Fatal("up logged no JSON line")
+	}
 	up = startUp(t, args...)
 	var txns []admin.Txn
 	waitFor(t, "the committed transactions listed after the restart", func() bool {
@@ -114,6 +131,32 @@ func TestUpSeveralCoordinators(t *testing.T) {
 	})
 	commit("up3-after-restart", ids[0])
 	up.stop(t)
+}
+
+// duplicateKey is the first key a JSON object repeats at its top level
+// ("" if none, or if line is not an object).
+func duplicateKey(line string) string {
+	dec := json.NewDecoder(strings.NewReader(line))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return key
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // waitFor polls cond for up to 30 s.
