@@ -1,8 +1,10 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
@@ -99,4 +101,33 @@ func (e *Embedded) followGroupHolder() {
 		}
 		return hooks[0]()
 	})
+}
+
+// WaitServing waits until the coordinators of several (etcd mode) serve
+// every __transaction_state partition between them, so that a client's
+// first InitProducerId after the ready line finds each id's coordinator
+// instead of NOT_COORDINATOR; with one coordinator it returns at once.
+func (e *Embedded) WaitServing(ctx context.Context) error {
+	want := int(e.View.TransactionStatePartitions())
+	for {
+		served := map[int32]bool{}
+		routed := false
+		for _, co := range e.Coordinators {
+			if co.Router == nil {
+				continue
+			}
+			routed = true
+			for p := range co.Router.Serving() {
+				served[p] = true
+			}
+		}
+		if !routed || len(served) == want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d __transaction_state partitions served: %w", len(served), want, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -142,7 +142,8 @@ func upCommand() *cli.Command {
    txncoord up --data-dir ./txncoord-data --listen 127.0.0.1:9092 --leaders 4.2,4.2,4.1 --topics orders:6
 
 The coordinator listens on --listen, leader i (node id i) on port(--listen)+i.
-Prints one line "txncoord ready bootstrap=... admin=..." when every listener is up.`,
+Prints one line "txncoord ready bootstrap=... admin=..." when every listener is up (with several
+   coordinators, once every __transaction_state partition is served).`,
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir"), Usage: "where the logs live; DATA_DIR/cluster.yaml is written"},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9092", EnvVars: env("listen"), Usage: "coordinator address; leaders take the next ports"},
@@ -318,6 +319,15 @@ func runUp(c *cli.Context) error {
 		e.Stop(context.Background())
 		return fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
+	// With several coordinators, ready means every __transaction_state
+	// partition has an owner that serves it (leases granted, state loaded).
+	servingCtx, cancel := context.WithTimeout(context.Background(), readyServingTimeout)
+	err = e.WaitServing(servingCtx)
+	cancel()
+	if err != nil {
+		e.Stop(context.Background())
+		return fmt.Errorf("not ready within %s: %w", readyServingTimeout, err)
+	}
 	adminURL := "none"
 	if e.Admin != nil {
 		adminURL = e.Admin.URL()
@@ -330,6 +340,11 @@ func runUp(c *cli.Context) error {
 	fmt.Fprintf(c.App.Writer, "txncoord ready bootstrap=%s admin=%s\n", e.Bootstrap(), adminURL)
 	return waitAndStop(sigs, func(ctx context.Context) error { return e.Stop(ctx) })
 }
+
+// readyServingTimeout bounds how long `up` waits, before its ready line,
+// for its coordinators to serve every __transaction_state partition: a
+// lease round or two at the longest lease TTL, and the state's loading.
+const readyServingTimeout = 60 * time.Second
 
 // knownVersions says, as a usage error, which of the Kafka versions a flag
 // names txncoord does not know.

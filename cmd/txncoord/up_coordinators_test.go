@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/admin"
 )
@@ -42,6 +43,21 @@ func TestUpSeveralCoordinators(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dataDir, "etcd", "member")); err != nil {
 		t.Fatalf("no embedded etcd data: %v", err)
 	}
+	// Ready means served: right after the ready line every partition has
+	// an owner (they had none yet when the line came at the listeners'
+	// start), and the first InitProducerId of ids spread over the
+	// partitions, sent once to the coordinator FindCoordinator names, is
+	// answered.
+	var atReady []admin.CoordinatorStatus
+	cliJSON(t, &atReady, "coordinators", "--admin", up.adminURL, "-o", "json")
+	owned := 0
+	for _, c := range atReady {
+		owned += len(c.Partitions)
+	}
+	if owned != 9 {
+		t.Fatalf("%d of 9 partitions owned right after the ready line: %+v", owned, atReady)
+	}
+	firstInit(t, up.bootstrap, 18)
 	var cs []admin.CoordinatorStatus
 	waitFor(t, "every partition owned", func() bool {
 		cliJSON(t, &cs, "coordinators", "--admin", up.adminURL, "-o", "json")
@@ -131,6 +147,45 @@ func TestUpSeveralCoordinators(t *testing.T) {
 	})
 	commit("up3-after-restart", ids[0])
 	up.stop(t)
+}
+
+// firstInit sends each of n transactional ids one FindCoordinator and one
+// InitProducerId, with no retry, and requires both to succeed.
+func firstInit(t *testing.T, bootstrap string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range n {
+		id := fmt.Sprintf("first-init-%d", i)
+		find := kmsg.NewPtrFindCoordinatorRequest()
+		find.CoordinatorType, find.CoordinatorKey, find.CoordinatorKeys = 1, id, []string{id}
+		raw, err := cl.SeedBrokers()[0].Request(ctx, find) // no client-side retry
+		if err != nil {
+			t.Fatalf("FindCoordinator %s: %v", id, err)
+		}
+		fr := raw.(*kmsg.FindCoordinatorResponse)
+		node, code := fr.NodeID, fr.ErrorCode
+		if len(fr.Coordinators) == 1 {
+			node, code = fr.Coordinators[0].NodeID, fr.Coordinators[0].ErrorCode
+		}
+		if code != 0 {
+			t.Fatalf("FindCoordinator %s right after ready: error %d", id, code)
+		}
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.TransactionalID, init.TransactionTimeoutMillis = &id, 60000
+		raw, err = cl.Broker(int(node)).Request(ctx, init)
+		if err != nil {
+			t.Fatalf("InitProducerId %s: %v", id, err)
+		}
+		if code := raw.(*kmsg.InitProducerIDResponse).ErrorCode; code != 0 {
+			t.Fatalf("InitProducerId %s at coordinator %d right after ready: error %d, want 0", id, node, code)
+		}
+	}
 }
 
 // duplicateKey is the first key a JSON object repeats at its top level
