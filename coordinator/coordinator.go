@@ -189,7 +189,13 @@ func Open(cfg Config) (*Coordinator, error) {
 			resend = append(resend, markersender.Txn{Markers: *t})
 		}
 	}
-	c.log.Info().Int32("coordinator_epoch", c.epoch).Int("transactions", len(loaded.Txns)).Int("prepared", len(resend)).Msg("coordinator loaded")
+	// Info only when it resends markers: behind txnrouter a coordinator
+	// loads per partition, and a start loads every partition at once.
+	ev := c.log.Debug()
+	if len(resend) > 0 {
+		ev = c.log.Info()
+	}
+	ev.Int32("coordinator_epoch", c.epoch).Int("transactions", len(loaded.Txns)).Int("prepared", len(resend)).Msg("coordinator loaded")
 	c.registerMetrics()
 	for _, txn := range resend {
 		c.sendMarkers(txn)

@@ -232,7 +232,9 @@ func (m *Member) acquire(lease clientv3.LeaseID, p int32) {
 	if _, ok := m.owned[p]; !ok {
 		m.owned[p] = owned{owner: owner, rev: rev}
 		m.events.push(Event{Partition: p, Epoch: owner.Epoch, Acquired: true})
-		m.log.Info().Int32("partition", p).Int32("epoch", owner.Epoch).Msg("ownership: acquired partition")
+		// Debug: a start acquires every partition at once; the node's
+		// summary line counts them (txncoord up), a loss stays at info.
+		m.log.Debug().Int32("partition", p).Int32("epoch", owner.Epoch).Msg("ownership: acquired partition")
 	}
 }
 

@@ -268,7 +268,7 @@ func (r *Router) tryOpen(s *slot, fence txnetcd.Fence, log zerolog.Logger) error
 		ps.Close()
 		return nil
 	}
-	log.Info().Msg("serving partition")
+	log.Debug().Msg("serving partition") // one line per partition: debug, as the ownership's
 	return nil
 }
 

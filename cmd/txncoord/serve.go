@@ -328,6 +328,12 @@ func runUp(c *cli.Context) error {
 		e.Stop(context.Background())
 		return fmt.Errorf("not ready within %s: %w", readyServingTimeout, err)
 	}
+	for _, co := range e.Coordinators {
+		if co.Router != nil { // several coordinators: one summary line each
+			logger.Info().Int32("node_id", co.Node.NodeID).Int("partitions", len(co.Router.Serving())).
+				Msg("coordinator serving its __transaction_state partitions")
+		}
+	}
 	adminURL := "none"
 	if e.Admin != nil {
 		adminURL = e.Admin.URL()

@@ -120,6 +120,24 @@ func TestUpSeveralCoordinators(t *testing.T) {
 	if lines == 0 {
 		t.Fatal("up logged no JSON line")
 	}
+	// At info level a start says per coordinator, in one line, what it
+	// serves; the per-partition lines are debug.
+	summaries := 0
+	for _, line := range strings.Split(first.logs(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil || rec["level"] != "info" {
+			continue
+		}
+		switch rec["message"] {
+		case "coordinator serving its __transaction_state partitions":
+			summaries++
+		case "ownership: acquired partition", "serving partition", "coordinator loaded":
+			t.Errorf("a per-partition line at info: %s", line)
+		}
+	}
+	if summaries != 3 {
+		t.Errorf("%d summary lines at start, want one per coordinator (3)", summaries)
+	}
 	up = startUp(t, args...)
 	var txns []admin.Txn
 	waitFor(t, "the committed transactions listed after the restart", func() bool {
