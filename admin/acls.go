@@ -44,7 +44,7 @@ type ACLFilter struct {
 }
 
 // ACLsBackend is what the ACL endpoints read and change. Errors wrapping
-// ErrInvalid are 400.
+// ErrInvalid are 400, those wrapping ErrConflict (no authorizer) 409.
 type ACLsBackend interface {
 	ACLs(ctx context.Context, f ACLFilter) ([]ACL, error)
 	CreateACLs(ctx context.Context, acls []ACL) error
@@ -105,7 +105,7 @@ func writeACLError(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	writeError(w, http.StatusInternalServerError, err)
+	writeBackendError(w, err)
 }
 
 // ACLs lists the ACLs f matches.

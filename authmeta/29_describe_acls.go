@@ -12,6 +12,8 @@ import (
 // DescribeAcls (key 29), v0–v3.
 //
 // Behavior (Kafka's AclApis.handleDescribeAcls):
+//   - without security (no authorizer): SECURITY_DISABLED, "No Authorizer
+//     is configured on the broker";
 //   - needs DESCRIBE on the cluster: else CLUSTER_AUTHORIZATION_FAILED;
 //   - a filter with an UNKNOWN resource type, pattern type, operation or
 //     permission is INVALID_REQUEST;
@@ -24,6 +26,11 @@ var describeACLsAPI = wire.API[*State]{Key: 29, Min: 0, Max: 3, Handle: (*State)
 func (s *State) handleDescribeACLs(_ context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
+	if !s.Authorizing() {
+		// Kafka's AclApis words this one differently from Create/Delete.
+		resp.ErrorCode, resp.ErrorMessage = kerr.SecurityDisabled.Code, kmsg.StringPtr(noAuthorizer+" on the broker")
+		return wire.Now(resp)
+	}
 	if !clusterAllowed(r, kmsg.ACLOperationDescribe) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return wire.Now(resp)

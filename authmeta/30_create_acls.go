@@ -12,6 +12,9 @@ import (
 // CreateAcls (key 30), v0–v3.
 //
 // Behavior (Kafka's AclControlManager):
+//   - without security (no authorizer) every creation gets
+//     SECURITY_DISABLED, "No Authorizer is configured.", as Kafka's
+//     AclApis answers;
 //   - needs ALTER on the cluster: else every creation gets
 //     CLUSTER_AUTHORIZATION_FAILED;
 //   - a creation with an ANY or UNKNOWN resource type, pattern type
@@ -38,6 +41,8 @@ func (s *State) handleCreateACLs(_ context.Context, r *wire.Request) wire.Reply 
 			b.Pattern = kmsg.ACLResourcePatternTypeLiteral
 		}
 		switch msg := validBinding(b); {
+		case !s.Authorizing():
+			res.ErrorCode, res.ErrorMessage = kerr.SecurityDisabled.Code, kmsg.StringPtr(noAuthorizer+".")
 		case !allowed:
 			res.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		case msg != "":

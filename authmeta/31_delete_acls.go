@@ -12,6 +12,8 @@ import (
 // DeleteAcls (key 31), v0–v3.
 //
 // Behavior (Kafka's AclControlManager.deleteAcls):
+//   - without security (no authorizer) every filter gets SECURITY_DISABLED,
+//     "No Authorizer is configured.", as Kafka's AclApis answers;
 //   - needs ALTER on the cluster: else every filter gets
 //     CLUSTER_AUTHORIZATION_FAILED;
 //   - a filter with UNKNOWN elements is INVALID_REQUEST; every other one
@@ -37,6 +39,8 @@ func (s *State) handleDeleteACLs(_ context.Context, r *wire.Request) wire.Reply 
 			f.Pattern = kmsg.ACLResourcePatternTypeLiteral
 		}
 		switch msg := validFilter(f); {
+		case !s.Authorizing():
+			res.ErrorCode, res.ErrorMessage = kerr.SecurityDisabled.Code, kmsg.StringPtr(noAuthorizer+".")
 		case !allowed:
 			res.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		case msg != "":

@@ -15,6 +15,7 @@ import (
 // anything, an ACL decision (allow, deny) stands, and a resource without
 // ACLs is base's to decide.
 func (s *State) Authorizer(base wire.Authorizer, superUsers []string) wire.Authorizer {
+	s.authorizing.Store(true)
 	a := &authorizer{s: s, base: base, super: map[string]bool{}}
 	for _, u := range superUsers {
 		a.super[u] = true
@@ -46,6 +47,10 @@ func (a *authorizer) AuthorizeFrom(principal, host string, op kmsg.ACLOperation,
 	}
 	return a.base.Authorize(principal, op, res)
 }
+
+// Authorizing reports whether the ACLs are enforced: whether the
+// listeners of this process authorize with them.
+func (s *State) Authorizing() bool { return s.authorizing.Load() }
 
 // SCRAM mechanisms as AlterUserScramCredentials numbers them.
 const (

@@ -30,6 +30,8 @@ type secureCluster struct {
 	clusterPw string
 	file      *cluster.File
 	e         *node.Embedded
+	// adminAddr, when set, is the admin API's listener.
+	adminAddr string
 }
 
 func startSecure(t *testing.T) *secureCluster {
@@ -64,15 +66,19 @@ func (sc *secureCluster) start() {
 	}
 	sc.file = &cluster.File{ClusterID: "authmeta-test", DefaultPartitions: 2,
 		Coordinator: &cluster.Node{NodeID: 0, Addr: addr[0], KafkaVersion: "4.2"},
-		Topics:      map[string]int32{"orders": 2, "secret": 1, "fresh": 1}, Security: sc.local.Settings,
+		Topics:      map[string]int32{"orders": 2, "secret": 1, "fresh": 1},
 		GroupInitialRebalanceDelayMs: new(int32(0))}
+	if sc.local != nil {
+		sc.file.Security = sc.local.Settings
+	}
 	for id := int32(1); id <= 2; id++ {
 		sc.file.Leaders = append(sc.file.Leaders, cluster.Node{NodeID: id, Addr: addr[id], KafkaVersion: "4.2"})
 	}
 	if err := sc.file.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e, err := node.StartEmbedded(node.EmbeddedConfig{File: sc.file, DataDir: sc.dir, Listeners: lns, MarkerVersionDiscovery: true, Log: zerolog.Nop()})
+	e, err := node.StartEmbedded(node.EmbeddedConfig{File: sc.file, DataDir: sc.dir, Listeners: lns, MarkerVersionDiscovery: true,
+		AdminListen: sc.adminAddr, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

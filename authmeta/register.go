@@ -25,6 +25,10 @@ func clusterAllowed(r *wire.Request, op kmsg.ACLOperation) bool {
 	return wire.Authorize(r, op, wire.ClusterResource)
 }
 
+// noAuthorizer is Kafka's message for the ACL APIs of a broker with no
+// authorizer configured (txncoord without a security section).
+const noAuthorizer = "No Authorizer is configured"
+
 // codeOf is the Kafka error of a failed change.
 func codeOf(err error) (int16, *string) {
 	var ke *kerr.Error

@@ -34,6 +34,10 @@ type State struct {
 	// cluster's range per feature (SetSupportedFeatures).
 	features  atomic.Pointer[map[string]featureLevel]
 	supported func() map[string][2]int16
+	// authorizing is set once the listeners authorize with these ACLs
+	// (Authorizer was called: the cluster has security). Without it the
+	// ACL APIs answer as a Kafka broker with no authorizer configured.
+	authorizing atomic.Bool
 }
 
 // New is an empty State that serves no changes until Open.

@@ -17,6 +17,10 @@ func (b *adminBackend) authMeta() (*authmeta.State, error) {
 	if b.auth == nil || !b.auth.Attached() {
 		return nil, fmt.Errorf("no controller on this node")
 	}
+	if !b.auth.Authorizing() {
+		// As Kafka's ACL APIs without an authorizer (SECURITY_DISABLED).
+		return nil, fmt.Errorf("%w: security is disabled: no authorizer is configured (ACLs need the cluster file's security section, up --secure)", admin.ErrConflict)
+	}
 	return b.auth, nil
 }
 

@@ -2,26 +2,37 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/txncoord/txncoord/security"
 )
 
-// `txncoord acls` against `txncoord up`: create (literal and prefixed,
-// allow and deny), list with filters (MATCH included), what kadm's
-// DescribeACLs sees, refusals with exit 2, delete by filter.
+// `txncoord acls` against `txncoord up --secure` (ACLs need an
+// authorizer, as in Kafka): create (literal and prefixed, allow and deny),
+// list with filters (MATCH included), what kadm's DescribeACLs sees,
+// refusals with exit 2, delete by filter.
 func TestACLsCommands(t *testing.T) {
 	base := freePortRun(t, 4)
-	up := startUpEnv(t, nil, "--data-dir", t.TempDir(),
+	dataDir := t.TempDir()
+	up := startUpEnv(t, nil, "--secure", "--data-dir", dataDir,
 		"--listen", fmt.Sprintf("127.0.0.1:%d", base), "--leaders", "4.2,4.1", "--admin-listen", fmt.Sprintf("127.0.0.1:%d", base+3))
+	secDir := filepath.Join(dataDir, "security")
+	env := []string{"TXNCOORD_ADMIN_TOKEN=" + readSecret(t, filepath.Join(secDir, "admin.token"))}
 	a := []string{"--admin", up.adminURL}
 	run := func(wantCode int, args ...string) string {
 		t.Helper()
-		stdout, stderr, code := runCLIEnv(t, nil, append(args, a...)...)
+		stdout, stderr, code := runCLIEnv(t, env, append(args, a...)...)
 		if code != wantCode {
 			t.Fatalf("txncoord %s: exit %d, want %d; stdout %q stderr %q", strings.Join(args, " "), code, wantCode, stdout, stderr)
 		}
@@ -57,8 +68,14 @@ func TestACLsCommands(t *testing.T) {
 		t.Fatalf("list MATCH orders-eu: want the prefixed allow and the literal deny: %q", out)
 	}
 
-	// A Kafka admin client sees the same ACLs.
-	cl, err := kgo.NewClient(kgo.SeedBrokers(up.bootstrap))
+	// A Kafka admin client (the cluster user, a super user) sees the same
+	// ACLs.
+	pool := x509.NewCertPool()
+	if caPEM, err := os.ReadFile(filepath.Join(secDir, "ca.crt")); err != nil || !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("local CA: %v", err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(up.bootstrap), kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}),
+		kgo.SASL(scram.Auth{User: security.LocalClusterUser, Pass: readSecret(t, filepath.Join(secDir, "cluster.password"))}.AsSha512Mechanism()))
 	if err != nil {
 		t.Fatal(err)
 	}
