@@ -65,8 +65,8 @@ func (sc *secureCluster) start() {
 		lns[id], addr[id] = ln, ln.Addr().String()
 	}
 	sc.file = &cluster.File{ClusterID: "authmeta-test", DefaultPartitions: 2,
-		Coordinator: &cluster.Node{NodeID: 0, Addr: addr[0], KafkaVersion: "4.2"},
-		Topics:      map[string]int32{"orders": 2, "secret": 1, "fresh": 1},
+		Coordinator:                  &cluster.Node{NodeID: 0, Addr: addr[0], KafkaVersion: "4.2"},
+		Topics:                       map[string]int32{"orders": 2, "secret": 1, "fresh": 1},
 		GroupInitialRebalanceDelayMs: new(int32(0))}
 	if sc.local != nil {
 		sc.file.Security = sc.local.Settings
