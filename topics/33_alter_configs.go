@@ -14,7 +14,10 @@ package topics
 //     broker setting while it runs): INVALID_CONFIG "Cannot update these
 //     configs dynamically", as Kafka answers for its static configs; a
 //     broker name other than "" or a node id is INVALID_REQUEST;
-//   - a resource named twice is INVALID_REQUEST; other types
+//   - first, as Kafka's broker before it forwards (ConfigAdminManager
+//     .preprocess): a resource named twice, a config named twice in one
+//     resource, or a null value (a DELETE's aside, for the incremental
+//     API) is INVALID_REQUEST with Kafka's message; other types
 //     INVALID_REQUEST.
 //
 // Version notes: v1 throttle; v2 flexible.
@@ -58,6 +61,16 @@ func resultOf(err error) alterResult {
 
 func invalidRequest(msg string) alterResult {
 	return alterResult{kerr.InvalidRequest.Code, kmsg.StringPtr(msg)}
+}
+
+// Kafka's messages for a malformed alter (ConfigAdminManager.preprocess).
+const (
+	duplicateResource = "Each resource must appear at most once."
+	duplicateKeys     = "Error due to duplicate config keys"
+)
+
+func nullValues(names []string) string {
+	return "Null value not supported for : " + strings.Join(names, ", ")
 }
 
 // resourceKey names a resource for duplicate detection.
@@ -104,38 +117,34 @@ func (c *Controller) handleAlterConfigs(ctx context.Context, r *wire.Request) wi
 	dup := duplicates(keys)
 	for _, rr := range req.Resources {
 		var res alterResult
+		var names, nulls []string
+		for _, cfg := range rr.Configs {
+			names = append(names, cfg.Name)
+			if cfg.Value == nil {
+				nulls = append(nulls, cfg.Name)
+			}
+		}
 		switch {
 		case dup[resourceKey(rr.ResourceType, rr.ResourceName)]:
-			res = invalidRequest("Duplicate resource in request: " + rr.ResourceName)
+			res = invalidRequest(duplicateResource)
+		case len(duplicates(names)) > 0:
+			res = invalidRequest(duplicateKeys)
+		case len(nulls) > 0:
+			res = invalidRequest(nullValues(nulls))
 		case !configsAllowed(r, rr.ResourceType, rr.ResourceName):
 			res = configsDenied(rr.ResourceType)
 		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
 			configs := map[string]string{}
-			var nulls []string
 			for _, cfg := range rr.Configs {
-				if cfg.Value == nil {
-					nulls = append(nulls, cfg.Name)
-					continue
-				}
 				configs[cfg.Name] = *cfg.Value
-			}
-			if len(nulls) > 0 {
-				res = alterResult{kerr.InvalidConfig.Code, kmsg.StringPtr("Null value not supported for topic configs: " + strings.Join(nulls, ","))}
-				break
 			}
 			res = resultOf(c.AlterConfigs(ctx, rr.ResourceName, configs, req.ValidateOnly))
 		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
-			var names []string
-			for _, cfg := range rr.Configs {
-				names = append(names, cfg.Name)
-			}
 			res = alterBroker(rr.ResourceName, names)
 		case rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
 			configs := map[string]string{}
 			for _, cfg := range rr.Configs {
-				if cfg.Value != nil {
-					configs[cfg.Name] = *cfg.Value
-				}
+				configs[cfg.Name] = *cfg.Value
 			}
 			res = resultOf(c.AlterGroupConfigs(ctx, rr.ResourceName, configs, req.ValidateOnly))
 		default:

@@ -8,8 +8,10 @@ package topics
 //     broker's or Kafka's default), APPEND and SUBTRACT add or remove
 //     values of a LIST config (cleanup.policy, the throttled-replica
 //     lists), starting from the current value, else the default; APPEND or
-//     SUBTRACT on another type is INVALID_CONFIG; a config named twice in
-//     one resource is INVALID_REQUEST;
+//     SUBTRACT on another type (or an unknown name) is INVALID_CONFIG
+//     "Can't APPEND to key K because its type is not LIST."; a resource or
+//     config named twice, or a null value for anything but DELETE, is
+//     INVALID_REQUEST (33_alter_configs.go);
 //   - the topic's resulting config is validated as a whole and persisted
 //     through the controller; ValidateOnly checks only.
 //
@@ -39,17 +41,22 @@ func (c *Controller) handleIncrementalAlterConfigs(ctx context.Context, r *wire.
 	dup := duplicates(keys)
 	for _, rr := range req.Resources {
 		var res alterResult
-		var names []string
+		var names, nulls []string
 		for _, cfg := range rr.Configs {
 			names = append(names, cfg.Name)
+			if cfg.Value == nil && cfg.Op != kmsg.IncrementalAlterConfigOpDelete {
+				nulls = append(nulls, cfg.Name)
+			}
 		}
 		switch {
 		case dup[resourceKey(rr.ResourceType, rr.ResourceName)]:
-			res = invalidRequest("Duplicate resource in request: " + rr.ResourceName)
+			res = invalidRequest(duplicateResource)
+		case len(duplicates(names)) > 0:
+			res = invalidRequest(duplicateKeys)
+		case len(nulls) > 0:
+			res = invalidRequest(nullValues(nulls))
 		case !configsAllowed(r, rr.ResourceType, rr.ResourceName):
 			res = configsDenied(rr.ResourceType)
-		case len(duplicates(names)) > 0:
-			res = invalidRequest("Error due to duplicate config keys")
 		case rr.ResourceType == kmsg.ConfigResourceTypeTopic:
 			res = c.incrementalTopic(ctx, rr, req.ValidateOnly)
 		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
@@ -80,27 +87,20 @@ func (c *Controller) incrementalTopic(ctx context.Context, rr kmsg.IncrementalAl
 	for _, op := range rr.Configs {
 		switch op.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
-			if op.Value == nil {
-				return alterResult{kerr.InvalidConfig.Code, kmsg.StringPtr("Null value not supported for topic configs: " + op.Name)}
-			}
 			configs[op.Name] = *op.Value
 		case kmsg.IncrementalAlterConfigOpDelete:
 			delete(configs, op.Name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
 			d, known := topicconfig.Topic(op.Name)
-			verb := "append"
-			if op.Op == kmsg.IncrementalAlterConfigOpSubtract {
-				verb = "subtract"
-			}
 			if !known || d.Type != kmsg.ConfigTypeList {
-				return alterResult{kerr.InvalidConfig.Code, kmsg.StringPtr("Config value " + verb + " is not allowed for config key: " + op.Name)}
+				return alterResult{kerr.InvalidConfig.Code, kmsg.StringPtr(notList(op))}
 			}
 			current, set := configs[op.Name]
 			if !set && d.Default != nil {
 				current = *d.Default
 			}
-			list := splitList(current)
-			for _, v := range splitList(deref(op.Value)) {
+			list := listParts(current)
+			for _, v := range javaSplit(*op.Value) {
 				if op.Op == kmsg.IncrementalAlterConfigOpAppend && !slices.Contains(list, v) {
 					list = append(list, v)
 				} else if op.Op == kmsg.IncrementalAlterConfigOpSubtract {
@@ -125,14 +125,11 @@ func (c *Controller) incrementalGroup(ctx context.Context, rr kmsg.IncrementalAl
 	for _, op := range rr.Configs {
 		switch op.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
-			if op.Value == nil {
-				return alterResult{kerr.InvalidConfig.Code, kmsg.StringPtr("Null value not supported for group configs: " + op.Name)}
-			}
 			configs[op.Name] = *op.Value
 		case kmsg.IncrementalAlterConfigOpDelete:
 			delete(configs, op.Name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
-			return alterResult{kerr.InvalidConfig.Code, kmsg.StringPtr("Config value append/subtract is not allowed for config key: " + op.Name)}
+			return alterResult{kerr.InvalidConfig.Code, kmsg.StringPtr(notList(op))}
 		default:
 			return invalidRequest("Unknown alter config operation " + op.Op.String())
 		}
@@ -140,19 +137,37 @@ func (c *Controller) incrementalGroup(ctx context.Context, rr kmsg.IncrementalAl
 	return resultOf(c.AlterGroupConfigs(ctx, rr.ResourceName, configs, validateOnly))
 }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
+// notList is the controller's answer to APPEND or SUBTRACT on a config
+// that is not a LIST (an unknown name included).
+func notList(op kmsg.IncrementalAlterConfigsRequestResourceConfig) string {
+	verb := "APPEND"
+	if op.Op == kmsg.IncrementalAlterConfigOpSubtract {
+		verb = "SUBTRACT"
 	}
-	return *s
+	return "Can't " + verb + " to key " + op.Name + " because its type is not LIST."
 }
 
-func splitList(s string) []string {
+// listParts is a stored list value's elements as the controller reads
+// them: split on commas, empty parts dropped, nothing trimmed.
+func listParts(s string) []string {
 	var out []string
 	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
+		if v != "" {
 			out = append(out, v)
 		}
 	}
 	return out
+}
+
+// javaSplit is Java's String.split(","), which the controller applies to
+// an APPEND or SUBTRACT value: inner empty parts stay, trailing ones go.
+func javaSplit(s string) []string {
+	if s == "" {
+		return []string{""}
+	}
+	parts := strings.Split(s, ",")
+	for len(parts) > 0 && parts[len(parts)-1] == "" {
+		parts = parts[:len(parts)-1]
+	}
+	return parts
 }

@@ -45,8 +45,18 @@ func TestAlterCommands(t *testing.T) {
 	if _, stderr, code := runCLI(t, append([]string{"topics", "alter-config", "--topic", "orders", "--config", "retention.ms=soon"}, adminArgs...)...); code != 2 || !strings.Contains(stderr, "INVALID_CONFIG") {
 		t.Fatalf("alter-config with a bad value: exit %d: %s", code, stderr)
 	}
-	if cfg := describe().Configs; cfg["retention.ms"] != "3600000" || cfg["max.message.bytes"] != "" {
-		t.Fatalf("configs after --delete-config and a refused change: %v", cfg)
+	// A config Kafka does not know is refused on both commands that take
+	// configs, with Kafka's message.
+	for _, args := range [][]string{
+		{"topics", "alter-config", "--topic", "orders", "--config", "no.such.config=1"},
+		{"topics", "create", "--topic", "unknown-config", "--partitions", "1", "--config", "no.such.config=1"},
+	} {
+		if _, stderr, code := runCLI(t, append(args, adminArgs...)...); code != 2 || !strings.Contains(stderr, "Unknown topic config name: no.such.config") {
+			t.Fatalf("%s with an unknown config: exit %d: %s", args[1], code, stderr)
+		}
+	}
+	if cfg := describe().Configs; cfg["retention.ms"] != "3600000" || cfg["max.message.bytes"] != "" || cfg["no.such.config"] != "" {
+		t.Fatalf("configs after --delete-config and refused changes: %v", cfg)
 	}
 
 	// Partitions: 2 → 3; fewer is refused.
