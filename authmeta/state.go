@@ -232,3 +232,26 @@ func (s *State) scramOf(mech byte, user string) (wire.ScramCredentials, bool) {
 	c, ok := (*s.scram.Load())[scramKey{Mechanism: mech, User: user}]
 	return c, ok
 }
+
+// Mirror replaces the ACLs and the finalized feature levels of a State no
+// store backs (a node in a process of its own, which learns them from the
+// controller over the Kafka protocol: DescribeAcls, ApiVersions) with the
+// controller's, so its listeners authorize and finalize as the
+// controller's do. acls nil leaves the ACLs as they are (the controller
+// has no authorizer). A State the controller's store backs ignores it.
+func (s *State) Mirror(acls []Binding, features map[string]int16, epoch int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.space != nil {
+		return
+	}
+	if acls != nil {
+		acls = slices.Clone(acls)
+		s.acls.Store(&acls)
+	}
+	levels := make(map[string]featureLevel, len(features))
+	for name, level := range features {
+		levels[name] = featureLevel{Level: level, Epoch: epoch}
+	}
+	s.features.Store(&levels)
+}

@@ -11,6 +11,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/txncoord/txncoord/authmeta"
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/groups"
@@ -151,6 +152,9 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 			c.Controller.Register(reg)
 		} else {
 			topics.RegisterForward(reg, forward, synced)
+			if c.follower != nil { // a process of its own: the security metadata is the controller's
+				cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(forward), synced)
+			}
 		}
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/txncoord/txncoord/authmeta"
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordclient"
 	"github.com/txncoord/txncoord/faults"
@@ -164,6 +165,9 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 			r.RegisterFindCoordinator(reg, cfg.View)
 		}
 		topics.RegisterForward(reg, forward, synced)
+		if follower != nil { // a process of its own: the security metadata is the controller's
+			cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(forward), synced)
+		}
 	})
 	if err != nil {
 		if follower != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/authmeta"
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -51,6 +52,11 @@ type FollowerConfig struct {
 // (max.message.bytes, retention, message.timestamp.type) from its first
 // record; every topic's are fetched again every configEvery polls (about
 // a second) and at once by Refresh (after an alter this node forwarded).
+//
+// The controller's ACLs and finalized features travel on the same polls
+// (DescribeAcls, ApiVersions, as the cluster principal): a leader in a
+// process of its own enforces an ACL within a poll of its creation.
+// SCRAM credentials do not: no Kafka API returns a stored credential.
 type Follower struct {
 	cfg FollowerConfig
 	log zerolog.Logger
@@ -263,6 +269,61 @@ func (f *Follower) syncLocked(ctx context.Context, held func() map[string]int32,
 	for name, t := range listed {
 		f.seen[name] = t.ID
 	}
+	if err := f.mirrorAuthLocked(ctx); err != nil {
+		return fmt.Errorf("security metadata: %w", err)
+	}
+	return nil
+}
+
+// mirrorAuthLocked copies the controller's ACLs (DescribeAcls, every
+// binding) and finalized features (ApiVersions) into this node's security
+// metadata, so that its listeners enforce the ACLs created through the
+// controller and finalize what UpdateFeatures set. A controller without an
+// authorizer answers SECURITY_DISABLED: there are no ACLs to enforce.
+func (f *Follower) mirrorAuthLocked(ctx context.Context) error {
+	auth := f.cfg.View.AuthMeta()
+	if auth.Attached() {
+		return nil // this process is the controller
+	}
+	areq := kmsg.NewPtrDescribeACLsRequest()
+	areq.ResourceType, areq.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
+	areq.Operation, areq.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	areq.SetVersion(2) // pattern types (v1+)
+	raw, err := f.do(ctx, areq, "")
+	if err != nil {
+		return err
+	}
+	aresp := raw.(*kmsg.DescribeACLsResponse)
+	var acls []authmeta.Binding
+	switch aresp.ErrorCode {
+	case kerr.SecurityDisabled.Code:
+	case 0:
+		acls = []authmeta.Binding{}
+		for _, res := range aresp.Resources {
+			for _, a := range res.ACLs {
+				acls = append(acls, authmeta.Binding{ResourceType: res.ResourceType, Name: res.ResourceName, Pattern: res.ResourcePatternType,
+					Principal: a.Principal, Host: a.Host, Operation: a.Operation, Permission: a.PermissionType})
+			}
+		}
+	default:
+		return fmt.Errorf("DescribeAcls: %w", kerr.ErrorForCode(aresp.ErrorCode))
+	}
+	vreq := kmsg.NewPtrApiVersionsRequest()
+	vreq.SetVersion(3) // finalized features (v3+)
+	vreq.ClientSoftwareName, vreq.ClientSoftwareVersion = "txncoord", "follower"
+	raw, err = f.do(ctx, vreq, "")
+	if err != nil {
+		return err
+	}
+	vresp := raw.(*kmsg.ApiVersionsResponse)
+	if vresp.ErrorCode != 0 {
+		return fmt.Errorf("ApiVersions: %w", kerr.ErrorForCode(vresp.ErrorCode))
+	}
+	features := map[string]int16{}
+	for _, ff := range vresp.FinalizedFeatures {
+		features[ff.Name] = ff.MaxVersionLevel
+	}
+	auth.Mirror(acls, features, vresp.FinalizedFeaturesEpoch)
 	return nil
 }
 

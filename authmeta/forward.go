@@ -1,0 +1,71 @@
+package authmeta
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/wire"
+)
+
+// Forwarding, at a node whose process is not the controller's (a leader,
+// or a coordinator other than node 0, in a process of its own): the APIs
+// of this package are advertised and sent on to the controller, as a
+// Kafka broker forwards them (KIP-590), so an admin client that picks
+// such a node gets the controller's answer.
+//
+// The forward travels as the cluster principal (no Envelope), so the
+// controller cannot check the client's rights: the node checks them first,
+// with the ACLs it mirrors from the controller (Mirror), and answers a
+// refusal itself with the handler of this package, which refuses before
+// it touches any state. Only a request the client may make is forwarded.
+
+// ForwardFunc sends a request, at req.Version, to the controller and
+// returns its answer.
+type ForwardFunc func(ctx context.Context, req *wire.Request) (kmsg.Response, error)
+
+// clusterOps is the operation on the cluster each API needs (the same
+// check its handler makes).
+var clusterOps = map[int16]kmsg.ACLOperation{
+	29: kmsg.ACLOperationDescribe, 30: kmsg.ACLOperationAlter, 31: kmsg.ACLOperationAlter,
+	48: kmsg.ACLOperationDescribeConfigs, 49: kmsg.ACLOperationAlterConfigs,
+	50: kmsg.ACLOperationDescribe, 51: kmsg.ACLOperationAlter, 57: kmsg.ACLOperationAlter,
+}
+
+// forwardTimeout bounds reaching the controller.
+const forwardTimeout = 30 * time.Second
+
+// RegisterForward registers the APIs of this package that reg has no
+// handler for, forwarded with fwd. After a change the controller
+// answered, synced (nil: none) runs before the answer leaves, so that
+// this node enforces it already (a Follower's refresh).
+func (s *State) RegisterForward(reg *wire.Registry, fwd ForwardFunc, synced func(context.Context)) {
+	for _, a := range apis {
+		if _, _, ok := reg.Range(a.Key); ok {
+			continue
+		}
+		local, op := a.Bind(s), clusterOps[a.Key]
+		reg.Register(a.Key, a.Min, a.Max, func(ctx context.Context, req *wire.Request) wire.Reply {
+			if !clusterAllowed(req, op) {
+				return local(ctx, req)
+			}
+			return func() (kmsg.Response, error) {
+				ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+				defer cancel()
+				req.Body.SetVersion(req.Version)
+				resp, err := fwd(ctx, req)
+				if err != nil || resp == nil || resp.Key() != req.Key {
+					req.Logger().Debug().AnErr("error", err).Msg("cannot forward to the controller: answering NOT_CONTROLLER")
+					return wire.UnservedResponse(req.Body, kerr.NotController.Code), nil
+				}
+				if synced != nil && op != kmsg.ACLOperationDescribe && op != kmsg.ACLOperationDescribeConfigs {
+					synced(ctx)
+				}
+				resp.SetVersion(req.Version)
+				return resp, nil
+			}
+		})
+	}
+}
