@@ -30,7 +30,8 @@ import (
 // controller (kadm picks any node) but only from a principal the leader
 // finds allowed (the client's CreateAcls there is refused), and a transaction.version downgrade finalized
 // by the controller is what each leader process finalizes in ApiVersions,
-// with the controller's epoch.
+// with the controller's epoch. A SCRAM user created through the controller
+// logs in at the leader processes.
 func TestSecureProcsLeadersFollowController(t *testing.T) {
 	dir := keptDir(t)
 	local, err := security.GenerateLocal(filepath.Join(dir, "security"))
@@ -103,6 +104,32 @@ func TestSecureProcsLeadersFollowController(t *testing.T) {
 		gresp, err := grant.RequestWith(ctx, client.Broker(int(l.NodeID)))
 		if err != nil || len(gresp.Results) != 1 || gresp.Results[0].ErrorCode != kerr.ClusterAuthorizationFailed.Code {
 			t.Fatalf("the client's CreateAcls at leader %d: %v %+v, want CLUSTER_AUTHORIZATION_FAILED", l.NodeID, err, gresp)
+		}
+	}
+
+	// A SCRAM user created through the controller logs in at each leader
+	// process, which relays the exchange to the controller (it has no
+	// copy of the user database); a wrong password is refused there.
+	if altered, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{
+		{User: "relayed", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "relayed-pw"},
+	}); err != nil || altered.Error() != nil {
+		t.Fatalf("AlterUserSCRAMs: %v %v", err, altered.Error())
+	}
+	for _, l := range f.Leaders {
+		for _, tc := range []struct {
+			pass string
+			ok   bool
+		}{{"relayed-pw", true}, {"not-the-password", false}} {
+			cl, err := kgo.NewClient(kgo.SeedBrokers(l.Addr), kgo.SASL(scram.Auth{User: "relayed", Pass: tc.pass}.AsSha512Mechanism()),
+				kgo.RequestRetries(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+			cl.Close()
+			if got := err == nil; got != tc.ok || !tc.ok && !errors.Is(err, kerr.SaslAuthenticationFailed) {
+				t.Fatalf("user relayed with password %q at leader %d: %v, want ok=%v", tc.pass, l.NodeID, err, tc.ok)
+			}
 		}
 	}
 

@@ -95,6 +95,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		// marker sender needs every partition's leader), as a leader
 		// process does: one sync before serving, best effort.
 		c.follower = topics.NewFollower(topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log})
+		relaySCRAM(sec, cfg.View, dial)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		c.follower.Sync(ctx, nil, nil)
 		cancel()

@@ -106,6 +106,7 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		// topics with the controller's counts (best effort: the
 		// controller may be down; the follower keeps trying).
 		follower = topics.NewFollower(topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log})
+		relaySCRAM(sec, cfg.View, dial)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		follower.Sync(ctx, nil, nil)
 		cancel()

@@ -359,6 +359,16 @@ func securityOf(v *cluster.View) (*wire.SecurityConfig, wire.DialConfig, error) 
 	return sec, dial, nil
 }
 
+// relaySCRAM makes a node whose process is not the controller's
+// authenticate the controller's SCRAM users (created with
+// AlterUserScramCredentials, kept by the controller) by relaying their
+// exchange to it; the credentials file's users stay local.
+func relaySCRAM(sec *wire.SecurityConfig, v *cluster.View, dial wire.DialConfig) {
+	if sec != nil && sec.SASL != nil {
+		sec.SASL.Relay = wire.DialSASLRelay(v.Coordinator().Addr, dial)
+	}
+}
+
 // AdminToken is the admin API's bearer token ("" when none is configured)
 // and the paths left open without it.
 func AdminToken(f *cluster.File) (token string, open []string, err error) {

@@ -163,6 +163,7 @@ func (c *conn) serve() {
 		c.rw, c.principal = rw, principal
 	}
 	c.readLoop()
+	c.sasl.close()
 	c.queue.wait() // the writer finishes what was queued
 }
 

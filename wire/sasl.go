@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -52,9 +53,19 @@ func (s *connSASL) newSession(mechanism string) saslSession {
 	case MechanismPlain:
 		return &plainSession{creds: s.sec.cfg.SASL.Credentials}
 	case MechanismSCRAMSHA256:
-		return &scramSession{conv: s.sec.scram256.NewConversation()}
+		return &scramSession{conv: s.sec.scram256.NewConversation(), mechanism: mechanism, sasl: s.sec.cfg.SASL}
 	default:
-		return &scramSession{conv: s.sec.scram512.NewConversation()}
+		return &scramSession{conv: s.sec.scram512.NewConversation(), mechanism: mechanism, sasl: s.sec.cfg.SASL}
+	}
+}
+
+// close ends a relayed exchange the client left unfinished.
+func (s *connSASL) close() {
+	if s == nil {
+		return
+	}
+	if sc, ok := s.session.(*scramSession); ok && sc.relayed != nil {
+		sc.relayed.close()
 	}
 }
 
@@ -90,8 +101,13 @@ func (p *plainSession) step(token []byte) ([]byte, string, bool, error) {
 // scramSession is SCRAM-SHA-256/512 (RFC 5802/7677) through xdg-go/scram:
 // client-first → server-first, client-final → server-final.
 type scramSession struct {
-	conv  *scram.ServerConversation
-	steps int // the client messages answered
+	conv      *scram.ServerConversation
+	steps     int // the client messages answered
+	mechanism string
+	sasl      *SASLConfig
+	// relayed: the user is not in the local database and the exchange
+	// goes on at the server that has it (SASLConfig.Relay).
+	relayed *relayedSCRAM
 }
 
 // errSCRAMNonce is a client-final message whose nonce is not the one the
@@ -101,6 +117,23 @@ type scramSession struct {
 var errSCRAMNonce = errors.New("the client's final SCRAM message carries another nonce")
 
 func (s *scramSession) step(token []byte) ([]byte, string, bool, error) {
+	if s.relayed != nil {
+		return s.relayed.step(token)
+	}
+	if s.steps == 0 && s.sasl.Relay != nil {
+		if user, ok := scramUser(token); ok {
+			if _, known := s.sasl.Credentials.SCRAM(s.mechanism, user); !known {
+				ctx, cancel := context.WithTimeout(context.Background(), relayTimeout)
+				ex, err := s.sasl.Relay(ctx, s.mechanism)
+				cancel()
+				if err != nil {
+					return nil, user, false, fmt.Errorf("%w: relaying to the controller: %v", errAuthFailed, err)
+				}
+				s.relayed = &relayedSCRAM{ex: ex, user: user}
+				return s.relayed.step(token)
+			}
+		}
+	}
 	out, err := s.conv.Step(string(token))
 	if err != nil {
 		if s.steps == 1 && strings.Contains(err.Error(), "nonce received did not match") {

@@ -61,6 +61,9 @@ type SASLConfig struct {
 	// Credentials verifies users (package security implements it from a
 	// credentials file).
 	Credentials Credentials
+	// Relay, when set, authenticates a SCRAM user Credentials does not
+	// know at the server that keeps the user database (see SASLRelay).
+	Relay SASLRelay
 }
 
 // Credentials is the server's view of the user database. Implementations
