@@ -129,7 +129,7 @@ func (l *Leader) cleanPartition(p *partition) (CleanResult, error) {
 	p.mu.RUnlock()
 
 	// Due? The decision needs no records.
-	due := planClean(&in)
+	due, _ := planClean(&in)
 	l.metrics.setDirtyRatio(p.topic, p.index, true, due.DirtyRatio)
 	p.mu.Lock()
 	p.dirtyRatio = due.DirtyRatio
@@ -141,16 +141,33 @@ func (l *Leader) cleanPartition(p *partition) (CleanResult, error) {
 	for stop < len(in.Batches) && in.Batches[stop].Last < due.End {
 		stop++
 	}
+	// The plan decodes the stored batches in place, inside one read
+	// transaction: no record is copied out of bbolt.
+	var plan cleanPlan
 	ok := true
-	err := l.readBatches2(p, in.Batches[:stop], raws, func(i int, raw []byte) error {
-		return parseCleanRecords(raw, &in.Batches[i])
-	}, &ok)
-	if err != nil || !ok {
-		return CleanResult{}, err // a batch went meanwhile (retention): next time
-	}
-	plan := planClean(&in)
-	if !plan.Run {
-		return CleanResult{}, nil
+	err := l.space.View(func(r storage.Root) error {
+		log := partitionLog(r, p)
+		for i := range in.Batches[:stop] {
+			b := &in.Batches[i]
+			raw := raws[i]
+			if raw == nil && log != nil {
+				raw = log.Get(u64(b.Base))
+			}
+			if raw == nil {
+				ok = false // a batch went meanwhile (retention): next time
+				return nil
+			}
+			b.setRaw(raw)
+		}
+		var err error
+		plan, err = planClean(&in)
+		for i := range in.Batches[:stop] {
+			in.Batches[i].raw = nil
+		}
+		return err
+	})
+	if err != nil || !ok || !plan.Run {
+		return CleanResult{}, err
 	}
 	res := CleanResult{Partitions: 1, BytesCleaned: plan.BytesCleaned}
 	// The ops, each up to cleanOpBytes of rewritten batches.
@@ -216,12 +233,7 @@ func (l *Leader) readBatches2(p *partition, batches []cleanBatch, raws [][]byte,
 		return nil
 	}
 	return l.space.View(func(r storage.Root) error {
-		var log *bbolt.Bucket
-		if root := r.Bucket(bucketPartitions); root != nil {
-			if pb := root.Bucket(p.key); pb != nil {
-				log = pb.Bucket(bucketLog)
-			}
-		}
+		log := partitionLog(r, p)
 		for i, b := range batches {
 			raw := raws[i]
 			if raw == nil && log != nil {
@@ -237,6 +249,16 @@ func (l *Leader) readBatches2(p *partition, batches []cleanBatch, raws [][]byte,
 		}
 		return nil
 	})
+}
+
+// partitionLog is p's log bucket (nil: none stored).
+func partitionLog(r storage.Root, p *partition) *bbolt.Bucket {
+	if root := r.Bucket(bucketPartitions); root != nil {
+		if pb := root.Bucket(p.key); pb != nil {
+			return pb.Bucket(bucketLog)
+		}
+	}
+	return nil
 }
 
 // commitClean changes p's index as chunk says and queues its op; the last
@@ -265,14 +287,14 @@ func (l *Leader) commitClean(p *partition, in *cleanInput, chunk []batchAction, 
 			if b.Control {
 				removedRecords++
 			} else {
-				removedRecords += len(b.Records)
+				removedRecords += b.count()
 			}
 			continue
 		}
 		raw := rewritten[a.Index]
 		op.batches = append(op.batches, opBatch{base: b.Base, raw: raw})
 		removedBytes += p.batches[i].Size - int64(len(raw))
-		removedRecords += len(b.Records) - len(a.Keep)
+		removedRecords += b.count() - len(a.Keep)
 		p.size -= p.batches[i].Size - int64(len(raw))
 		p.batches[i].Size = int64(len(raw))
 	}
@@ -320,30 +342,14 @@ func (l *Leader) commitClean(p *partition, in *cleanInput, chunk []batchAction, 
 	return removedRecords, removedBytes, w
 }
 
-// parseCleanRecords fills b's records (data) or its type (control) from
-// the stored batch.
-func parseCleanRecords(raw []byte, b *cleanBatch) error {
-	if !b.Control {
-		b.Records = make([]cleanRecord, 0, binary.BigEndian.Uint32(raw[offRecordCount:]))
-	}
-	// The batch's keys as one string, each key a part of it: one
-	// allocation per batch instead of one per record.
-	var keys []byte
-	var spans [][2]int
-	err := eachRecord(raw, func(offset int64, key []byte, valueNull bool, _ []byte) {
-		if b.Control {
-			b.Commit = len(key) >= 4 && binary.BigEndian.Uint16(key[2:]) == 1
-			return
-		}
-		spans = append(spans, [2]int{len(keys), len(keys) + len(key)})
-		keys = append(keys, key...)
-		b.Records = append(b.Records, cleanRecord{Offset: offset, Tombstone: valueNull})
+// controlIsCommit: a stored control batch is a COMMIT marker (its
+// record's key is version, type; type 1 is COMMIT, 0 ABORT).
+func controlIsCommit(raw []byte) bool {
+	commit := false
+	_ = eachRecord(raw, func(_ int64, key []byte, _ bool, _ []byte) {
+		commit = len(key) >= 4 && binary.BigEndian.Uint16(key[2:]) == 1
 	})
-	all := string(keys)
-	for i, sp := range spans {
-		b.Records[i].Key = all[sp[0]:sp[1]]
-	}
-	return err
+	return commit
 }
 
 var errBadStoredRecord = errors.New("leaderstub: malformed stored record")
