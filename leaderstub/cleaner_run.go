@@ -45,8 +45,6 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/twmb/franz-go/pkg/kbin"
-
 	"github.com/txncoord/txncoord/storage"
 )
 
@@ -374,26 +372,51 @@ func eachRecord(raw []byte, fn func(offset int64, key []byte, valueNull bool, en
 			return err
 		}
 	}
-	for i := int32(0); i < h.RecordCount; i++ {
-		r := kbin.Reader{Src: data}
-		length := r.Varint()
-		if !r.Ok() || length < 0 || int(length) > len(r.Src) {
+	for range h.RecordCount {
+		// A record: length, attributes, timestamp delta, offset delta,
+		// key, value, headers (varints, zigzag); the cleaner reads up to
+		// the value's length, once per record of the log, so by hand.
+		length, i := zigzag(data, 0)
+		if i < 0 || length < 0 || int64(len(data)-i) < length {
 			return errBadStoredRecord
 		}
-		enc := data[:len(data)-len(r.Src)+int(length)]
-		body := kbin.Reader{Src: r.Src[:length]}
-		data = r.Src[length:]
-		body.Int8()    // attributes
-		body.Varlong() // timestamp delta
-		offDelta := body.Varint()
-		key := body.VarintBytes()
-		valueNull := body.Varint() < 0
-		if !body.Ok() {
+		enc, body := data[:i+int(length)], data[i:i+int(length)]
+		data = data[i+int(length):]
+		_, i = zigzag(body, 1) // after the attributes: timestamp delta
+		offDelta, i := zigzag(body, i)
+		keyLen, i := zigzag(body, i)
+		if i < 0 || keyLen > int64(len(body)-i) {
 			return errBadStoredRecord
 		}
-		fn(base+int64(offDelta), key, valueNull, enc)
+		var key []byte
+		if keyLen >= 0 {
+			key, i = body[i:i+int(keyLen)], i+int(keyLen)
+		}
+		valueLen, i := zigzag(body, i)
+		if i < 0 {
+			return errBadStoredRecord
+		}
+		fn(base+offDelta, key, valueLen < 0, enc)
 	}
 	return nil
+}
+
+// zigzag decodes the zigzag varint at b[i:]: its value and the index
+// after it (-1: malformed, or i already -1).
+func zigzag(b []byte, i int) (int64, int) {
+	if i < 0 {
+		return 0, -1
+	}
+	var u uint64
+	for shift := uint(0); shift < 64 && i < len(b); shift += 7 {
+		c := b[i]
+		i++
+		u |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return int64(u>>1) ^ -int64(u&1), i
+		}
+	}
+	return 0, -1
 }
 
 // rewriteBatch is a stored batch with only the records at keep (offsets,
