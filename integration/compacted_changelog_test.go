@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,32 +17,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/txncoord/txncoord/integration/wordcount"
 	"github.com/txncoord/txncoord/internal/freeport"
 )
 
-var countApp struct {
-	once sync.Once
-	path string
-	err  error
-}
+var countApp helperBin
 
-// countAppBinary builds ./integration/countapp once per test run, beside
-// the txncoord binary.
+// countAppBinary builds ./integration/countapp once per test run.
 func countAppBinary(t testing.TB) string {
 	t.Helper()
-	txncoordBinary(t) // makes binary.dir
-	countApp.once.Do(func() {
-		countApp.path = filepath.Join(binary.dir, "countapp")
-		cmd := exec.Command("go", "build", "-o", countApp.path, "./integration/countapp")
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			countApp.err = fmt.Errorf("go build countapp: %v\n%s", err, out)
-		}
-	})
-	if countApp.err != nil {
-		t.Fatal(countApp.err)
-	}
-	return countApp.path
+	return countApp.build(t, "countapp", "./integration/countapp")
 }
 
 // appProc is one run of countapp.
@@ -84,7 +67,7 @@ func startCountApp(t *testing.T, dir string, n int, args ...string) *appProc {
 				n, _ := strconv.Atoi(recs)
 				ready <- n
 			}
-			if rest, ok := strings.CutPrefix(line, "committed sum="); ok {
+			if rest, ok := strings.CutPrefix(line, "countapp committed sum="); ok {
 				n, _ := strconv.Atoi(rest)
 				select {
 				case <-p.sum:
@@ -120,7 +103,7 @@ func (p *appProc) kill() {
 
 // TestCompactedChangelogSIGKILL: a stateful exactly-once application (a
 // word count on kgo's GroupTransactSession, its counts in a compacted
-// changelog it restores from, integration/countapp) runs as a child
+// changelog it restores from, integration/wordcount) runs as a child
 // process against `txncoord up`, also a child, whose leaders clean every
 // 50 ms. The app is SIGKILLed mid-run; the changelog is cleaned before
 // the next instance restores from it; then txncoord itself is SIGKILLed
@@ -276,47 +259,12 @@ func changelogEnd(ctx context.Context, t *testing.T, adm *kadm.Client, topic str
 	return o.Offset
 }
 
-// restoreChangelog reads the changelog read_committed up to its end as
-// the app's restore does (countapp's barrier): the last count of each word
-// and the records read.
+// restoreChangelog restores the counts as the app does.
 func restoreChangelog(ctx context.Context, t *testing.T, seeds []string, topic string) (map[string]int, int) {
 	t.Helper()
-	pr, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	counts, n, err := wordcount.Restore(ctx, seeds, topic)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("restore: %v", err)
 	}
-	barrier, err := pr.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("__restore-barrier"), Value: []byte("test")}).First()
-	pr.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	counts, n := map[string]int{}, 0
-	for {
-		fs := cl.PollFetches(ctx)
-		if err := fs.Err0(); err != nil {
-			t.Fatalf("restore: %v", err)
-		}
-		done := false
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			done = done || r.Offset >= barrier.Offset
-			if string(r.Key) == "__restore-barrier" {
-				return
-			}
-			c, err := strconv.Atoi(string(r.Value))
-			if err != nil {
-				t.Fatalf("changelog value %q: %v", r.Value, err)
-			}
-			counts[string(r.Key)] = c
-		})
-		if done {
-			return counts, n
-		}
-	}
+	return counts, n
 }
