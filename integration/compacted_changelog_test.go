@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,11 +30,9 @@ func countAppBinary(t testing.TB) string {
 
 // appProc is one run of countapp.
 type appProc struct {
-	cmd      *exec.Cmd
-	done     chan struct{}
+	proc
 	sum      chan int // each committed sum, latest wins
 	restored int      // changelog records its restore read
-	log      string
 }
 
 // startCountApp starts countapp and waits for its restore.
@@ -56,7 +53,7 @@ func startCountApp(t *testing.T, dir string, n int, args ...string) *appProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &appProc{cmd: cmd, done: make(chan struct{}), sum: make(chan int, 1), log: logPath}
+	p := &appProc{proc: proc{name: "countapp", cmd: cmd, done: make(chan struct{}), log: logPath}, sum: make(chan int, 1)}
 	ready := make(chan int, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -89,16 +86,6 @@ func startCountApp(t *testing.T, dir string, n int, args ...string) *appProc {
 		t.Fatalf("countapp: not restored in 90 s\n%s", tail(logPath))
 	}
 	return p
-}
-
-func (p *appProc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
 }
 
 // TestCompactedChangelogSIGKILL: a stateful exactly-once application (a

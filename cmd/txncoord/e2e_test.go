@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -454,13 +455,8 @@ func TestUpCleanerDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
-	for _, c := range rc.Configs {
-		switch c.Key {
-		case "log.cleanup.policy", "log.cleaner.delete.retention.ms", "log.cleaner.min.cleanable.ratio", "log.cleaner.min.compaction.lag.ms":
-			got[c.Key] = c.MaybeValue() + " " + c.Source.String()
-		}
-	}
+	got := valueSources(rc, "log.cleanup.policy", "log.cleaner.delete.retention.ms", "log.cleaner.min.cleanable.ratio",
+		"log.cleaner.min.compaction.lag.ms")
 	want := map[string]string{
 		"log.cleanup.policy":                "compact,delete STATIC_BROKER_CONFIG",
 		"log.cleaner.delete.retention.ms":   "1000 STATIC_BROKER_CONFIG",
@@ -481,13 +477,7 @@ func TestUpCleanerDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = map[string]string{}
-	for _, c := range tc.Configs {
-		switch c.Key {
-		case "cleanup.policy", "delete.retention.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms":
-			got[c.Key] = c.MaybeValue() + " " + c.Source.String()
-		}
-	}
+	got = valueSources(tc, "cleanup.policy", "delete.retention.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms")
 	want = map[string]string{
 		"cleanup.policy":            "compact,delete STATIC_BROKER_CONFIG",
 		"delete.retention.ms":       "1000 STATIC_BROKER_CONFIG",
@@ -497,4 +487,15 @@ func TestUpCleanerDefaults(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("topic configs %v, want %v", got, want)
 	}
+}
+
+// valueSources is "value SOURCE" of each config named.
+func valueSources(rc kadm.ResourceConfig, names ...string) map[string]string {
+	out := map[string]string{}
+	for _, c := range rc.Configs {
+		if slices.Contains(names, c.Key) {
+			out[c.Key] = c.MaybeValue() + " " + c.Source.String()
+		}
+	}
+	return out
 }
