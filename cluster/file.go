@@ -17,6 +17,7 @@ import (
 
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/security"
+	"github.com/txncoord/txncoord/topicconfig"
 )
 
 // Node is one Kafka listener of the cluster.
@@ -62,6 +63,81 @@ type File struct {
 	// a transactional id belongs to partition fnv32a(id) mod this. 0 means
 	// DefaultTransactionStatePartitions.
 	TransactionStatePartitions int32 `yaml:"transaction_state_partitions,omitempty"`
+	// The log cleaner's broker defaults, Kafka's broker configs of the
+	// same names (log.cleanup.policy, log.cleaner.delete.retention.ms,
+	// ...): a topic that does not set cleanup.policy,
+	// delete.retention.ms, min.compaction.lag.ms, max.compaction.lag.ms
+	// or min.cleanable.dirty.ratio inherits them (STATIC_BROKER_CONFIG);
+	// nil means Kafka's default. BrokerConfigs names them as Kafka does.
+	LogCleanupPolicy             *string  `yaml:"log_cleanup_policy,omitempty"`
+	LogCleanerDeleteRetentionMs  *int64   `yaml:"log_cleaner_delete_retention_ms,omitempty"`
+	LogCleanerMinCompactionLagMs *int64   `yaml:"log_cleaner_min_compaction_lag_ms,omitempty"`
+	LogCleanerMaxCompactionLagMs *int64   `yaml:"log_cleaner_max_compaction_lag_ms,omitempty"`
+	LogCleanerMinCleanableRatio  *float64 `yaml:"log_cleaner_min_cleanable_ratio,omitempty"`
+}
+
+// brokerConfigKeys are the cluster-file keys of Kafka broker configs, in
+// the file's order, with the Kafka name of each.
+var brokerConfigKeys = []struct{ key, kafka string }{
+	{"log_cleanup_policy", "log.cleanup.policy"},
+	{"log_cleaner_delete_retention_ms", "log.cleaner.delete.retention.ms"},
+	{"log_cleaner_min_compaction_lag_ms", "log.cleaner.min.compaction.lag.ms"},
+	{"log_cleaner_max_compaction_lag_ms", "log.cleaner.max.compaction.lag.ms"},
+	{"log_cleaner_min_cleanable_ratio", "log.cleaner.min.cleanable.ratio"},
+}
+
+// brokerConfigValues are the broker configs the file sets, by cluster-file
+// key, as Kafka prints them.
+func (f *File) brokerConfigValues() map[string]string {
+	m := map[string]string{}
+	num := func(key string, v *int64) {
+		if v != nil {
+			m[key] = strconv.FormatInt(*v, 10)
+		}
+	}
+	if f.LogCleanupPolicy != nil {
+		m["log_cleanup_policy"] = *f.LogCleanupPolicy
+	}
+	num("log_cleaner_delete_retention_ms", f.LogCleanerDeleteRetentionMs)
+	num("log_cleaner_min_compaction_lag_ms", f.LogCleanerMinCompactionLagMs)
+	num("log_cleaner_max_compaction_lag_ms", f.LogCleanerMaxCompactionLagMs)
+	if f.LogCleanerMinCleanableRatio != nil {
+		m["log_cleaner_min_cleanable_ratio"] = topicconfig.JavaDouble(*f.LogCleanerMinCleanableRatio)
+	}
+	return m
+}
+
+// BrokerConfigs are the Kafka broker configs the file sets (name →
+// value): every node reports them as STATIC_BROKER_CONFIG, and a topic
+// that does not set the topic config they default inherits them.
+func (f *File) BrokerConfigs() map[string]string {
+	m := map[string]string{}
+	vals := f.brokerConfigValues()
+	for _, k := range brokerConfigKeys {
+		if v, ok := vals[k.key]; ok {
+			m[k.kafka] = v
+		}
+	}
+	return m
+}
+
+// validateBrokerConfigs checks each broker config the file sets against
+// Kafka's definition (type, range, valid values), with Kafka's message.
+func (f *File) validateBrokerConfigs(add func(string, ...any)) {
+	vals := f.brokerConfigValues()
+	for _, k := range brokerConfigKeys {
+		v, ok := vals[k.key]
+		if !ok {
+			continue
+		}
+		d, _ := topicconfig.Broker(k.kafka)
+		if err := topicconfig.ValidateValue(d, v); err != nil {
+			add("%s: %v", k.key, err)
+		}
+	}
+	if lo, hi := f.LogCleanerMinCompactionLagMs, f.LogCleanerMaxCompactionLagMs; lo != nil && hi != nil && *lo > *hi {
+		add("log_cleaner_min_compaction_lag_ms (%d) must not be above log_cleaner_max_compaction_lag_ms (%d)", *lo, *hi)
+	}
 }
 
 // Etcd is the etcd section of the cluster file.
@@ -231,6 +307,7 @@ func (f *File) Validate() error {
 		add("transaction_state_partitions must be from 1 to %d (or left out for %d), got %d", MaxPartitions, DefaultTransactionStatePartitions, f.TransactionStatePartitions)
 	}
 	f.validateEtcd(nc, add)
+	f.validateBrokerConfigs(add)
 	if d := f.GroupInitialRebalanceDelayMs; d != nil && *d < 0 {
 		add("group_initial_rebalance_delay_ms must be 0 or more, got %d", *d)
 	}

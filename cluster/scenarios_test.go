@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,10 +45,24 @@ func TestDataDriven(t *testing.T) {
 				coords = append(coords, fmt.Sprintf("%d@%s", n.NodeID, n.Addr))
 			}
 			e := v.Etcd()
-			return fmt.Sprintf("ok: cluster %s, coordinator %d, %d leaders, default_partitions %d, %d topics\n"+
+			out := fmt.Sprintf("ok: cluster %s, coordinator %d, %d leaders, default_partitions %d, %d topics\n"+
 				"coordinators [%s], transaction_state_partitions %d, etcd endpoints %v prefix %s",
 				f.ClusterID, v.Coordinator().NodeID, len(f.Leaders), f.DefaultPartitions, len(f.Topics),
 				strings.Join(coords, " "), v.TransactionStatePartitions(), e.Endpoints, e.Prefix)
+			if bc := f.BrokerConfigs(); len(bc) > 0 {
+				// The broker configs, and what a topic with none of its
+				// own enforces by them.
+				keys := slices.Sorted(maps.Keys(bc))
+				for i, k := range keys {
+					keys[i] = k + "=" + bc[k]
+				}
+				d := v.TopicValues("any")
+				out += fmt.Sprintf("\nbroker configs: %s\na topic inherits: compact %t, delete %t, delete.retention.ms %d, "+
+					"min.compaction.lag.ms %d, max.compaction.lag.ms %d, min.cleanable.dirty.ratio %g",
+					strings.Join(keys, " "), d.Compact, d.Delete, d.DeleteRetentionMs, d.MinCompactionLagMs,
+					d.MaxCompactionLagMs, d.MinCleanableDirtyRatio)
+			}
+			return out
 		}
 		if err != nil {
 			t.Fatalf("line %d: %v", c.line, err)

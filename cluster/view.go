@@ -83,6 +83,11 @@ type View struct {
 	// values are the configs of configs resolved (topicconfig.Resolve),
 	// what a leader enforces at each produce; absent: the defaults.
 	values map[string]topicconfig.Values
+	// broker are the file's broker configs (File.BrokerConfigs), and
+	// defaults the configs of a topic with none of its own resolved
+	// against them.
+	broker   map[string]string
+	defaults topicconfig.Values
 	// groupConfigs are the groups' explicit configs (ConfigResource
 	// GROUP: share.*, consumer.*), set by the controller once durable.
 	groupConfigs map[string]map[string]string
@@ -98,7 +103,9 @@ type View struct {
 // NewView builds the view of a validated file.
 func NewView(f *File) *View {
 	v := &View{file: f, topics: map[string]Topic{}, byID: map[[16]byte]string{}, configs: map[string]map[string]string{},
-		values: map[string]topicconfig.Values{}, groupConfigs: map[string]map[string]string{}, auth: authmeta.New()}
+		values: map[string]topicconfig.Values{}, groupConfigs: map[string]map[string]string{}, auth: authmeta.New(),
+		broker: f.BrokerConfigs()}
+	v.defaults = topicconfig.Resolve(nil, v.broker)
 	for name, n := range f.Topics {
 		v.addLocked(name, n)
 	}
@@ -424,7 +431,7 @@ func (v *View) SetTopic(t Topic, configs map[string]string) {
 	v.byID[t.ID] = t.Name
 	if len(configs) > 0 {
 		v.configs[t.Name] = maps.Clone(configs)
-		v.values[t.Name] = topicconfig.Resolve(configs, nil)
+		v.values[t.Name] = topicconfig.Resolve(configs, v.broker)
 	} else {
 		delete(v.configs, t.Name)
 		delete(v.values, t.Name)
@@ -476,18 +483,15 @@ func (v *View) GroupConfigs(group string) map[string]string {
 	return maps.Clone(v.groupConfigs[group])
 }
 
-// defaultValues are the resolved configs of a topic with none of its own.
-var defaultValues = topicconfig.Resolve(nil, nil)
-
-// TopicValues is a topic's configs resolved against Kafka's defaults
-// (topicconfig.Resolve with no broker settings), computed when they were
-// set: what a leader reads at every produce.
+// TopicValues is a topic's configs resolved against the file's broker
+// configs and Kafka's defaults (topicconfig.Resolve), computed when they
+// were set: what a leader reads at every produce.
 func (v *View) TopicValues(name string) topicconfig.Values {
 	v.mu.RLock()
 	vals, ok := v.values[name]
 	v.mu.RUnlock()
 	if !ok {
-		return defaultValues
+		return v.defaults
 	}
 	return vals
 }

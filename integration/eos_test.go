@@ -31,29 +31,38 @@ const (
 	eosPartitions = 6
 )
 
-var eosMember struct {
+var eosMember helperBin
+
+// eosMemberBinary builds ./integration/eos/eosmember once per test run.
+func eosMemberBinary(t testing.TB) string {
+	t.Helper()
+	return eosMember.build(t, "eosmember", "./integration/eos/eosmember")
+}
+
+// helperBin is a helper program of the tests, built once per test run
+// beside the txncoord binary (TestMain removes that directory).
+type helperBin struct {
 	once sync.Once
 	path string
 	err  error
 }
 
-// eosMemberBinary builds ./integration/eos/eosmember once per test run,
-// beside the txncoord binary (TestMain removes that directory).
-func eosMemberBinary(t testing.TB) string {
+// build builds pkg as name once and returns its path.
+func (h *helperBin) build(t testing.TB, name, pkg string) string {
 	t.Helper()
 	txncoordBinary(t) // makes binary.dir
-	eosMember.once.Do(func() {
-		eosMember.path = filepath.Join(binary.dir, "eosmember")
-		cmd := exec.Command("go", "build", "-o", eosMember.path, "./integration/eos/eosmember")
+	h.once.Do(func() {
+		h.path = filepath.Join(binary.dir, name)
+		cmd := exec.Command("go", "build", "-o", h.path, pkg)
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
-			eosMember.err = fmt.Errorf("go build eosmember: %v\n%s", err, out)
+			h.err = fmt.Errorf("go build %s: %v\n%s", name, err, out)
 		}
 	})
-	if eosMember.err != nil {
-		t.Fatal(eosMember.err)
+	if h.err != nil {
+		t.Fatal(h.err)
 	}
-	return eosMember.path
+	return h.path
 }
 
 func eosTopics(name string) [3]string {

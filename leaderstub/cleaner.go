@@ -18,7 +18,12 @@ package leaderstub
 //     clean kept for its age may go (Horizon);
 //   - the offset map holds the last offset of each key in the dirty part,
 //     from committed and non-transactional data only; a record whose key
-//     has a later offset in the map goes;
+//     has a later offset in the map goes. Kafka's SkimpyOffsetMap keeps a
+//     fixed-size hash of each key, and a hash collision loses a record;
+//     this map keeps the key itself (Go's map hashes it all the same), so
+//     it costs one string per distinct key and none per record (a key is
+//     looked up from the stored bytes without a copy), and two bits per
+//     record of the dirty part (superseded, tombstone);
 //   - a tombstone (null value) that is the last of its key goes once its
 //     batch is older than delete.retention.ms;
 //   - the data of an aborted transaction goes;
@@ -32,8 +37,19 @@ package leaderstub
 //
 // Offsets never change: a kept batch keeps its base and last offset, so a
 // fetch at a removed offset gets the next batch.
+//
+// The records are decoded from the stored batches as planClean goes and
+// never held: the dirty part once, to build the offset map, whose bits
+// then decide its records; the part cleaned before once, to look its keys
+// up; a batch that is rewritten once more for the offsets it keeps. A
+// batch that loses no record is left as it is stored, so the clean reads
+// the log but writes only the batches that change.
 
-import "github.com/txncoord/txncoord/topicconfig"
+import (
+	"encoding/binary"
+
+	"github.com/txncoord/txncoord/topicconfig"
+)
 
 // cleanRecord is one record of a data batch as the cleaner sees it.
 type cleanRecord struct {
@@ -51,7 +67,94 @@ type cleanBatch struct {
 	Control       bool
 	Commit        bool // a control batch's type
 	Transactional bool
-	Records       []cleanRecord // data batches only
+	// Records are a data batch's records, when raw is nil (the scenario
+	// tables).
+	Records []cleanRecord
+	// raw is the stored batch, whose records planClean decodes (valid
+	// only while the caller's read transaction is open); n is its record
+	// count, which stays valid after.
+	raw []byte
+	n   int
+}
+
+// count is the number of records of a data batch.
+func (b *cleanBatch) count() int {
+	if b.Records != nil {
+		return len(b.Records)
+	}
+	return b.n
+}
+
+// setRaw makes planClean decode b's records from the stored batch raw,
+// and reads a control batch's type.
+func (b *cleanBatch) setRaw(raw []byte) {
+	b.raw, b.n = raw, int(binary.BigEndian.Uint32(raw[offRecordCount:]))
+	if b.Control {
+		b.Commit = controlIsCommit(raw)
+	}
+}
+
+// eachRecord calls fn with each record of a data batch: its offset, its
+// key (valid only during fn) and whether its value is null.
+func (b *cleanBatch) eachRecord(fn func(offset int64, key []byte, tombstone bool)) error {
+	if b.raw == nil {
+		for _, r := range b.Records {
+			fn(r.Offset, []byte(r.Key), r.Tombstone)
+		}
+		return nil
+	}
+	return eachRecord(b.raw, func(offset int64, key []byte, valueNull bool, _ []byte) {
+		fn(offset, key, valueNull)
+	})
+}
+
+// offsetMap is the dirty part's keys, read once: the index of the last
+// record of each key (its string made once, when the key is first seen; a
+// lookup by the stored bytes makes none), and per record of the dirty
+// part, in log order, whether a later record of its key supersedes it and
+// whether it is a tombstone. The decision then reads the dirty part's
+// records from these bits, without decoding them again.
+type offsetMap struct {
+	index      map[string]int32 // key → its slot in last
+	last       []int32          // the index of the key's last record
+	superseded []uint64         // bit per record
+	tombstone  []uint64
+	n          int32 // records so far
+}
+
+func setBit(bits []uint64, i int32) []uint64 {
+	for int(i>>6) >= len(bits) {
+		bits = append(bits, 0)
+	}
+	bits[i>>6] |= 1 << (i & 63)
+	return bits
+}
+
+func hasBit(bits []uint64, i int32) bool {
+	return int(i>>6) < len(bits) && bits[i>>6]&(1<<(i&63)) != 0
+}
+
+// add is the dirty part's next record: one lookup of the key, which
+// allocates only for a key not seen before.
+func (m *offsetMap) add(key []byte, tombstone bool) {
+	if slot, ok := m.index[string(key)]; ok {
+		m.superseded = setBit(m.superseded, m.last[slot])
+		m.last[slot] = m.n
+	} else {
+		m.index[string(key)] = int32(len(m.last))
+		m.last = append(m.last, m.n)
+	}
+	if tombstone {
+		m.tombstone = setBit(m.tombstone, m.n)
+	}
+	m.n++
+}
+
+// has: the dirty part holds key, so a record of it before the dirty part
+// is superseded.
+func (m *offsetMap) has(key []byte) bool {
+	_, ok := m.index[string(key)]
+	return ok
 }
 
 // cleanInput is one partition, from its log start to its high watermark.
@@ -147,12 +250,13 @@ func olderThan(ts, now, ms int64) bool {
 	return now-ts >= ms
 }
 
-// planClean decides a clean of one partition (see the top of this file).
-func planClean(in *cleanInput) cleanPlan {
+// planClean decides a clean of one partition (see the top of this file);
+// the error is a stored batch that does not decode.
+func planClean(in *cleanInput) (cleanPlan, error) {
 	end, stop := cleanableEnd(in)
 	plan := cleanPlan{End: end, Horizon: in.Horizon}
 	if stop == 0 {
-		return plan
+		return plan, nil
 	}
 	var dirty, total int64
 	firstDirty := -1
@@ -171,11 +275,11 @@ func planClean(in *cleanInput) cleanPlan {
 	}
 	horizon := in.Horizon >= 0 && in.Now >= in.Horizon
 	if (firstDirty < 0 || dirty == 0) && !horizon {
-		return plan
+		return plan, nil
 	}
 	overdue := firstDirty >= 0 && !youngerThan(in.Batches[firstDirty].MaxTimestamp, in.Now, in.Vals.MaxCompactionLagMs)
 	if plan.DirtyRatio < in.Vals.MinCleanableDirtyRatio && !overdue && !horizon {
-		return plan
+		return plan, nil
 	}
 	if firstDirty < 0 {
 		firstDirty = stop
@@ -204,15 +308,20 @@ func planClean(in *cleanInput) cleanPlan {
 		}
 		return false
 	}
-	// The offset map: the last offset of each key in the dirty part.
-	last := map[string]int64{}
-	for i := firstDirty; i < stop; i++ {
+	// The offset map: the last record of each key in the dirty part;
+	// first[i] is the map's index of batch i's first record (-1: not in
+	// the map).
+	last := offsetMap{index: map[string]int32{}}
+	first := make([]int32, stop)
+	for i := range stop {
+		first[i] = -1
 		b := &in.Batches[i]
-		if b.Control || aborted(b) {
+		if i < firstDirty || b.Control || aborted(b) {
 			continue
 		}
-		for _, r := range b.Records {
-			last[r.Key] = r.Offset
+		first[i] = last.n
+		if err := b.eachRecord(func(_ int64, key []byte, tombstone bool) { last.add(key, tombstone) }); err != nil {
+			return cleanPlan{}, err
 		}
 	}
 	// The last batch of each producer with state, anywhere in the log.
@@ -223,6 +332,7 @@ func planClean(in *cleanInput) cleanPlan {
 		}
 	}
 	txnHasData := map[int64]bool{} // pid → its current transaction keeps data
+	var scratch []int64
 	for i := range stop {
 		b := &in.Batches[i]
 		retainEmpty := b.ProducerID >= 0 && in.Active[b.ProducerID] && lastOfProducer[b.ProducerID] == i
@@ -244,49 +354,69 @@ func planClean(in *cleanInput) cleanPlan {
 			}
 			continue
 		}
-		discardAll := aborted(b)
-		var keep []int64 // nil while every record so far stays
-		for j, r := range b.Records {
-			stays := !discardAll
-			if off, ok := last[r.Key]; stays && ok && r.Offset < off {
-				stays = false
+		// keep collects the offsets of the records that stay, into
+		// scratch; it is copied only for a batch that is rewritten.
+		keep, removed, n := scratch[:0], false, b.count()
+		stays := func(tombstone bool) bool {
+			if !tombstone {
+				return true
 			}
-			if stays && r.Tombstone {
-				if olderThan(b.MaxTimestamp, in.Now, in.Vals.DeleteRetentionMs) {
-					stays = false
+			if olderThan(b.MaxTimestamp, in.Now, in.Vals.DeleteRetentionMs) {
+				return false
+			}
+			keptYoung(b.MaxTimestamp)
+			return true
+		}
+		var err error
+		switch g := first[i]; {
+		case aborted(b): // all of it goes, undecoded
+			removed = n > 0
+		case g >= 0: // in the map: its bits say which records stay
+			kept := 0
+			for j := range int32(n) {
+				if !hasBit(last.superseded, g+j) && stays(hasBit(last.tombstone, g+j)) {
+					kept++
+				}
+			}
+			removed = kept < n
+			if removed && kept > 0 { // the offsets of a rewritten batch's records
+				j := g
+				err = b.eachRecord(func(offset int64, _ []byte, _ bool) {
+					if !hasBit(last.superseded, j) && (!hasBit(last.tombstone, j) || !olderThan(b.MaxTimestamp, in.Now, in.Vals.DeleteRetentionMs)) {
+						keep = append(keep, offset)
+					}
+					j++
+				})
+			}
+		default: // before the dirty part: superseded if the map has its key
+			err = b.eachRecord(func(offset int64, key []byte, tombstone bool) {
+				if !last.has(key) && stays(tombstone) {
+					keep = append(keep, offset)
 				} else {
-					keptYoung(b.MaxTimestamp)
+					removed = true
 				}
-			}
-			switch {
-			case stays && keep != nil:
-				keep = append(keep, r.Offset)
-			case !stays && keep == nil:
-				keep = make([]int64, 0, len(b.Records))
-				for _, k := range b.Records[:j] {
-					keep = append(keep, k.Offset)
-				}
-			}
+			})
 		}
-		if keep == nil { // every record stays
-			if b.Transactional && len(b.Records) > 0 {
-				txnHasData[b.ProducerID] = true
-			}
-			if len(b.Records) > 0 || retainEmpty {
-				continue
-			}
-			keep = []int64{}
+		scratch = keep
+		if err != nil {
+			return cleanPlan{}, err
 		}
-		if b.Transactional && len(keep) > 0 {
+		if !removed {
+			keep = keep[:0] // unused: the batch is left as stored
+		}
+		if b.Transactional && n > 0 && (!removed || len(keep) > 0) {
 			txnHasData[b.ProducerID] = true
 		}
-		plan.RecordsRemoved += len(b.Records) - len(keep)
+		if !removed && (n > 0 || retainEmpty) {
+			continue // every record stays: the batch is left as stored
+		}
+		plan.RecordsRemoved += n - len(keep)
 		if len(keep) == 0 && !retainEmpty {
 			plan.Actions = append(plan.Actions, batchAction{Index: i, Drop: true})
 			plan.BatchesDropped++
 			continue
 		}
-		plan.Actions = append(plan.Actions, batchAction{Index: i, Keep: keep})
+		plan.Actions = append(plan.Actions, batchAction{Index: i, Keep: append([]int64{}, keep...)})
 	}
-	return plan
+	return plan, nil
 }

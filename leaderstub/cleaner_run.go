@@ -45,8 +45,6 @@ import (
 
 	"go.etcd.io/bbolt"
 
-	"github.com/twmb/franz-go/pkg/kbin"
-
 	"github.com/txncoord/txncoord/storage"
 )
 
@@ -129,7 +127,7 @@ func (l *Leader) cleanPartition(p *partition) (CleanResult, error) {
 	p.mu.RUnlock()
 
 	// Due? The decision needs no records.
-	due := planClean(&in)
+	due, _ := planClean(&in)
 	l.metrics.setDirtyRatio(p.topic, p.index, true, due.DirtyRatio)
 	p.mu.Lock()
 	p.dirtyRatio = due.DirtyRatio
@@ -141,16 +139,33 @@ func (l *Leader) cleanPartition(p *partition) (CleanResult, error) {
 	for stop < len(in.Batches) && in.Batches[stop].Last < due.End {
 		stop++
 	}
+	// The plan decodes the stored batches in place, inside one read
+	// transaction: no record is copied out of bbolt.
+	var plan cleanPlan
 	ok := true
-	err := l.readBatches2(p, in.Batches[:stop], raws, func(i int, raw []byte) error {
-		return parseCleanRecords(raw, &in.Batches[i])
-	}, &ok)
-	if err != nil || !ok {
-		return CleanResult{}, err // a batch went meanwhile (retention): next time
-	}
-	plan := planClean(&in)
-	if !plan.Run {
-		return CleanResult{}, nil
+	err := l.space.View(func(r storage.Root) error {
+		log := partitionLog(r, p)
+		for i := range in.Batches[:stop] {
+			b := &in.Batches[i]
+			raw := raws[i]
+			if raw == nil && log != nil {
+				raw = log.Get(u64(b.Base))
+			}
+			if raw == nil {
+				ok = false // a batch went meanwhile (retention): next time
+				return nil
+			}
+			b.setRaw(raw)
+		}
+		var err error
+		plan, err = planClean(&in)
+		for i := range in.Batches[:stop] {
+			in.Batches[i].raw = nil
+		}
+		return err
+	})
+	if err != nil || !ok || !plan.Run {
+		return CleanResult{}, err
 	}
 	res := CleanResult{Partitions: 1, BytesCleaned: plan.BytesCleaned}
 	// The ops, each up to cleanOpBytes of rewritten batches.
@@ -216,12 +231,7 @@ func (l *Leader) readBatches2(p *partition, batches []cleanBatch, raws [][]byte,
 		return nil
 	}
 	return l.space.View(func(r storage.Root) error {
-		var log *bbolt.Bucket
-		if root := r.Bucket(bucketPartitions); root != nil {
-			if pb := root.Bucket(p.key); pb != nil {
-				log = pb.Bucket(bucketLog)
-			}
-		}
+		log := partitionLog(r, p)
 		for i, b := range batches {
 			raw := raws[i]
 			if raw == nil && log != nil {
@@ -237,6 +247,16 @@ func (l *Leader) readBatches2(p *partition, batches []cleanBatch, raws [][]byte,
 		}
 		return nil
 	})
+}
+
+// partitionLog is p's log bucket (nil: none stored).
+func partitionLog(r storage.Root, p *partition) *bbolt.Bucket {
+	if root := r.Bucket(bucketPartitions); root != nil {
+		if pb := root.Bucket(p.key); pb != nil {
+			return pb.Bucket(bucketLog)
+		}
+	}
+	return nil
 }
 
 // commitClean changes p's index as chunk says and queues its op; the last
@@ -265,14 +285,14 @@ func (l *Leader) commitClean(p *partition, in *cleanInput, chunk []batchAction, 
 			if b.Control {
 				removedRecords++
 			} else {
-				removedRecords += len(b.Records)
+				removedRecords += b.count()
 			}
 			continue
 		}
 		raw := rewritten[a.Index]
 		op.batches = append(op.batches, opBatch{base: b.Base, raw: raw})
 		removedBytes += p.batches[i].Size - int64(len(raw))
-		removedRecords += len(b.Records) - len(a.Keep)
+		removedRecords += b.count() - len(a.Keep)
 		p.size -= p.batches[i].Size - int64(len(raw))
 		p.batches[i].Size = int64(len(raw))
 	}
@@ -320,30 +340,14 @@ func (l *Leader) commitClean(p *partition, in *cleanInput, chunk []batchAction, 
 	return removedRecords, removedBytes, w
 }
 
-// parseCleanRecords fills b's records (data) or its type (control) from
-// the stored batch.
-func parseCleanRecords(raw []byte, b *cleanBatch) error {
-	if !b.Control {
-		b.Records = make([]cleanRecord, 0, binary.BigEndian.Uint32(raw[offRecordCount:]))
-	}
-	// The batch's keys as one string, each key a part of it: one
-	// allocation per batch instead of one per record.
-	var keys []byte
-	var spans [][2]int
-	err := eachRecord(raw, func(offset int64, key []byte, valueNull bool, _ []byte) {
-		if b.Control {
-			b.Commit = len(key) >= 4 && binary.BigEndian.Uint16(key[2:]) == 1
-			return
-		}
-		spans = append(spans, [2]int{len(keys), len(keys) + len(key)})
-		keys = append(keys, key...)
-		b.Records = append(b.Records, cleanRecord{Offset: offset, Tombstone: valueNull})
+// controlIsCommit: a stored control batch is a COMMIT marker (its
+// record's key is version, type; type 1 is COMMIT, 0 ABORT).
+func controlIsCommit(raw []byte) bool {
+	commit := false
+	_ = eachRecord(raw, func(_ int64, key []byte, _ bool, _ []byte) {
+		commit = len(key) >= 4 && binary.BigEndian.Uint16(key[2:]) == 1
 	})
-	all := string(keys)
-	for i, sp := range spans {
-		b.Records[i].Key = all[sp[0]:sp[1]]
-	}
-	return err
+	return commit
 }
 
 var errBadStoredRecord = errors.New("leaderstub: malformed stored record")
@@ -368,26 +372,51 @@ func eachRecord(raw []byte, fn func(offset int64, key []byte, valueNull bool, en
 			return err
 		}
 	}
-	for i := int32(0); i < h.RecordCount; i++ {
-		r := kbin.Reader{Src: data}
-		length := r.Varint()
-		if !r.Ok() || length < 0 || int(length) > len(r.Src) {
+	for range h.RecordCount {
+		// A record: length, attributes, timestamp delta, offset delta,
+		// key, value, headers (varints, zigzag); the cleaner reads up to
+		// the value's length, once per record of the log, so by hand.
+		length, i := zigzag(data, 0)
+		if i < 0 || length < 0 || int64(len(data)-i) < length {
 			return errBadStoredRecord
 		}
-		enc := data[:len(data)-len(r.Src)+int(length)]
-		body := kbin.Reader{Src: r.Src[:length]}
-		data = r.Src[length:]
-		body.Int8()    // attributes
-		body.Varlong() // timestamp delta
-		offDelta := body.Varint()
-		key := body.VarintBytes()
-		valueNull := body.Varint() < 0
-		if !body.Ok() {
+		enc, body := data[:i+int(length)], data[i:i+int(length)]
+		data = data[i+int(length):]
+		_, i = zigzag(body, 1) // after the attributes: timestamp delta
+		offDelta, i := zigzag(body, i)
+		keyLen, i := zigzag(body, i)
+		if i < 0 || keyLen > int64(len(body)-i) {
 			return errBadStoredRecord
 		}
-		fn(base+int64(offDelta), key, valueNull, enc)
+		var key []byte
+		if keyLen >= 0 {
+			key, i = body[i:i+int(keyLen)], i+int(keyLen)
+		}
+		valueLen, i := zigzag(body, i)
+		if i < 0 {
+			return errBadStoredRecord
+		}
+		fn(base+offDelta, key, valueLen < 0, enc)
 	}
 	return nil
+}
+
+// zigzag decodes the zigzag varint at b[i:]: its value and the index
+// after it (-1: malformed, or i already -1).
+func zigzag(b []byte, i int) (int64, int) {
+	if i < 0 {
+		return 0, -1
+	}
+	var u uint64
+	for shift := uint(0); shift < 64 && i < len(b); shift += 7 {
+		c := b[i]
+		i++
+		u |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return int64(u>>1) ^ -int64(u&1), i
+		}
+	}
+	return 0, -1
 }
 
 // rewriteBatch is a stored batch with only the records at keep (offsets,

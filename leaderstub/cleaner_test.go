@@ -109,8 +109,11 @@ func (f *cleanerFixture) run(t *testing.T, d *ddCmd) string {
 		delete(f.active, d.int(t, "pid", -1))
 		return "ok"
 	case "clean":
-		plan := planClean(&cleanInput{Batches: f.batches, Aborted: f.aborted, FirstDirty: f.dirty, LSO: f.lso(),
+		plan, err := planClean(&cleanInput{Batches: f.batches, Aborted: f.aborted, FirstDirty: f.dirty, LSO: f.lso(),
 			Limit: d.int(t, "limit", -1), Now: d.int(t, "now", 0), Vals: f.vals, Active: f.active, Horizon: f.horizon})
+		if err != nil {
+			t.Fatalf("%s: %v", d.Pos, err)
+		}
 		f.apply(plan)
 		return fmt.Sprintf("end=%d ratio=%.2f run=%t removed=%d dropped=%d horizon=%d\n%s", plan.End, plan.DirtyRatio, plan.Run,
 			plan.RecordsRemoved, plan.BatchesDropped, plan.Horizon, f.print())

@@ -36,9 +36,9 @@ import (
 // attrLogAppendTime is the timestamp-type bit of a batch's attributes.
 const attrLogAppendTime = 0x08
 
-// topicValues resolves the configs a leader enforces for topic. The
-// broker defaults are Kafka's: txncoord has no setting for them but
-// --retention-bytes, which applies on its own (retain).
+// topicValues resolves the configs a leader enforces for topic, against
+// the cluster file's broker configs (the log cleaner's defaults) and
+// Kafka's; --retention-bytes applies on its own (retain).
 func (l *Leader) topicValues(topic string) topicconfig.Values {
 	return l.cfg.View.TopicValues(topic)
 }

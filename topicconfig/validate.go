@@ -81,7 +81,7 @@ func parse(d *Def, raw string) (value, error) {
 		if err != nil || strings.Contains(t, "_") {
 			return v, invalidValue(d.Name, raw, "Not a number of type DOUBLE")
 		}
-		v.dbl, v.str = f, javaDouble(f)
+		v.dbl, v.str = f, JavaDouble(f)
 	case kmsg.ConfigTypeList:
 		if t != "" {
 			v.list = commaWithWhitespace.Split(t, -1)
@@ -90,9 +90,9 @@ func parse(d *Def, raw string) (value, error) {
 	return v, nil
 }
 
-// javaDouble prints a double as Java's Double.toString does for the values
-// a config takes (1 → "1.0", 0.25 → "0.25").
-func javaDouble(f float64) string {
+// JavaDouble prints a double as Java's Double.toString does for the values
+// a config takes (1 → "1.0", 0.25 → "0.25"), as DescribeConfigs shows it.
+func JavaDouble(f float64) string {
 	switch {
 	case math.IsNaN(f):
 		return "NaN"

@@ -92,7 +92,7 @@ func (c *Controller) handleCreateTopics(ctx context.Context, r *wire.Request) wi
 			rt.TopicID = res.Info.id
 			rt.NumPartitions, rt.ReplicationFactor = res.Info.Partitions, res.Info.ReplicationFactor
 			if req.Version >= 5 {
-				rt.Configs = effectiveConfigs(res.Info.Configs)
+				rt.Configs = effectiveConfigs(res.Info.Configs, c.view.File().BrokerConfigs())
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)

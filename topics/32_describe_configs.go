@@ -14,7 +14,8 @@ package topics
 //     broker); the broker configs a node describes (topicconfig.Brokers),
 //     STATIC_BROKER_CONFIG where this node sets them (node id, partitions
 //     of auto-created topics and of __consumer_offsets,
-//     auto.create.topics.enable, listeners), DEFAULT_CONFIG otherwise, all
+//     auto.create.topics.enable, listeners, the log cleaner's defaults the
+//     cluster file sets), DEFAULT_CONFIG otherwise, all
 //     read-only; a sensitive value is null;
 //   - other resource types are INVALID_REQUEST;
 //   - ConfigNames filters (null: all); documentation (v3+, when asked) and
@@ -28,6 +29,7 @@ package topics
 
 import (
 	"context"
+	"maps"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -61,7 +63,7 @@ func RegisterDescribeConfigs(reg *wire.Registry, view *cluster.View, self cluste
 func BrokerSettings(view *cluster.View, self cluster.Node) map[string]string {
 	id := strconv.Itoa(int(self.NodeID))
 	partitions := view.File().DefaultPartitions
-	return map[string]string{
+	settings := map[string]string{
 		"broker.id":                        id,
 		"node.id":                          id,
 		"num.partitions":                   strconv.Itoa(int(partitions)),
@@ -70,9 +72,10 @@ func BrokerSettings(view *cluster.View, self cluster.Node) map[string]string {
 		"auto.create.topics.enable":        strconv.FormatBool(view.AutoCreateTopics()),
 		"listeners":                        "PLAINTEXT://" + self.Addr,
 		"advertised.listeners":             "PLAINTEXT://" + self.Addr,
-		"log.cleaner.enable":               "false",
 		"group.initial.rebalance.delay.ms": strconv.FormatInt(view.GroupInitialRebalanceDelay().Milliseconds(), 10),
 	}
+	maps.Copy(settings, view.File().BrokerConfigs())
+	return settings
 }
 
 // allowed says whether the principal may DESCRIBE_CONFIGS a resource (the

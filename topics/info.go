@@ -91,12 +91,13 @@ func (c *Controller) Describe(name string) (Info, bool) {
 }
 
 // effectiveConfigs lists every topic config of a topic whose own configs
-// are own, as CreateTopics v5+ answers them (Kafka's
-// computeEffectiveTopicConfigs): sorted by name, a sensitive value null.
-func effectiveConfigs(own map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+// are own, on nodes whose broker configs are broker, as CreateTopics v5+
+// answers them (Kafka's computeEffectiveTopicConfigs): sorted by name, a
+// sensitive value null.
+func effectiveConfigs(own, broker map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
 	var out []kmsg.CreateTopicsResponseTopicConfig
 	for _, d := range topicconfig.Topics() {
-		v, source := topicconfig.Effective(d, own, nil)
+		v, source := topicconfig.Effective(d, own, broker)
 		c := kmsg.NewCreateTopicsResponseTopicConfig()
 		c.Name, c.Value, c.ReadOnly, c.Source, c.IsSensitive = d.Name, v, d.ReadOnly, int8(source), d.Sensitive
 		if d.Sensitive {

@@ -6,17 +6,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txncoord/txncoord/admin"
@@ -411,4 +414,88 @@ func TestUpExpiresProducers(t *testing.T) {
 			t.Fatal("the producer was still listed 20 s after its 4 s expiration")
 		}
 	}
+}
+
+// TestUpCleanerDefaults: the log cleaner's broker defaults given to `up`
+// are written to the data dir's cluster file under their snake_case keys,
+// described on the BROKER resource as STATIC_BROKER_CONFIG, and inherited
+// by a topic that does not set them; one not given stays Kafka's default.
+func TestUpCleanerDefaults(t *testing.T) {
+	base := freePortRun(t, 5)
+	dataDir := t.TempDir()
+	up := startUp(t, "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", base), "--leaders", "4.2",
+		"--admin-listen", fmt.Sprintf("127.0.0.1:%d", base+4), "--log-cleanup-policy", "compact,delete",
+		"--log-cleaner-delete-retention-ms", "1000", "--log-cleaner-min-cleanable-ratio", "0.25")
+	defer up.stop(t)
+	raw, err := os.ReadFile(filepath.Join(dataDir, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"log_cleanup_policy: compact,delete", "log_cleaner_delete_retention_ms: 1000", "log_cleaner_min_cleanable_ratio: 0.25"} {
+		if !strings.Contains(string(raw), line+"\n") {
+			t.Errorf("cluster.yaml lacks %q:\n%s", line, raw)
+		}
+	}
+	if strings.Contains(string(raw), "compaction_lag") {
+		t.Errorf("cluster.yaml sets a default that was not given:\n%s", raw)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(up.bootstrap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	brokers, err := adm.DescribeBrokerConfigs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := brokers.On("1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := valueSources(rc, "log.cleanup.policy", "log.cleaner.delete.retention.ms", "log.cleaner.min.cleanable.ratio",
+		"log.cleaner.min.compaction.lag.ms")
+	want := map[string]string{
+		"log.cleanup.policy":                "compact,delete STATIC_BROKER_CONFIG",
+		"log.cleaner.delete.retention.ms":   "1000 STATIC_BROKER_CONFIG",
+		"log.cleaner.min.cleanable.ratio":   "0.25 STATIC_BROKER_CONFIG",
+		"log.cleaner.min.compaction.lag.ms": "0 DEFAULT_CONFIG",
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("broker configs %v, want %v", got, want)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "plain"); err != nil {
+		t.Fatal(err)
+	}
+	topic, err := adm.DescribeTopicConfigs(ctx, "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := topic.On("plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = valueSources(tc, "cleanup.policy", "delete.retention.ms", "min.cleanable.dirty.ratio", "min.compaction.lag.ms")
+	want = map[string]string{
+		"cleanup.policy":            "compact,delete STATIC_BROKER_CONFIG",
+		"delete.retention.ms":       "1000 STATIC_BROKER_CONFIG",
+		"min.cleanable.dirty.ratio": "0.25 STATIC_BROKER_CONFIG",
+		"min.compaction.lag.ms":     "0 DEFAULT_CONFIG",
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("topic configs %v, want %v", got, want)
+	}
+}
+
+// valueSources is "value SOURCE" of each config named.
+func valueSources(rc kadm.ResourceConfig, names ...string) map[string]string {
+	out := map[string]string{}
+	for _, c := range rc.Configs {
+		if slices.Contains(names, c.Key) {
+			out[c.Key] = c.MaybeValue() + " " + c.Source.String()
+		}
+	}
+	return out
 }

@@ -35,6 +35,12 @@ func TestBadServerFlagValues(t *testing.T) {
 		{[]string{"leader", "--cluster", "x.yaml", "--node-id", "1", "--kafka-version", "9.9"}, "--kafka-version"},
 		{[]string{"up", "--listen", "127.0.0.1:abc"}, `--listen "127.0.0.1:abc"`},
 		{[]string{"up", "--listen", "nohost"}, `--listen "nohost"`},
+		{[]string{"up", "--log-cleanup-policy", "shred"}, `--log-cleanup-policy "shred": Invalid value shred for configuration log.cleanup.policy`},
+		{[]string{"up", "--log-cleaner-delete-retention-ms", "-1"}, "Value must be at least 0"},
+		{[]string{"up", "--log-cleaner-min-compaction-lag-ms", "soon"}, "log.cleaner.min.compaction.lag.ms: Not a number of type LONG"},
+		{[]string{"up", "--log-cleaner-max-compaction-lag-ms", "0"}, "Value must be at least 1"},
+		{[]string{"up", "--log-cleaner-min-cleanable-ratio", "1.5"}, "Value must be no more than 1"},
+		{[]string{"up", "--log-cleaner-min-compaction-lag-ms", "10", "--log-cleaner-max-compaction-lag-ms", "5"}, "--log-cleaner-min-compaction-lag-ms 10 is above"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 	"github.com/txncoord/txncoord/node"
 	"github.com/txncoord/txncoord/ownership"
 	"github.com/txncoord/txncoord/security"
+	"github.com/txncoord/txncoord/topicconfig"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -134,6 +135,62 @@ func cleanerBackoffFlag() cli.Flag {
 		Usage: "how often leaders look for partitions of compacted topics to clean (Kafka's log.cleaner.backoff.ms)"}
 }
 
+// cleanerDefaults are up's flags of the log cleaner's broker defaults: each
+// is Kafka's broker config of the same name and the cluster file's key
+// (cluster.File), which a topic that does not set the topic config
+// inherits. A flag not given leaves Kafka's default.
+var cleanerDefaults = []struct{ flag, kafka, key, topic string }{
+	{"log-cleanup-policy", "log.cleanup.policy", "log_cleanup_policy", "cleanup.policy"},
+	{"log-cleaner-delete-retention-ms", "log.cleaner.delete.retention.ms", "log_cleaner_delete_retention_ms", "delete.retention.ms"},
+	{"log-cleaner-min-compaction-lag-ms", "log.cleaner.min.compaction.lag.ms", "log_cleaner_min_compaction_lag_ms", "min.compaction.lag.ms"},
+	{"log-cleaner-max-compaction-lag-ms", "log.cleaner.max.compaction.lag.ms", "log_cleaner_max_compaction_lag_ms", "max.compaction.lag.ms"},
+	{"log-cleaner-min-cleanable-ratio", "log.cleaner.min.cleanable.ratio", "log_cleaner_min_cleanable_ratio", "min.cleanable.dirty.ratio"},
+}
+
+func cleanerDefaultFlags() []cli.Flag {
+	var flags []cli.Flag
+	for _, d := range cleanerDefaults {
+		def, _ := topicconfig.Broker(d.kafka)
+		flags = append(flags, &cli.StringFlag{Name: d.flag, Value: *def.Default, EnvVars: env(d.flag),
+			Usage: fmt.Sprintf("the %s of topics that set none (Kafka's %s, %s; the cluster file's %s)", d.topic, d.kafka, def.ValidValues, d.key)})
+	}
+	return flags
+}
+
+// setCleanerDefaults puts the cleaner defaults given as flags in the
+// cluster file, each checked as Kafka checks the broker config.
+func setCleanerDefaults(c *cli.Context, f *cluster.File) error {
+	for _, d := range cleanerDefaults {
+		if !c.IsSet(d.flag) {
+			continue
+		}
+		raw := c.String(d.flag)
+		def, _ := topicconfig.Broker(d.kafka)
+		if err := topicconfig.ValidateValue(def, raw); err != nil {
+			return usagef("--%s %q: %v", d.flag, raw, err)
+		}
+		v := strings.TrimSpace(raw)
+		n, _ := strconv.ParseInt(v, 10, 64)
+		switch d.kafka {
+		case "log.cleanup.policy":
+			f.LogCleanupPolicy = &v
+		case "log.cleaner.delete.retention.ms":
+			f.LogCleanerDeleteRetentionMs = &n
+		case "log.cleaner.min.compaction.lag.ms":
+			f.LogCleanerMinCompactionLagMs = &n
+		case "log.cleaner.max.compaction.lag.ms":
+			f.LogCleanerMaxCompactionLagMs = &n
+		case "log.cleaner.min.cleanable.ratio":
+			r, _ := strconv.ParseFloat(strings.TrimRight(v, "dDfF"), 64)
+			f.LogCleanerMinCleanableRatio = &r
+		}
+	}
+	if lo, hi := f.LogCleanerMinCompactionLagMs, f.LogCleanerMaxCompactionLagMs; lo != nil && hi != nil && *lo > *hi {
+		return usagef("--log-cleaner-min-compaction-lag-ms %d is above --log-cleaner-max-compaction-lag-ms %d", *lo, *hi)
+	}
+	return nil
+}
+
 func upCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "up",
@@ -166,7 +223,7 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 			&cli.BoolFlag{Name: "secure", EnvVars: env("secure"), Usage: "TLS + SASL on every listener and a token on the admin API, with a local CA and credentials generated under DATA_DIR/security"},
 			&cli.BoolFlag{Name: "force-new-cluster", EnvVars: env("force-new-cluster"), Usage: "start over: move the data dir's store and log aside (renamed, not deleted) and start an empty cluster"},
 			discoveryFlag(), markerTimeoutFlag(), noSyncFlag(), retentionFlag(), producerExpirationFlag(), cleanerBackoffFlag(),
-		}, limitsFlags()...),
+		}, append(cleanerDefaultFlags(), limitsFlags()...)...),
 		Action: runUp,
 	}
 }
@@ -252,6 +309,9 @@ func runUp(c *cli.Context) error {
 	if delay != int(cluster.DefaultGroupInitialRebalanceDelay.Milliseconds()) {
 		d := int32(delay)
 		file.GroupInitialRebalanceDelayMs = &d
+	}
+	if err := setCleanerDefaults(c, file); err != nil {
+		return err
 	}
 	lim, err := limits(c)
 	if err != nil {
