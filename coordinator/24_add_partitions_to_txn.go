@@ -150,27 +150,35 @@ func (c *Coordinator) addPartitionsWaiting(ctx context.Context, first *partition
 // of giveUp (nil: never) ends the wait as until does. It blocks: call it
 // from a Reply, never from a handler.
 func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func() T, until time.Time, appended bool, giveUp <-chan struct{}) T {
-	deadline := time.NewTimer(time.Until(until))
-	defer deadline.Stop()
+	var deadline *time.Timer // made at the first wait: most calls decide at once
 	for {
 		d := decisionOf(v)
 		if d != nil && appended && d.Err == 0 {
-			return v
+			break
 		}
 		if d == nil || d.wait(c.ctx).Err != kerr.ConcurrentTransactions.Code || d.changed == nil {
-			return v
+			break
+		}
+		if deadline == nil {
+			deadline = time.NewTimer(time.Until(until))
 		}
 		select {
 		case <-d.changed:
 		case <-deadline.C:
 			return v
 		case <-giveUp:
+			deadline.Stop()
 			return v
 		case <-c.stop:
+			deadline.Stop()
 			return v
 		}
 		v = again()
 	}
+	if deadline != nil {
+		deadline.Stop()
+	}
+	return v
 }
 
 // addRequest is one transaction's add or verify.

@@ -299,7 +299,7 @@ func (l *Leader) neededRegistrations(parts []*producePart, req *kmsg.ProduceRequ
 //
 // It is the only layer that retries CONCURRENT_TRANSACTIONS: at most 9
 // sends within 20 s. Below it each send is one coordclient.Registrar
-// request (15 s), which Routed, with several coordinators, may resend
+// request (15 s over TCP; in-process, within the same 20 s), which Routed, with several coordinators, may resend
 // only while the id's owner is unknown, moving or loading; the
 // coordinator itself has waited up to 2 s for the previous markers
 // before it answers CONCURRENT_TRANSACTIONS.

@@ -29,6 +29,16 @@ type Root interface {
 	CreateBucketIfNotExists(name []byte) (*bbolt.Bucket, error)
 }
 
+// Ensure returns root's bucket name, creating it when missing. The
+// applier opens the same buckets for every record: bbolt's
+// CreateBucketIfNotExists copies the name each call, a lookup does not.
+func Ensure(root Root, name []byte) (*bbolt.Bucket, error) {
+	if b := root.Bucket(name); b != nil {
+		return b, nil
+	}
+	return root.CreateBucketIfNotExists(name)
+}
+
 // Kind names the codec of a record: which component's Apply reads it.
 type Kind uint8
 
@@ -464,7 +474,7 @@ func spaceRoot(tx *bbolt.Tx, name string, create bool) (Root, error) {
 		return tx, nil
 	}
 	if create {
-		return tx.CreateBucketIfNotExists([]byte(name))
+		return Ensure(tx, []byte(name))
 	}
 	b := tx.Bucket([]byte(name))
 	if b == nil {
