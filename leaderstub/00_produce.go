@@ -489,7 +489,7 @@ func (l *Leader) appendLocked(pp *producePart) {
 		h := pp.headers[i]
 		base := p.nextOffset
 		setBaseOffset(raw, base)
-		op.batches = append(op.batches, opBatch{base: base, raw: raw})
+		op.addBatch(base, raw)
 		p.appendIndex(batchIndex{Base: base, Last: base + int64(h.LastOffsetDelta), Size: int64(len(raw)),
 			MaxTimestamp: h.MaxTimestamp, ProducerID: h.ProducerID, Transactional: h.transactional(), raw: raw})
 	}

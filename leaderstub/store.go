@@ -191,7 +191,7 @@ func decodePersistOp(raw []byte) (*persistOp, error) {
 	o := &persistOp{key: r.Bytes()}
 	for n := r.Uvarint(); n > 0 && r.Err() == nil; n-- {
 		base := r.Int64()
-		o.batches = append(o.batches, opBatch{base: base, raw: r.Bytes()})
+		o.addBatch(base, r.Bytes())
 	}
 	if f := r.Flag(); f {
 		e, err := unmarshalEntry(r.Bytes())
