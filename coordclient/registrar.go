@@ -94,9 +94,6 @@ func NewRegistrar(coord Client, maxInFlight int, log zerolog.Logger) *Registrar 
 // the caller's.
 func (r *Registrar) Register(ctx context.Context, regs []*Registration) {
 	r.mu.Lock()
-	for _, reg := range regs {
-		reg.result = make(chan int16, 1)
-	}
 	select {
 	case <-r.stop: // closed: nobody would answer
 		r.mu.Unlock()
@@ -107,18 +104,22 @@ func (r *Registrar) Register(ctx context.Context, regs []*Registration) {
 	default:
 	}
 	if r.perTxn {
-		// Counted before close can wait (both under mu).
+		// Counted before close can wait (both under mu). Answered on
+		// this goroutine: sendNow sets reg.Code itself.
 		r.senders.Add(1)
 		r.mu.Unlock()
 		r.sendNow(ctx, regs)
 		r.senders.Done()
-	} else {
-		r.queue = append(r.queue, regs...)
-		r.mu.Unlock()
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
+		return
+	}
+	for _, reg := range regs {
+		reg.result = make(chan int16, 1)
+	}
+	r.queue = append(r.queue, regs...)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
 	}
 	for _, reg := range regs {
 		select {
@@ -154,7 +155,9 @@ func (r *Registrar) loop() {
 			r.senders.Add(1)
 			go func() {
 				defer r.senders.Done()
-				r.send(r.ctx, batch)
+				ctx, cancel := context.WithTimeout(r.ctx, requestTimeout)
+				r.send(ctx, batch)
+				cancel()
 				r.mu.Lock()
 				r.inFlight--
 				r.mu.Unlock()
@@ -167,115 +170,177 @@ func (r *Registrar) loop() {
 	}
 }
 
+// requestTimeout bounds one queued request to a coordinator over TCP. An
+// in-process request (perTxn) is bounded by its Produce's context instead:
+// it is a call on the caller's goroutine, and the coordinator's own waits
+// end with that context (wire.CallerDone).
+const requestTimeout = 15 * time.Second
+
 // sendNow sends regs from the caller's goroutine, one request per
-// transaction (perTxn); each reg gets its answer on reg.result. ctx is the
-// Produce request's: the coordinator's wait for a previous transaction's
-// markers (wire.CallerDone) ends with it, and the Registrar's Close comes
-// only after the leader's server has drained its Produce handlers.
+// transaction (perTxn), and sets each reg.Code. ctx is the Produce
+// request's: the coordinator's wait for a previous transaction's markers
+// (wire.CallerDone) ends with it, and the Registrar's Close comes only
+// after the leader's server has drained its Produce handlers.
 func (r *Registrar) sendNow(ctx context.Context, regs []*Registration) {
+	if len(regs) == 0 {
+		return
+	}
+	// One Produce names one transaction: usually every reg has one key.
+	k := regs[0].key()
+	same := true
+	for _, reg := range regs[1:] {
+		if reg.key() != k {
+			same = false
+			break
+		}
+	}
+	if same {
+		r.send(ctx, pendingBatch{{key: k, regs: regs}})
+		return
+	}
 	var byKey groupby.Ordered[txnKey, *Registration]
 	for _, reg := range regs {
 		byKey.Add(reg.key(), reg)
 	}
 	for k, regs := range byKey.All() {
-		b := &pendingBatch{keyOf: map[string]txnKey{k.txnID: k}}
-		b.byKey.Add(k, regs...)
-		r.send(ctx, b)
+		r.send(ctx, pendingBatch{{key: k, regs: regs}})
 	}
 }
 
 // pendingBatch is one request's registrations, grouped per transaction in
-// the order they came.
-type pendingBatch struct {
-	byKey groupby.Ordered[txnKey, *Registration]
-	keyOf map[string]txnKey
+// the order they came; each transactional id appears once.
+type pendingBatch []regGroup
+
+// regGroup is one transaction's registrations in a request.
+type regGroup struct {
+	key  txnKey
+	regs []*Registration
 }
 
 // take removes the next batch from the queue, or returns nil when the
 // queue is empty or every sender is busy. A transactional id already in
 // the batch with another (pid, epoch, VerifyOnly) waits for the next
 // request, since the coordinator answers per transactional id.
-func (r *Registrar) take() *pendingBatch {
+func (r *Registrar) take() pendingBatch {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.queue) == 0 || r.inFlight >= r.maxInFlight {
 		return nil
 	}
-	b := &pendingBatch{keyOf: map[string]txnKey{}}
+	var b pendingBatch
+	at := map[string]int{} // transactional id → its group in b
 	var later []*Registration
 	for _, reg := range r.queue {
 		k := reg.key()
-		if prev, ok := b.keyOf[reg.TxnID]; ok && prev != k {
+		i, ok := at[reg.TxnID]
+		switch {
+		case ok && b[i].key != k:
 			later = append(later, reg)
-			continue
+		case ok:
+			b[i].regs = append(b[i].regs, reg)
+		default:
+			at[reg.TxnID] = len(b)
+			b = append(b, regGroup{key: k, regs: []*Registration{reg}})
 		}
-		b.keyOf[reg.TxnID] = k
-		b.byKey.Add(k, reg)
 	}
 	r.queue = later
 	r.inFlight++
 	return b
 }
 
-// send sends one batch and answers each registration; parent bounds the
-// request (the registrar's context, or the Produce request's for sendNow).
-func (r *Registrar) send(parent context.Context, b *pendingBatch) {
+// send sends one batch and answers each registration; ctx bounds the
+// request.
+func (r *Registrar) send(ctx context.Context, b pendingBatch) {
 	req := kmsg.NewPtrAddPartitionsToTxnRequest()
-	for k, regs := range b.byKey.All() {
-		t := kmsg.NewAddPartitionsToTxnRequestTransaction()
-		t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = k.txnID, k.pid, k.epoch, k.verifyOnly
-		var topics groupby.Ordered[string, int32]
-		for _, reg := range regs {
-			topics.Add(reg.Topic, reg.Partition)
+	req.Transactions = make([]kmsg.AddPartitionsToTxnRequestTransaction, len(b))
+	for i, g := range b {
+		t := &req.Transactions[i]
+		t.Default()
+		t.TransactionalID, t.ProducerID, t.ProducerEpoch, t.VerifyOnly = g.key.txnID, g.key.pid, g.key.epoch, g.key.verifyOnly
+		for _, reg := range g.regs {
+			t.Topics = addPartition(t.Topics, reg.Topic, reg.Partition)
 		}
-		for topic, partitions := range topics.All() {
-			rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-			rt.Topic, rt.Partitions = topic, partitions
-			t.Topics = append(t.Topics, rt)
-		}
-		req.Transactions = append(req.Transactions, t)
 	}
-	ctx, cancel := context.WithTimeout(parent, 15*time.Second)
 	resp, err := r.coord.AddPartitionsToTxn(ctx, req)
-	cancel()
-	codes := map[txnKey]map[string]map[int32]int16{}
 	topLevel := int16(0)
+	var answered map[string]*kmsg.AddPartitionsToTxnResponseTransaction // built for large batches only
 	switch {
 	case err != nil:
 		r.log.Warn().Err(err).Msg("AddPartitionsToTxn to the coordinator failed")
 		topLevel = kerr.NotEnoughReplicas.Code
 	case resp.ErrorCode != 0:
 		topLevel = resp.ErrorCode
-	default:
-		for _, t := range resp.Transactions {
-			k, ok := b.keyOf[t.TransactionalID]
-			if !ok {
-				continue
-			}
-			m := map[string]map[int32]int16{}
-			for _, tt := range t.Topics {
-				pm := map[int32]int16{}
-				for _, p := range tt.Partitions {
-					pm[p.Partition] = p.ErrorCode
-				}
-				m[tt.Topic] = pm
-			}
-			codes[k] = m
+	case len(resp.Transactions) > 8:
+		answered = make(map[string]*kmsg.AddPartitionsToTxnResponseTransaction, len(resp.Transactions))
+		for i := range resp.Transactions {
+			answered[resp.Transactions[i].TransactionalID] = &resp.Transactions[i]
 		}
 	}
-	for k, regs := range b.byKey.All() {
-		for _, reg := range regs {
+	for _, g := range b {
+		var t *kmsg.AddPartitionsToTxnResponseTransaction
+		if topLevel == 0 {
+			if answered != nil {
+				t = answered[g.key.txnID]
+			} else {
+				for i := range resp.Transactions {
+					if resp.Transactions[i].TransactionalID == g.key.txnID {
+						t = &resp.Transactions[i]
+						break
+					}
+				}
+			}
+		}
+		for _, reg := range g.regs {
 			code := topLevel
 			if code == 0 {
-				c, ok := codes[k][reg.Topic][reg.Partition]
-				if !ok {
-					c = kerr.UnknownServerError.Code // the coordinator left the partition out
-				}
-				code = c
+				code = partitionCode(t, reg.Topic, reg.Partition)
 			}
-			reg.result <- code
+			reg.answer(code)
 		}
 	}
+}
+
+// addPartition adds one partition to a request transaction's topics,
+// keeping the topics in first-seen order.
+func addPartition(topics []kmsg.AddPartitionsToTxnRequestTransactionTopic, topic string, partition int32) []kmsg.AddPartitionsToTxnRequestTransactionTopic {
+	for i := range topics {
+		if topics[i].Topic == topic {
+			topics[i].Partitions = append(topics[i].Partitions, partition)
+			return topics
+		}
+	}
+	rt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+	rt.Topic, rt.Partitions = topic, []int32{partition}
+	return append(topics, rt)
+}
+
+// partitionCode is the coordinator's answer for one partition of t (nil:
+// the transaction was left out), UNKNOWN_SERVER_ERROR when it left the
+// partition out.
+func partitionCode(t *kmsg.AddPartitionsToTxnResponseTransaction, topic string, partition int32) int16 {
+	if t != nil {
+		for _, tt := range t.Topics {
+			if tt.Topic != topic {
+				continue
+			}
+			for _, p := range tt.Partitions {
+				if p.Partition == partition {
+					return p.ErrorCode
+				}
+			}
+		}
+	}
+	return kerr.UnknownServerError.Code
+}
+
+// answer gives reg its code: on its channel when it was queued, directly
+// when its own goroutine sent it (sendNow).
+func (reg *Registration) answer(code int16) {
+	if reg.result != nil {
+		reg.result <- code
+		return
+	}
+	reg.Code = code
 }
 
 // Queued is how many registrations wait for a free sender.

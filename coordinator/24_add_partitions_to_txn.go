@@ -150,28 +150,47 @@ func (c *Coordinator) addPartitionsWaiting(ctx context.Context, first *partition
 // of giveUp (nil: never) ends the wait as until does. It blocks: call it
 // from a Reply, never from a handler.
 func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func() T, until time.Time, appended bool, giveUp <-chan struct{}) T {
-	deadline := time.NewTimer(time.Until(until))
-	defer deadline.Stop()
+	var deadline *time.Timer // made at the first wait: most calls decide at once
 	for {
 		d := decisionOf(v)
 		if d != nil && appended && d.Err == 0 {
-			return v
+			break
 		}
 		if d == nil || d.wait(c.ctx).Err != kerr.ConcurrentTransactions.Code || d.changed == nil {
-			return v
+			break
+		}
+		if deadline == nil {
+			deadline = time.NewTimer(time.Until(until))
 		}
 		select {
 		case <-d.changed:
 		case <-deadline.C:
 			return v
 		case <-giveUp:
+			deadline.Stop()
 			return v
 		case <-c.stop:
+			deadline.Stop()
 			return v
 		}
 		v = again()
 	}
+	if deadline != nil {
+		deadline.Stop()
+	}
+	return v
 }
+
+// addTxn is one transaction of a leader's AddPartitionsToTxn: its
+// request, and its result so far.
+type addTxn struct {
+	c      *Coordinator
+	req    addRequest
+	result *partitionResult
+}
+
+// add decides the transaction's registration (again).
+func (a *addTxn) add() *partitionResult { return a.c.addPartitions(a.req) }
 
 // addRequest is one transaction's add or verify.
 type addRequest struct {
@@ -298,34 +317,37 @@ func (c *Coordinator) handleAddPartitionsToTxn(ctx context.Context, r *wire.Requ
 	// after them, is durable only with them, so the registration and the
 	// data share one group commit instead of two.
 	inProcess := durable.Shares(r.CallerLog(), c.storeLog)
-	results := make([]*partitionResult, len(req.Transactions))
-	retries := make([]func() *partitionResult, len(req.Transactions))
-	ids := make([]string, len(req.Transactions))
+	txns := make([]addTxn, len(req.Transactions))
 	for i, t := range req.Transactions {
-		var topics groupby.Ordered[string, int32]
+		a := &txns[i]
+		a.c = c
+		a.req = addRequest{id: t.TransactionalID, pid: t.ProducerID, epoch: t.ProducerEpoch, verifyOnly: t.VerifyOnly,
+			clientTV: 2, overlap: overlap, sameLog: inProcess}
 		for _, tt := range t.Topics {
-			topics.Add(tt.Topic, tt.Partitions...)
+			a.req.topics.Add(tt.Topic, tt.Partitions...)
 		}
-		ids[i] = t.TransactionalID
-		retries[i] = func() *partitionResult {
-			return c.addPartitions(addRequest{id: t.TransactionalID, pid: t.ProducerID, epoch: t.ProducerEpoch, verifyOnly: t.VerifyOnly,
-				clientTV: 2, overlap: overlap, sameLog: inProcess, topics: topics})
-		}
-		results[i] = retries[i]()
+		a.result = a.add()
 	}
 	return func() (kmsg.Response, error) {
 		until := time.Now().Add(maxConcurrentWait) // one budget for the whole batch
-		for i := range results {
-			pr := c.addPartitionsWaiting(ctx, results[i], retries[i], until, inProcess)
+		resp.Transactions = make([]kmsg.AddPartitionsToTxnResponseTransaction, 0, len(txns))
+		for i := range txns {
+			a := &txns[i]
+			pr := a.result
+			if d := pr.d; d == nil || !inProcess || d.Err != 0 {
+				pr = c.addPartitionsWaiting(ctx, pr, a.add, until, inProcess)
+			}
 			rtx := kmsg.NewAddPartitionsToTxnResponseTransaction()
-			rtx.TransactionalID = ids[i]
-			for name, parts := range pr.topics.All() {
+			rtx.TransactionalID = a.req.id
+			for t := range pr.topics.Len() {
+				name, parts := pr.topics.Group(t)
 				rt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
 				rt.Topic = name
-				for _, p := range parts {
-					rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+				rt.Partitions = make([]kmsg.AddPartitionsToTxnResponseTransactionTopicPartition, len(parts))
+				for j, p := range parts {
+					rp := &rt.Partitions[j]
+					rp.Default()
 					rp.Partition, rp.ErrorCode = p, pr.code(txncore.TopicPartition{Topic: name, Partition: p}, req.Version)
-					rt.Partitions = append(rt.Partitions, rp)
 				}
 				rtx.Topics = append(rtx.Topics, rt)
 			}

@@ -76,7 +76,11 @@ func (q *idQueue) settle(log durable.Log) {
 	}
 	if n > 0 {
 		clear(q.writes[:n])
-		q.writes = q.writes[n:]
+		if n == len(q.writes) {
+			q.writes = q.writes[:0] // the next write reuses the array
+		} else {
+			q.writes = q.writes[n:]
+		}
 	}
 }
 
@@ -114,8 +118,20 @@ type decision struct {
 	// changed is closed at the entry's next change after this decision
 	// (a write submitted or made durable); nil when the id has no entry.
 	changed <-chan struct{}
-	// failed answers a failure of the write at pos (writeErrorCode).
-	failed func(error) int16
+	// co answers a failure of the write at pos (writeErrorCode).
+	co *Coordinator
+	// short: deciding it needed a producer id the reserved blocks had
+	// no more of (tryStep decides again once they are refilled).
+	short bool
+}
+
+// nextPID is the PIDSource of the step deciding d.
+func (d *decision) nextPID() int64 {
+	pid, ok := d.co.pids.next()
+	if !ok {
+		d.short = true
+	}
+	return pid
 }
 
 // wait blocks until the write the answer rests on is durable and returns
@@ -126,7 +142,7 @@ func (d *decision) wait(ctx context.Context) Outcome {
 		return d.Outcome
 	}
 	if err := d.log.WaitDurable(ctx, d.pos); err != nil && (d.own || d.Err == 0) {
-		return fail(d.failed(err))
+		return fail(d.co.writeErrorCode(err))
 	}
 	return d.Outcome
 }
@@ -139,7 +155,7 @@ func (d *decision) peek() Outcome {
 		return d.Outcome
 	}
 	if err := d.log.Err(); err != nil && (d.own || d.Err == 0) {
-		return fail(d.failed(err))
+		return fail(d.co.writeErrorCode(err))
 	}
 	return d.Outcome
 }
@@ -187,15 +203,8 @@ func (c *Coordinator) stepWith(id string, o stepOpts, decide func(cur *Metadata,
 // tryStep is one attempt of stepWith; short reports that decide needed a
 // producer id the reserved blocks had no more of (nothing was written).
 func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) (*decision, bool) {
-	short := false
-	pids := func() int64 {
-		pid, ok := c.pids.next()
-		if !ok {
-			short = true
-		}
-		return pid
-	}
-	d := &decision{log: c.storeLog, failed: c.writeErrorCode}
+	d := &decision{log: c.storeLog, co: c}
+	pids := d.nextPID // one bound method: most steps never call it
 	e := c.lock(id, o.create)
 	var cur *Metadata
 	pending, speculated := false, false
@@ -205,7 +214,7 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 		d.changed = e.changedCh()
 	}
 	d.Outcome = decide(cur, pending, pids)
-	if short {
+	if d.short {
 		if e != nil {
 			e.mu.Unlock()
 		}
@@ -245,9 +254,10 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 	if d.Delete {
 		batch.Deletes = []string{id}
 	} else {
-		md := d.Persist.Clone()
-		state = &md
-		batch.Puts = []txnlog.TxnMetadata{md}
+		// The write's state and the batch's put are one copy: neither
+		// is changed after this.
+		batch.Puts = []txnlog.TxnMetadata{d.Persist.Clone()}
+		state = &batch.Puts[0]
 	}
 	pos, err := c.cfg.Store.Submit(batch)
 	if err != nil {

@@ -299,7 +299,7 @@ func (l *Leader) neededRegistrations(parts []*producePart, req *kmsg.ProduceRequ
 //
 // It is the only layer that retries CONCURRENT_TRANSACTIONS: at most 9
 // sends within 20 s. Below it each send is one coordclient.Registrar
-// request (15 s), which Routed, with several coordinators, may resend
+// request (15 s over TCP; in-process, within the same 20 s), which Routed, with several coordinators, may resend
 // only while the id's owner is unknown, moving or loading; the
 // coordinator itself has waited up to 2 s for the previous markers
 // before it answers CONCURRENT_TRANSACTIONS.
@@ -489,7 +489,7 @@ func (l *Leader) appendLocked(pp *producePart) {
 		h := pp.headers[i]
 		base := p.nextOffset
 		setBaseOffset(raw, base)
-		op.batches = append(op.batches, opBatch{base: base, raw: raw})
+		op.addBatch(base, raw)
 		p.appendIndex(batchIndex{Base: base, Last: base + int64(h.LastOffsetDelta), Size: int64(len(raw)),
 			MaxTimestamp: h.MaxTimestamp, ProducerID: h.ProducerID, Transactional: h.transactional(), raw: raw})
 	}

@@ -152,7 +152,8 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	now := l.nowMillis()
 	offset := p.nextOffset
 	raw := controlBatch(offset, m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch, now)
-	op := &persistOp{key: p.key, batches: []opBatch{{base: offset, raw: raw}}}
+	op := &persistOp{key: p.key}
+	op.addBatch(offset, raw)
 	if e.txnOpen() {
 		first := e.TxnFirstOffset
 		if !m.Committed {

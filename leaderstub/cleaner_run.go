@@ -290,7 +290,7 @@ func (l *Leader) commitClean(p *partition, in *cleanInput, chunk []batchAction, 
 			continue
 		}
 		raw := rewritten[a.Index]
-		op.batches = append(op.batches, opBatch{base: b.Base, raw: raw})
+		op.addBatch(b.Base, raw)
 		removedBytes += p.batches[i].Size - int64(len(raw))
 		removedRecords += b.count() - len(a.Keep)
 		p.size -= p.batches[i].Size - int64(len(raw))

@@ -93,7 +93,7 @@ type Leader struct {
 	partitions map[string]*partition // by partitionKey
 
 	changeMu sync.Mutex
-	changed  chan struct{} // closed and replaced whenever a watermark moves
+	changed  chan struct{} // closed whenever a watermark moves; nil until a Fetch waits
 
 	markersMu sync.Mutex
 	markers   []ReceivedMarker
@@ -160,7 +160,6 @@ func Open(cfg Config) (*Leader, error) {
 		cfg:        cfg,
 		log:        cfg.Log.With().Int32("leader", cfg.NodeID).Logger(),
 		partitions: map[string]*partition{},
-		changed:    make(chan struct{}),
 		stop:       make(chan struct{}),
 		sessions:   newFetchSessionCache(cfg.Now),
 		shares:     newShareState(),
@@ -325,17 +324,25 @@ func (l *Leader) topicName(name string, id [16]byte, byID bool) (string, *kerr.E
 	return t.Name, nil
 }
 
-// notify wakes every waiting Fetch.
+// notify wakes every waiting Fetch. The channel is made by the first
+// waiter (changes): every durable write notifies, most with nobody
+// waiting.
 func (l *Leader) notify() {
 	l.changeMu.Lock()
-	close(l.changed)
-	l.changed = make(chan struct{})
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
 	l.changeMu.Unlock()
 }
 
+// changes is closed at the next notify.
 func (l *Leader) changes() <-chan struct{} {
 	l.changeMu.Lock()
 	defer l.changeMu.Unlock()
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
 	return l.changed
 }
 

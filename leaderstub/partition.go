@@ -286,6 +286,17 @@ type persistOp struct {
 	logStart       int64
 	expired        []int64 // producer ids forgotten (expire.go)
 	firstDirty     int64   // the end of a clean, stored when > 0 (cleaner_run.go)
+	// first holds batches' first element: most ops (a Produce's, a
+	// marker's) carry one batch, which then costs no allocation of its own.
+	first [1]opBatch
+}
+
+// addBatch appends one batch to the op.
+func (o *persistOp) addBatch(base int64, raw []byte) {
+	if o.batches == nil {
+		o.batches = o.first[:0]
+	}
+	o.batches = append(o.batches, opBatch{base: base, raw: raw})
 }
 
 // opBatch is one batch of a persistOp, at its base offset.

@@ -186,8 +186,8 @@ func applyMarker(e producerEntry, markerEpoch int16, coordinatorEpoch int32, now
 
 // Entry encoding in bbolt: fixed fields, then the batch window.
 func (e producerEntry) marshal() []byte {
-	b := make([]byte, 0, 31+len(e.Batches)*32)
-	b = binary.BigEndian.AppendUint16(b, 1) // record version
+	b := make([]byte, 0, 33+len(e.Batches)*32) // the fields below, exactly
+	b = binary.BigEndian.AppendUint16(b, 1)    // record version
 	b = binary.BigEndian.AppendUint64(b, uint64(e.ProducerID))
 	b = binary.BigEndian.AppendUint16(b, uint16(e.Epoch))
 	b = binary.BigEndian.AppendUint32(b, uint32(e.CoordinatorEpoch))

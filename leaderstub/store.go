@@ -50,11 +50,11 @@ func u64(v int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(v)) 
 
 // partitionBuckets opens (creating) the sub-buckets of one partition.
 func partitionBuckets(tx storage.Root, key []byte) (log, producers, aborted, meta *bbolt.Bucket, err error) {
-	root, err := tx.CreateBucketIfNotExists(bucketPartitions)
+	root, err := storage.Ensure(tx, bucketPartitions)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	pb, err := root.CreateBucketIfNotExists(key)
+	pb, err := storage.Ensure(root, key)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
@@ -63,7 +63,7 @@ func partitionBuckets(tx storage.Root, key []byte) (log, producers, aborted, met
 			return nil
 		}
 		var b *bbolt.Bucket
-		b, err = pb.CreateBucketIfNotExists(name)
+		b, err = storage.Ensure(pb, name)
 		return b
 	}
 	log, producers, aborted, meta = get(bucketLog), get(bucketProducers), get(bucketAborted), get(bucketMeta)
@@ -191,7 +191,7 @@ func decodePersistOp(raw []byte) (*persistOp, error) {
 	o := &persistOp{key: r.Bytes()}
 	for n := r.Uvarint(); n > 0 && r.Err() == nil; n-- {
 		base := r.Int64()
-		o.batches = append(o.batches, opBatch{base: base, raw: r.Bytes()})
+		o.addBatch(base, r.Bytes())
 	}
 	if f := r.Flag(); f {
 		e, err := unmarshalEntry(r.Bytes())

@@ -29,6 +29,19 @@ type Root interface {
 	CreateBucketIfNotExists(name []byte) (*bbolt.Bucket, error)
 }
 
+// initialMmapSize is the store's bbolt mapping at open (bbolt.Options).
+const initialMmapSize = 1 << 30
+
+// Ensure returns root's bucket name, creating it when missing. The
+// applier opens the same buckets for every record: bbolt's
+// CreateBucketIfNotExists copies the name each call, a lookup does not.
+func Ensure(root Root, name []byte) (*bbolt.Bucket, error) {
+	if b := root.Bucket(name); b != nil {
+		return b, nil
+	}
+	return root.CreateBucketIfNotExists(name)
+}
+
 // Kind names the codec of a record: which component's Apply reads it.
 type Kind uint8
 
@@ -206,9 +219,13 @@ func Open(dbPath string, opts Options) (st *Store, err error) {
 	}
 	// NoFreelistSync and the hashmap freelist: one page less written per
 	// commit and cheap allocation in a growing file; the freelist is
-	// rebuilt by a scan at open.
+	// rebuilt by a scan at open. The mapping is reserved at 1 GiB up front
+	// (address space, not memory; etcd reserves 10 GiB): bbolt otherwise
+	// remaps at every doubling of the file, and each remap waits for every
+	// read transaction (a Fetch) and copies the applier's open nodes out
+	// of the old mapping.
 	db, err := bbolt.Open(dbPath, 0o600, &bbolt.Options{Timeout: opts.OpenTimeout, NoSync: opts.NoSync,
-		NoFreelistSync: true, FreelistType: bbolt.FreelistMapType})
+		NoFreelistSync: true, FreelistType: bbolt.FreelistMapType, InitialMmapSize: initialMmapSize})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dbPath, err)
 	}
@@ -464,7 +481,7 @@ func spaceRoot(tx *bbolt.Tx, name string, create bool) (Root, error) {
 		return tx, nil
 	}
 	if create {
-		return tx.CreateBucketIfNotExists([]byte(name))
+		return Ensure(tx, []byte(name))
 	}
 	b := tx.Bucket([]byte(name))
 	if b == nil {

@@ -269,11 +269,11 @@ func ApplyRecord(r storage.Root, raw []byte) error {
 	if err != nil {
 		return err
 	}
-	txns, err := r.CreateBucketIfNotExists(bucketTxns)
+	txns, err := storage.Ensure(r, bucketTxns)
 	if err != nil {
 		return err
 	}
-	meta, err := r.CreateBucketIfNotExists(bucketMeta)
+	meta, err := storage.Ensure(r, bucketMeta)
 	if err != nil {
 		return err
 	}

@@ -26,20 +26,29 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// dataCRC is the checksum of a frame before its Pos is known.
+// dataCRC is the checksum of a frame before its Pos is known: of the
+// length (4 bytes, little endian), then rec. The length's bytes go through
+// the table one by one: a local array handed to crc32.Update would be
+// allocated on the heap, once per record.
 func dataCRC(rec []byte) uint32 {
-	var n [4]byte
-	binary.LittleEndian.PutUint32(n[:], uint32(len(rec)))
-	return crc32.Update(crc32.Update(0, castagnoli, n[:]), castagnoli, rec)
+	crc := ^uint32(0)
+	for i, n := 0, uint32(len(rec)); i < 4; i, n = i+1, n>>8 {
+		crc = castagnoli[byte(crc)^byte(n)] ^ (crc >> 8)
+	}
+	return crc32.Update(^crc, castagnoli, rec)
 }
 
-// appendFrame appends rec's frame at Pos p; partial is dataCRC(rec).
+// appendFrame appends rec's frame at Pos p; partial is dataCRC(rec). The
+// header is written in place in dst (a local array would escape to the
+// heap through crc32.Update).
 func appendFrame(dst []byte, p Pos, rec []byte, partial uint32) []byte {
-	var h [headerSize]byte
+	start := len(dst)
+	dst = append(dst, make([]byte, headerSize)...)
+	h := dst[start:]
 	binary.LittleEndian.PutUint32(h[4:], uint32(len(rec)))
 	binary.LittleEndian.PutUint64(h[8:], uint64(p))
 	binary.LittleEndian.PutUint32(h[0:], crc32.Update(partial, castagnoli, h[8:16]))
-	return append(append(dst, h[:]...), rec...)
+	return append(dst, rec...)
 }
 
 // frameLen is the data length a header announces.

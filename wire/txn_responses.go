@@ -9,20 +9,25 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 func WriteTxnMarkersResponse(req *kmsg.WriteTxnMarkersRequest,
 	code func(m kmsg.WriteTxnMarkersRequestMarker, topic string, partition int32) int16) *kmsg.WriteTxnMarkersResponse {
 	resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
-	for _, m := range req.Markers {
-		rm := kmsg.NewWriteTxnMarkersResponseMarker()
+	// Every slice is made at its final length: a marker answer is on
+	// every transaction's path.
+	resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(req.Markers))
+	for i, m := range req.Markers {
+		rm := &resp.Markers[i]
+		rm.Default()
 		rm.ProducerID = m.ProducerID
-		for _, t := range m.Topics {
-			rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+		rm.Topics = make([]kmsg.WriteTxnMarkersResponseMarkerTopic, len(m.Topics))
+		for j, t := range m.Topics {
+			rt := &rm.Topics[j]
+			rt.Default()
 			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+			rt.Partitions = make([]kmsg.WriteTxnMarkersResponseMarkerTopicPartition, len(t.Partitions))
+			for k, p := range t.Partitions {
+				rp := &rt.Partitions[k]
+				rp.Default()
 				rp.Partition, rp.ErrorCode = p, code(m, t.Topic, p)
-				rt.Partitions = append(rt.Partitions, rp)
 			}
-			rm.Topics = append(rm.Topics, rt)
 		}
-		resp.Markers = append(resp.Markers, rm)
 	}
 	return resp
 }

@@ -65,3 +65,8 @@ func (g *Ordered[K, V]) All() iter.Seq2[K, []V] {
 		}
 	}
 }
+
+// Group is the i-th key (0 ≤ i < Len) with its values: a loop over
+// indexes allocates nothing where a range over All may (its yield
+// closure escapes when the loop body is not inlined).
+func (g *Ordered[K, V]) Group(i int) (K, []V) { return g.keys[i], g.values[i] }
