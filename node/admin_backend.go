@@ -16,6 +16,7 @@ import (
 	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
+	"github.com/txncoord/txncoord/txntimeline"
 )
 
 // adminBackend adapts the coordinator and the marker sender to the admin
@@ -40,6 +41,9 @@ type adminBackend struct {
 	// cleanable is a partition's cleanable ratio from a leader of this
 	// process (Coordinator.Cleanable); nil: none.
 	cleanable func(topic string, partition int32) (float64, bool)
+	// timeline is the recorder of the process's coordinator of a node
+	// (nil: none kept).
+	timeline func(owner int32) *txntimeline.Recorder
 }
 
 // FaultSet is admin.FaultsBackend: the faults of this process's nodes.
@@ -66,7 +70,8 @@ func (c *Coordinator) AdminBackend() admin.Backend {
 				return fmt.Errorf("%w: %w", errStoreFailed, err)
 			}
 			return nil
-		}, topics: c.Controller, coordinators: c.singleCoordinator, faults: c.Faults, cleanable: c.Cleanable, auth: c.view.AuthMeta()})
+		}, topics: c.Controller, coordinators: c.singleCoordinator, faults: c.Faults, cleanable: c.Cleanable, auth: c.view.AuthMeta(),
+		timeline: c.timelineOf})
 }
 
 func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
@@ -134,7 +139,11 @@ func (b *adminBackend) Transaction(id string) (admin.Txn, error) {
 	if !ok {
 		return admin.Txn{}, fmt.Errorf("%w: %q", admin.ErrNotFound, id)
 	}
-	return b.txn(d), nil
+	t := b.txn(d)
+	if b.timeline != nil {
+		t.Timeline = apiTimeline(b.timeline(t.CoordinatorID).Timeline(id))
+	}
+	return t, nil
 }
 
 func (b *adminBackend) Abort(ctx context.Context, id string, force bool) (admin.Txn, error) {
