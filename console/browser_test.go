@@ -246,6 +246,24 @@ func TestBrowserConsole(t *testing.T) {
 		}
 	})
 
+	t.Run("timeline", func(t *testing.T) {
+		// The committed transaction's steps in order; its markers went
+		// to leader 1 (Kafka 4.2) with v2 and to leader 2 (4.1) with v1,
+		// and both answered NONE.
+		run(t, ctx, "open the committed transaction", chromedp.Navigate(base+"/#/txn/console-committed"))
+		waitJS(t, ctx, "timeline in order", `(() => {
+			const steps = [...document.querySelectorAll('#timeline tr[data-event]')].map(tr => tr.dataset.event);
+			const at = (e) => steps.indexOf(e);
+			return ['InitProducerId', 'PartitionAdded', 'Prepare', 'MarkerSent', 'MarkerAnswered', 'Complete'].every((e, i, all) => at(e) >= 0 && (i === 0 || at(all[i - 1]) < at(e)))
+				&& steps.filter(e => e === 'PartitionAdded').length === 2 })()`)
+		waitJS(t, ctx, "each leader's version and answer", `(() => {
+			const rows = [...document.querySelectorAll('#timeline tr[data-event]')].map(tr => tr.dataset.event + ' ' + tr.lastChild.textContent);
+			return rows.some(r => r.startsWith('MarkerSent COMMIT marker') && r.includes('to leader 1, WriteTxnMarkers v2'))
+				&& rows.some(r => r.startsWith('MarkerSent COMMIT marker') && r.includes('to leader 2, WriteTxnMarkers v1'))
+				&& rows.filter(r => r.startsWith('MarkerAnswered') && r.endsWith(': NONE')).length === 2 })()`)
+		screenshot(t, ctx, "timeline")
+	})
+
 	t.Run("abort", func(t *testing.T) {
 		run(t, ctx, "open the transaction", chromedp.Navigate(base+"/#/txn/console-open"))
 		waitJS(t, ctx, "partitions with their leaders", `document.querySelectorAll('#txn-partitions tr[data-partition]').length === 2`)
@@ -320,6 +338,11 @@ func TestBrowserStuckMarker(t *testing.T) {
 	run(t, ctx, "open the transaction", chromedp.Navigate(base+"/#/txn/console-stuck"))
 	waitJS(t, ctx, "stuck reason", `(document.getElementById('stuck-reason')?.textContent || '').includes('advertises max v1')`)
 	waitJS(t, ctx, "retry button", `!!document.getElementById('retry')`)
+	// The timeline says what happened: v2 to the 4.1 leader, no answer.
+	waitJS(t, ctx, "v2 to leader 2 without an answer", `(() => {
+		const rows = [...document.querySelectorAll('#timeline tr[data-event]')].map(tr => tr.dataset.event + ' ' + tr.lastChild.textContent);
+		return rows.some(r => r.startsWith('MarkerSent') && r.includes('to leader 2, WriteTxnMarkers v2'))
+			&& rows.some(r => r.startsWith('MarkerAnswered') && r.includes('leader 2 answered') && r.endsWith('NO_ANSWER')) })()`)
 	screenshot(t, ctx, "stuck")
 	// Retry resends the markers (they get stuck again: the leader still
 	// advertises max v1); the API accepted it.

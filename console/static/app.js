@@ -239,6 +239,8 @@ async function viewTxn(main, id, first) {
       ['Timeout', t.timeout_ms + ' ms'], ['Started', when(t.start_time_ms)], ['Last update', when(t.last_update_time_ms)],
       ['Open for', open ? age(t.duration_ms) : '—']])),
     h('div', {}, open || stuck || pendingAction ? actions(t, stuck) : null),
+    h('h2', {}, 'Timeline'),
+    timeline(t.timeline || []),
     h('h2', {}, 'Partitions and their markers'),
     table(['Topic', 'Partition', 'Leader', 'Kafka', 'WriteTxnMarkers', 'Marker', 'Attempts', 'Last error'],
       t.partitions.length ? t.partitions.map(partRow) : [emptyRow(8, 'no partition in this transaction')], { id: 'txn-partitions' }),
@@ -250,6 +252,30 @@ async function viewTxn(main, id, first) {
       h('td', {}, h('a', { href: '#/group/' + encodeURIComponent(o.group) }, o.group)), h('td', {}, o.topic),
       h('td', { class: 'num' }, o.partition), h('td', { class: 'num' }, o.offset))).concat(
       (t.pending_offsets || []).length ? [] : [emptyRow(4, 'none')])));
+}
+
+// timeline draws a transaction's recorded steps, oldest first, each with
+// its time and the time since the step before.
+function timeline(events) {
+  const clock = (ms) => { const d = new Date(ms); return d.toLocaleTimeString() + '.' + String(d.getMilliseconds()).padStart(3, '0'); };
+  const what = (e) => {
+    const part = e.topic !== undefined ? `${e.topic}-${e.partition}` : '';
+    switch (e.event) {
+      case 'InitProducerId': return `producer id ${e.producer_id}, epoch ${e.producer_epoch}`;
+      case 'PartitionAdded': return part;
+      case 'Prepare': return e.result === 'commit' ? 'PrepareCommit' : 'PrepareAbort';
+      case 'Complete': return e.result === 'commit' ? 'CompleteCommit' : 'CompleteAbort';
+      case 'MarkerSent': return [`${e.result.toUpperCase()} marker for ${part} to leader ${e.leader}, `,
+        h('b', { class: 'wtm' }, e.write_txn_markers_version < 0 ? 'version unknown' : 'WriteTxnMarkers v' + e.write_txn_markers_version)];
+      case 'MarkerAnswered': return [`leader ${e.leader} answered for ${part}: `,
+        h('b', { class: e.error === 'NONE' ? 'ok answer' : 'error answer' }, e.error)];
+      default: return '';
+    }
+  };
+  if (!events.length) return h('p', { class: 'muted', id: 'timeline' }, 'Nothing recorded: the coordinator keeps the timelines of its recent transactions in memory only (since its start).');
+  return table(['Time', '+ms', 'Step', 'Epoch', 'Details'], events.map((e, i) => h('tr', { 'data-event': e.event },
+    h('td', { class: 'muted' }, clock(e.at_ms)), h('td', { class: 'num muted' }, i ? '+' + (e.at_ms - events[i - 1].at_ms) : ''),
+    h('td', {}, e.event), h('td', { class: 'num' }, e.producer_epoch), h('td', {}, what(e)))), { id: 'timeline', class: 'timeline' });
 }
 
 // actions are the Abort and Retry buttons; each shows what it will do and
