@@ -82,6 +82,22 @@ type PartitionOffsets struct {
 	Leader           int32 `json:"leader"`
 	HighWatermark    int64 `json:"high_watermark"`
 	LastStableOffset int64 `json:"last_stable_offset"`
+	// Producers are the partition's active producers as its leader
+	// answers DescribeProducers (kafka-transactions.sh
+	// describe-producers); current_txn_start_offset, when not -1, is where
+	// an open transaction starts (find-hanging). Left out when the leader
+	// could not be asked.
+	Producers []ProducerState `json:"producers,omitempty"`
+}
+
+// ProducerState is one active producer of a partition (DescribeProducers).
+type ProducerState struct {
+	ProducerID            int64 `json:"producer_id"`
+	ProducerEpoch         int32 `json:"producer_epoch"`
+	LastSequence          int32 `json:"last_sequence"`
+	LastTimestampMs       int64 `json:"last_timestamp_ms"`
+	CoordinatorEpoch      int32 `json:"coordinator_epoch"`
+	CurrentTxnStartOffset int64 `json:"current_txn_start_offset"`
 }
 
 // PartitionOffsetsBackend serves GET /v1/topics/{name}/offsets (an
@@ -126,6 +142,10 @@ func topicRoutes(mux *http.ServeMux, b Backend) {
 			writeTopicError(w, err)
 			return
 		}
+		if t.PartitionInfo, err = pageOf(w, r.URL.Query(), t.PartitionInfo); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
 		writeJSON(w, http.StatusOK, t)
 	}))
 	ob, hasOffsets := b.(PartitionOffsetsBackend)
@@ -133,6 +153,10 @@ func topicRoutes(mux *http.ServeMux, b Backend) {
 		os, err := ob.PartitionOffsets(r.Context(), r.PathValue("name"))
 		if err != nil {
 			writeTopicError(w, err)
+			return
+		}
+		if os, err = pageOf(w, r.URL.Query(), os); err != nil {
+			writeError(w, http.StatusBadRequest, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, nonNil(os))

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -143,13 +144,21 @@ func (b *groupsAdminBackend) PartitionOffsets(ctx context.Context, name string) 
 		tps = append(tps, admin.TopicPartition{Topic: name, Partition: p.Partition})
 	}
 	var hw, lso map[admin.TopicPartition]int64
-	done := make(chan struct{})
+	var producers map[admin.TopicPartition][]admin.ProducerState
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		hw = b.listOffsets(ctx, tps, isolationUncommitted)
 	}()
+	go func() {
+		defer wg.Done()
+		if b.producers != nil {
+			producers = b.producers(ctx, tps)
+		}
+	}()
 	lso = b.listOffsets(ctx, tps, isolationCommitted)
-	<-done
+	wg.Wait()
 	out := make([]admin.PartitionOffsets, 0, len(t.PartitionInfo))
 	for _, p := range t.PartitionInfo {
 		tp := admin.TopicPartition{Topic: name, Partition: p.Partition}
@@ -160,6 +169,7 @@ func (b *groupsAdminBackend) PartitionOffsets(ctx context.Context, name string) 
 		if v, ok := lso[tp]; ok {
 			o.LastStableOffset = v
 		}
+		o.Producers = producers[tp]
 		out = append(out, o)
 	}
 	return out, nil

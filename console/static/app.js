@@ -54,7 +54,20 @@ async function api(path, opts = {}) {
     err.status = r.status;
     throw err;
   }
-  return path === '/metrics' ? body : JSON.parse(body);
+  const out = path === '/metrics' ? body : JSON.parse(body);
+  if (!opts.page) return out;
+  let counts = {};
+  try { counts = JSON.parse(r.headers.get('X-State-Counts') || '{}'); } catch (e) { /* none */ }
+  return { items: out, total: Number(r.headers.get('X-Total-Count') || out.length), counts };
+}
+
+// apiPage fetches one page of a paged list (offset, limit): {items,
+// total, counts} from the API's X-Total-Count and X-State-Counts.
+function apiPage(path, query, offset, limit) {
+  const q = new URLSearchParams(query);
+  q.set('offset', offset);
+  q.set('limit', limit);
+  return api(path + '?' + q, { page: true });
 }
 
 // optional is api() answering fallback for a 404 (an endpoint this node
@@ -131,11 +144,6 @@ async function viewCluster(main) {
 // only the counts, the table body and the pager are redrawn.
 const txnList = { page: 0, state: '', pattern: '', minAge: '', coordinator: '' };
 
-function globRegExp(pattern) {
-  const esc = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(pattern.includes('*') || pattern.includes('?') ? '^' + esc + '$' : esc, 'i');
-}
-
 async function viewTransactions(main, _arg, first) {
   if (first || !main.querySelector('#txn-table')) {
     const refresh = () => { txnList.page = 0; render(main, false); };
@@ -157,32 +165,31 @@ async function viewTransactions(main, _arg, first) {
     main.querySelector('#f-state').value = txnList.state;
   }
   const q = new URLSearchParams();
-  if (txnList.state && txnList.state !== 'open') q.set('state', txnList.state);
+  if (txnList.state) q.set('state', txnList.state === 'open' ? OPEN_STATES.join(',') : txnList.state);
   if (txnList.minAge) q.set('duration_filter', txnList.minAge);
-  let txns;
+  if (txnList.pattern) q.set('id', txnList.pattern);
+  if (txnList.coordinator) q.set('coordinator', txnList.coordinator);
+  // One page from the server: its filters, its order (by id), its
+  // totals; the browser never holds the whole list.
+  let res;
   try {
-    txns = await (txnList.state === 'open' ? openTxns(q) : api('/v1/transactions' + (q.toString() ? '?' + q : '')));
+    res = await apiPage('/v1/transactions', q, txnList.page * PAGE, PAGE);
+    if (res.total && txnList.page * PAGE >= res.total) {
+      txnList.page = Math.ceil(res.total / PAGE) - 1;
+      res = await apiPage('/v1/transactions', q, txnList.page * PAGE, PAGE);
+    }
   } catch (e) {
     if (e.status !== 400) throw e;
     main.querySelector('#txn-counts').replaceChildren(h('span', { class: 'error' }, e.message));
     return;
   }
-  let re = null;
-  try { re = txnList.pattern ? globRegExp(txnList.pattern) : null; } catch (e) { re = /$^/; }
-  txns = txns.filter((t) => (!re || re.test(t.transactional_id)) &&
-    (txnList.state !== 'open' || OPEN_STATES.includes(t.state)) &&
-    (txnList.coordinator === '' || String(t.coordinator_id) === txnList.coordinator));
-  txns.sort((a, b) => a.transactional_id < b.transactional_id ? -1 : a.transactional_id > b.transactional_id ? 1 : 0);
+  const total = res.total;
+  main.querySelector('#txn-counts').replaceChildren(h('span', {}, h('b', {}, total), ' transactions'),
+    ...Object.entries(res.counts).map(([s, n]) => h('span', {}, badge(s), ' ', n)));
 
-  const counts = {};
-  for (const t of txns) counts[t.state] = (counts[t.state] || 0) + 1;
-  main.querySelector('#txn-counts').replaceChildren(h('span', {}, h('b', {}, txns.length), ' transactions'),
-    ...Object.entries(counts).map(([s, n]) => h('span', {}, badge(s), ' ', n)));
-
-  const pages = Math.max(1, Math.ceil(txns.length / PAGE));
-  txnList.page = Math.min(txnList.page, pages - 1);
+  const pages = Math.max(1, Math.ceil(total / PAGE));
   const start = txnList.page * PAGE;
-  const rows = txns.slice(start, start + PAGE).map((t) => h('tr', { 'data-txn': t.transactional_id },
+  const rows = res.items.map((t) => h('tr', { 'data-txn': t.transactional_id },
     h('td', {}, h('a', { href: '#/txn/' + encodeURIComponent(t.transactional_id) }, t.transactional_id)),
     h('td', {}, badge(t.state)), h('td', { class: 'num' }, t.coordinator_id),
     h('td', { class: 'num' }, t.producer_id), h('td', { class: 'num' }, t.producer_epoch),
@@ -190,11 +197,17 @@ async function viewTransactions(main, _arg, first) {
     h('td', { class: 'num' }, age(t.duration_ms)),
     h('td', { class: 'stuck' }, t.stuck_reason || '')));
   main.querySelector('#txn-table tbody').replaceChildren(...(rows.length ? rows : [emptyRow(9, 'no transaction matches')]));
-  const go = (d) => () => { txnList.page += d; render(main, false); };
-  main.querySelector('#txn-pager').replaceChildren(
-    h('button', { onclick: go(-1), disabled: txnList.page === 0 }, '‹ Previous'),
-    h('span', {}, txns.length ? `${start + 1}–${Math.min(start + PAGE, txns.length)} of ${txns.length}` : '0', ` · page ${txnList.page + 1}/${pages}`),
-    h('button', { onclick: go(1), disabled: txnList.page >= pages - 1 }, 'Next ›'));
+  main.querySelector('#txn-pager').replaceChildren(pager(txnList.page, pages, start, res.items.length, total, (p) => { txnList.page = p; render(main, false); }));
+}
+
+// pager is a page's Previous / Next buttons and where it is: page (from
+// 0) of pages, its first item start and its count of total; go(p) shows
+// page p.
+function pager(page, pages, start, count, total, go) {
+  return [
+    h('button', { class: 'prev', onclick: () => go(page - 1), disabled: page === 0 }, '‹ Previous'),
+    h('span', { class: 'where' }, total ? `${start + 1}–${start + count} of ${total}` : '0', ` · page ${page + 1}/${pages}`),
+    h('button', { class: 'next', onclick: () => go(page + 1), disabled: page >= pages - 1 }, 'Next ›')];
 }
 
 // The confirm panel of a transaction page survives polls: an operator
@@ -343,16 +356,12 @@ async function viewMarkers(main) {
     }));
 }
 
-// openTxns lists the open transactions, one filtered call per open state
-// (the API filters by one state): far less than the whole list when most
-// transactions are complete. query adds other filters (duration_filter).
+// openTxns lists the open transactions (one call with every open state);
+// query adds other filters (duration_filter).
 async function openTxns(query) {
-  const lists = await Promise.all(OPEN_STATES.map((st) => {
-    const q = new URLSearchParams(query);
-    q.set('state', st);
-    return api('/v1/transactions?' + q);
-  }));
-  return lists.flat();
+  const q = new URLSearchParams(query);
+  q.set('state', OPEN_STATES.join(','));
+  return api('/v1/transactions?' + q);
 }
 
 // openByPartition maps "topic-partition" to the open transactions on it.
@@ -376,23 +385,38 @@ async function viewTopics(main) {
       h('td', { class: 'muted' }, t.id), h('td', { class: 'num' }, t.partitions), h('td', { class: 'num' }, openIn(t.name))))));
 }
 
-async function viewTopic(main, name) {
-  const [t, open, offsets] = await Promise.all([api('/v1/topics/' + encodeURIComponent(name)), openByPartition(),
-    optional('/v1/topics/' + encodeURIComponent(name) + '/offsets', [])]);
+// A topic's partitions are shown a page at a time (a topic may have
+// thousands): the page is kept across polls, reset on navigation.
+const PARTITION_PAGE = 100;
+const topicPage = { page: 0 };
+
+async function viewTopic(main, name, first) {
+  if (first) topicPage.page = 0;
+  const enc = encodeURIComponent(name);
+  const offset = topicPage.page * PARTITION_PAGE;
+  const [t, open, offsets] = await Promise.all([api(`/v1/topics/${enc}?offset=${offset}&limit=${PARTITION_PAGE}`), openByPartition(),
+    optional(`/v1/topics/${enc}/offsets?offset=${offset}&limit=${PARTITION_PAGE}`, [])]);
   const at = Object.fromEntries(offsets.map((o) => [o.partition, o]));
   const n = (v) => v === undefined || v < 0 ? '?' : v;
+  const parts = t.partition_info || [];
+  const pages = Math.max(1, Math.ceil(t.partitions / PARTITION_PAGE));
   fill(main, h('p', {}, h('a', { href: '#/topics' }, '‹ Topics')), h('h1', {}, 'Topic ', h('code', {}, t.name)),
     h('div', { class: 'box' }, facts([['Id', t.id], ['Partitions', t.partitions], ['Replication factor', `${t.replication_factor} (asked ${t.requested_replication_factor})`],
       ['Configs', Object.entries(t.configs).map(([k, v]) => `${k}=${v}`).join(', ') || '—']])),
-    h('p', { class: 'muted' }, 'LSO below HW: a transaction is open there; read_committed consumers stop at the LSO.'),
-    table(['Partition', 'Leader', 'HW', 'LSO', 'Open transactions (producer id, epoch, age)'], (t.partition_info || []).map((p) => {
+    h('p', { class: 'muted' }, 'LSO below HW: a transaction is open there; read_committed consumers stop at the LSO. ',
+      h('a', { href: '#/records/' + enc + '/0' }, 'Browse records ›')),
+    pages > 1 ? h('div', { class: 'pager', id: 'partition-pager' }, pager(topicPage.page, pages, offset, parts.length, t.partitions,
+      (p) => { topicPage.page = p; render(main, false); })) : null,
+    table(['Partition', 'Leader', 'HW', 'LSO', 'Open transactions (producer id, epoch, age)', 'Producers', ''], parts.map((p) => {
       const ts = open[`${t.name}-${p.partition}`] || [];
       const o = at[p.partition] || {};
       return h('tr', { 'data-partition': p.partition }, h('td', { class: 'num' }, p.partition), h('td', { class: 'num' }, p.leader),
         h('td', { class: 'num hw' }, n(o.high_watermark)),
         h('td', { class: 'num lso' + (o.last_stable_offset < o.high_watermark ? ' stuck' : '') }, n(o.last_stable_offset)),
         h('td', {}, ts.length ? ts.map((x, i) => [i ? ', ' : '', h('a', { href: '#/txn/' + encodeURIComponent(x.transactional_id) }, x.transactional_id),
-          ` (${x.producer_id}, ${x.producer_epoch}, ${age(x.duration_ms)})`]) : h('span', { class: 'muted' }, 'none')));
+          ` (${x.producer_id}, ${x.producer_epoch}, ${age(x.duration_ms)})`]) : h('span', { class: 'muted' }, 'none')),
+        h('td', { class: 'producers' }, producersCell(o.producers)),
+        h('td', {}, h('a', { href: `#/records/${enc}/${p.partition}` }, 'records')));
     })));
 }
 
