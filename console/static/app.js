@@ -109,6 +109,7 @@ const emptyRow = (n, text) => h('tr', {}, h('td', { colspan: n, class: 'muted' }
 const views = {
   cluster: viewCluster, transactions: viewTransactions, txn: viewTxn, markers: viewMarkers,
   topics: viewTopics, topic: viewTopic, groups: viewGroups, group: viewGroup, plots: viewPlots,
+  records: viewRecords, faults: viewFaults,
 };
 
 async function viewCluster(main) {
@@ -420,6 +421,144 @@ async function viewTopic(main, name, first) {
     })));
 }
 
+// producersCell lists a partition's active producers (DescribeProducers at
+// its leader); an open transaction's first offset is what find-hanging
+// looks for.
+function producersCell(list) {
+  if (!list) return h('span', { class: 'muted' }, '—');
+  const shown = list.slice(0, 3).map((p, i) => [i ? h('br') : null, `pid ${p.producer_id} e${p.producer_epoch}`,
+    p.current_txn_start_offset >= 0 ? h('span', { class: 'stuck' }, ` open from ${p.current_txn_start_offset}`) : '']);
+  return [shown, list.length > 3 ? h('span', { class: 'muted' }, ` +${list.length - 3} more`) : null];
+}
+
+// The record browser: one page of a partition from its leader, at the
+// isolation level chosen. Its inputs survive polls; a poll redraws only
+// the table.
+const RECORDS_PAGE = 50;
+const recordsState = { key: '', offset: 0, isolation: 'read_uncommitted', history: [] };
+
+async function viewRecords(main, arg, first) {
+  const cut = arg.lastIndexOf('/');
+  const topic = cut < 0 ? arg : arg.slice(0, cut);
+  const partition = cut < 0 ? 0 : Number(arg.slice(cut + 1)) || 0;
+  const enc = encodeURIComponent(topic);
+  if (first || recordsState.key !== arg || !main.querySelector('#records-table')) {
+    if (recordsState.key !== arg) Object.assign(recordsState, { key: arg, offset: 0, history: [] });
+    const reload = () => render(main, false);
+    fill(main, h('p', {}, h('a', { href: '#/topic/' + enc }, '‹ Topic ' + topic)),
+      h('h1', {}, 'Records of ', h('code', {}, `${topic}-${partition}`)),
+      h('div', { class: 'filters' },
+        h('label', {}, 'Partition', h('input', { id: 'r-partition', type: 'number', min: 0, value: partition, size: 4,
+          onchange: (e) => { location.hash = `#/records/${enc}/${Number(e.target.value) || 0}`; } })),
+        h('label', {}, 'Isolation', h('select', { id: 'r-isolation', onchange: (e) => { recordsState.isolation = e.target.value; reload(); } },
+          ['read_uncommitted', 'read_committed'].map((v) => h('option', { value: v, selected: recordsState.isolation === v }, v)))),
+        h('label', {}, 'From offset', h('input', { id: 'r-offset', type: 'number', min: 0, value: recordsState.offset, size: 8,
+          onchange: (e) => { recordsState.offset = Math.max(0, Number(e.target.value) || 0); recordsState.history = []; reload(); } }))),
+      h('p', { class: 'muted' }, 'Read from the partition\'s leader with Fetch. Control records (the COMMIT and ABORT markers) and aborted data are shown, marked: ',
+        'a read_committed consumer skips both, and stops at the last stable offset.'),
+      h('div', { class: 'counts', id: 'records-facts' }),
+      table(['Offset', 'Time', 'Producer (id, epoch)', 'Record', 'Transaction', 'Key', 'Value'], [], { id: 'records-table' }),
+      h('div', { class: 'pager', id: 'records-pager' }));
+    main.querySelector('#r-isolation').value = recordsState.isolation;
+  }
+  const page = await api(`/v1/topics/${enc}/records?partition=${partition}&offset=${recordsState.offset}&limit=${RECORDS_PAGE}&isolation=${recordsState.isolation}`);
+  main.querySelector('#records-facts').replaceChildren(h('span', {}, 'Leader ', h('b', {}, page.leader)),
+    h('span', {}, 'Log start ', h('b', {}, page.log_start_offset)), h('span', {}, 'HW ', h('b', {}, page.high_watermark)),
+    h('span', {}, 'LSO ', h('b', { class: page.last_stable_offset < page.high_watermark ? 'stuck' : '' }, page.last_stable_offset)),
+    h('span', {}, h('b', {}, page.records.length), ` records from offset ${recordsState.offset}, ${page.isolation}`));
+  const text = (v) => v === null ? h('span', { class: 'muted' }, 'null') : v;
+  const rows = page.records.map((r) => {
+    const kind = r.control ? 'control' : r.transaction === 'aborted' ? 'aborted' : '';
+    return h('tr', { 'data-offset': r.offset, class: kind || null, 'data-control': r.control || null, 'data-txn': r.transaction || null },
+      h('td', { class: 'num' }, r.offset), h('td', { class: 'muted' }, when(r.timestamp_ms)),
+      h('td', {}, r.producer_id < 0 ? h('span', { class: 'muted' }, 'none') : `${r.producer_id}, ${r.producer_epoch}`),
+      h('td', {}, r.control ? h('span', { class: 'badge ctl-' + r.control }, r.control + ' marker') : r.transactional ? 'transactional data' : 'data'),
+      h('td', {}, r.transaction ? h('span', { class: 'badge txn-' + r.transaction }, r.transaction) : ''),
+      h('td', { class: 'bytes' }, r.control ? '' : text(r.key)), h('td', { class: 'bytes' }, r.control ? '' : [text(r.value), r.truncated ? '…' : '']));
+  });
+  main.querySelector('#records-table tbody').replaceChildren(...(rows.length ? rows : [emptyRow(7, 'no record at this offset yet')]));
+  const go = (offset, back) => () => {
+    if (back) recordsState.offset = recordsState.history.pop() ?? 0;
+    else { recordsState.history.push(recordsState.offset); recordsState.offset = offset; }
+    main.querySelector('#r-offset').value = recordsState.offset;
+    render(main, false);
+  };
+  main.querySelector('#records-pager').replaceChildren(
+    h('button', { class: 'prev', onclick: go(0, true), disabled: !recordsState.history.length }, '‹ Previous'),
+    h('button', { class: 'next', onclick: go(page.next_offset, false), disabled: page.next_offset < 0 || page.records.length < RECORDS_PAGE }, 'Next ›'));
+}
+
+// The faults of the process (GET /v1/faults): listed, added, cleared; a
+// held marker request can be replayed. The form survives polls.
+const FAULT_KINDS = ['delay_request', 'delay_response', 'drop_request', 'drop_response', 'error', 'pause', 'kill', 'hold_markers'];
+
+async function viewFaults(main, _arg, first) {
+  if (first || !main.querySelector('#faults-table')) {
+    const field = (name, label, attrs) => h('label', {}, label, h('input', Object.assign({ id: 'fault-' + name, size: 7 }, attrs)));
+    const add = async (e) => {
+      e.preventDefault();
+      const v = (name) => main.querySelector('#fault-' + name).value.trim();
+      const spec = { kind: v('kind'), node: Number(v('node')) };
+      if (v('api_key') !== '') spec.api_key = Number(v('api_key'));
+      if (v('error_code') !== '') spec.error_code = Number(v('error_code'));
+      if (v('delay') !== '') spec.delay = v('delay');
+      if (v('count') !== '') spec.count = Number(v('count'));
+      if (v('for') !== '') spec.for = v('for');
+      await act(main, () => api('/v1/faults', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(spec) }),
+        (f) => `Fault ${f.id} added: ${f.kind} on node ${f.node}.`);
+    };
+    fill(main, h('h1', {}, 'Faults'),
+      h('p', { class: 'muted' }, 'Faults injected on demand into this process\'s nodes (the admin API\'s /v1/faults, `txncoord fault`). ',
+        'They act at once on real clients: use them on test clusters.'),
+      h('form', { class: 'filters', id: 'fault-form', onsubmit: add },
+        h('label', {}, 'Kind', h('select', { id: 'fault-kind' }, FAULT_KINDS.map((k) => h('option', { value: k }, k)))),
+        field('node', 'Node', { type: 'number', value: 0, required: true }),
+        field('api_key', 'API key (any)', { type: 'number', placeholder: 'any' }),
+        field('error_code', 'Error code', { type: 'number', placeholder: 'for error' }),
+        field('delay', 'Delay', { placeholder: '500ms' }),
+        field('count', 'Count', { type: 'number', placeholder: 'no limit' }),
+        field('for', 'For', { placeholder: 'until cleared' }),
+        h('button', { type: 'submit', class: 'danger', id: 'fault-add' }, 'Add fault')),
+      h('p', { id: 'fault-result' }),
+      h('h2', {}, 'Active faults ', h('button', { id: 'faults-clear', onclick: () => act(main, () => api('/v1/faults', { method: 'DELETE' }), () => 'Every fault cleared.') }, 'Clear all')),
+      table(['Id', 'Kind', 'Node', 'API key', 'Error code', 'Delay', 'Count left', 'Injected', 'Expires', ''], [], { id: 'faults-table' }),
+      h('h2', {}, 'Held marker requests'),
+      table(['Id', 'Fault', 'Leader', 'Held', 'Since', 'Markers', ''], [], { id: 'held-table' }));
+  }
+  const list = await optional('/v1/faults', null);
+  if (!list) {
+    fill(main, h('h1', {}, 'Faults'), h('p', {}, 'This node takes no faults on demand.'));
+    return;
+  }
+  main.querySelector('#faults-table tbody').replaceChildren(...(list.faults.length ? list.faults.map((f) => h('tr', { 'data-fault': f.id },
+    h('td', { class: 'num' }, f.id), h('td', {}, f.kind), h('td', { class: 'num' }, f.node), h('td', { class: 'num' }, f.api_key ?? 'any'),
+    h('td', { class: 'num' }, f.error_code || ''), h('td', {}, f.delay || ''), h('td', { class: 'num' }, f.count ? f.remaining : ''),
+    h('td', { class: 'num' }, f.injected), h('td', {}, f.expires_at ? new Date(f.expires_at).toLocaleTimeString() : 'when cleared'),
+    h('td', {}, h('button', { class: 'fault-clear', onclick: () => act(main, () => api('/v1/faults/' + f.id, { method: 'DELETE' }), () => `Fault ${f.id} cleared.`) }, 'Clear'))))
+    : [emptyRow(10, 'no fault')]));
+  main.querySelector('#held-table tbody').replaceChildren(...(list.held_markers.length ? list.held_markers.map((m) => h('tr', { 'data-held': m.id },
+    h('td', { class: 'num' }, m.id), h('td', { class: 'num' }, m.fault), h('td', { class: 'num' }, m.leader), h('td', {}, m.held ? 'held' : 'released'),
+    h('td', {}, when(Date.parse(m.held_at))),
+    h('td', {}, m.markers.map((x) => `${x.committed ? 'COMMIT' : 'ABORT'} pid ${x.producer_id} e${x.producer_epoch}`).join('; ')),
+    h('td', {}, h('button', { onclick: () => act(main, () => api(`/v1/faults/markers/${m.id}/replay`, { method: 'POST' }), () => `Marker request ${m.id} replayed.`) }, 'Replay'))))
+    : [emptyRow(7, 'none')]));
+}
+
+// act runs an admin API call of the faults view and says how it went.
+async function act(main, call, said) {
+  const out = main.querySelector('#fault-result');
+  try {
+    const res = await call();
+    out.className = 'ok';
+    out.textContent = said(res);
+  } catch (e) {
+    if (e instanceof AuthError) return;
+    out.className = 'error';
+    out.textContent = 'Refused: ' + e.message;
+  }
+  render(main, false);
+}
+
 async function viewGroups(main) {
   const groups = await optional('/v1/groups', null);
   if (!groups) {
@@ -445,6 +584,10 @@ async function viewGroup(main, id) {
     table(['Member', 'Client', 'Host', 'Assignment'], g.members.length ? g.members.map((m) => h('tr', {},
       h('td', {}, m.member_id, m.instance_id ? ` (${m.instance_id})` : ''), h('td', {}, m.client_id), h('td', {}, m.host),
       h('td', {}, m.assignment.map(tp).join(', ')))) : [emptyRow(4, 'no member')]),
+    g.share_partitions ? [h('h2', {}, 'Share partitions'),
+      table(['Topic', 'Partition', 'Start offset', 'End offset', 'Lag', 'Acquired', 'Available'], g.share_partitions.map((s) => h('tr', { 'data-share': `${s.topic}-${s.partition}` },
+        h('td', {}, s.topic), h('td', { class: 'num' }, s.partition), h('td', { class: 'num' }, s.start_offset), h('td', { class: 'num' }, n(s.end_offset)),
+        h('td', { class: 'num lag' }, n(s.lag)), h('td', { class: 'num' }, s.acquired), h('td', { class: 'num' }, s.available))))] : null,
     h('h2', {}, 'Committed offsets and lag'),
     table(['Topic', 'Partition', 'Offset', 'Log end', 'Lag', 'Member'], g.offsets.length ? g.offsets.map((o) => h('tr', {},
       h('td', {}, o.topic), h('td', { class: 'num' }, o.partition), h('td', { class: 'num' }, n(o.current_offset)),
@@ -592,7 +735,7 @@ async function draw(main, first) {
   const { name, arg } = route();
   for (const a of document.querySelectorAll('#nav a')) {
     a.classList.toggle('active', a.getAttribute('href') === '#/' + name || (name === 'txn' && a.getAttribute('href') === '#/transactions') ||
-      (name === 'topic' && a.getAttribute('href') === '#/topics') || (name === 'group' && a.getAttribute('href') === '#/groups'));
+      ((name === 'topic' || name === 'records') && a.getAttribute('href') === '#/topics') || (name === 'group' && a.getAttribute('href') === '#/groups'));
   }
   const started = performance.now();
   try {
