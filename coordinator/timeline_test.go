@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/txntimeline"
 )
@@ -52,5 +53,27 @@ func TestTimelineRecordsEachStep(t *testing.T) {
 		"PartitionAdded orders-2", "Prepare commit=false", "Complete commit=false"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("timeline:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestRecordStepAllocatesNothing: recording a transition of an id that
+// has its timeline already (a partition added, a Prepare) allocates
+// nothing on the commit path.
+func TestRecordStepAllocatesNothing(t *testing.T) {
+	c, _ := openTest(t, testView("127.0.0.1:1"), txnlog.NewMemory(), true)
+	c.cfg.Timeline = txntimeline.New(0)
+	ongoing := Metadata{TransactionalID: "a", ProducerID: 7, ProducerEpoch: 1, State: txncore.Ongoing,
+		Partitions: []txncore.TopicPartition{{Topic: "orders", Partition: 0}}}
+	added := ongoing.Clone()
+	added.Partitions = append(added.Partitions, txncore.TopicPartition{Topic: "orders", Partition: 1})
+	prepare := added.Clone()
+	prepare.State = txncore.PrepareCommit
+	c.recordStep(nil, &ongoing)
+	allocs := testing.AllocsPerRun(1000, func() {
+		c.recordStep(&ongoing, &added)
+		c.recordStep(&added, &prepare)
+	})
+	if allocs != 0 {
+		t.Fatalf("recordStep allocates %.1f times per two steps, want 0", allocs)
 	}
 }

@@ -198,7 +198,7 @@ async function viewTransactions(main, _arg, first) {
     h('td', { class: 'num' }, age(t.duration_ms)),
     h('td', { class: 'stuck' }, t.stuck_reason || '')));
   main.querySelector('#txn-table tbody').replaceChildren(...(rows.length ? rows : [emptyRow(9, 'no transaction matches')]));
-  main.querySelector('#txn-pager').replaceChildren(pager(txnList.page, pages, start, res.items.length, total, (p) => { txnList.page = p; render(main, false); }));
+  main.querySelector('#txn-pager').replaceChildren(...pager(txnList.page, pages, start, res.items.length, total, (p) => { txnList.page = p; render(main, false); }));
 }
 
 // pager is a page's Previous / Next buttons and where it is: page (from
