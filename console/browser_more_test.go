@@ -107,10 +107,11 @@ func TestBrowserShareGroup(t *testing.T) {
 	waitJS(t, ctx, "a share group", `[...document.querySelectorAll('main tbody tr')].some(tr => tr.textContent.includes('console-share') && tr.textContent.includes('share'))`)
 	run(t, ctx, "its page", chromedp.Navigate(base+"/#/group/console-share"))
 	// The 20 records went to one partition (kgo's sticky partitioner);
-	// the member took 5 of them (the lag is 15 once their acknowledgements
+	// the member took 5 of them; a partition the member has not fetched
+	// from yet has no share partition to show (the lag is 15 once their acknowledgements
 	// are applied, 20 before).
 	waitJS(t, ctx, "each partition with its lag", `(() => { const lags = [...document.querySelectorAll('tr[data-share] .lag')].map(td => Number(td.textContent));
-		return lags.length === 3 && lags.filter(l => l > 0).length === 1 && lags.some(l => l > 0 && l <= 20) })()`)
+		return lags.length >= 1 && lags.every(l => !isNaN(l)) && lags.filter(l => l > 0).length === 1 && lags.some(l => l > 0 && l <= 20) })()`)
 	screenshot(t, ctx, "share-group")
 }
 

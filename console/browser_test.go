@@ -98,7 +98,7 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 		}
 	}
 	if err != nil {
-		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('main').innerText`))
+		html, _ := chromedp.Run(context.WithoutCancel(ctx), chromedp.Evaluate[string](`document.getElementById('main').innerText`))
 		t.Fatalf("%s: %v; the page shows:\n%s", what, err, html)
 	}
 }
