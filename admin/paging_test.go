@@ -60,3 +60,45 @@ func TestTransactionsPaged(t *testing.T) {
 		}
 	}
 }
+
+// TestTopicPartitionsPaged: GET /v1/topics/{name}?offset&limit answers a
+// page of partition_info with X-Total-Count; partitions keeps the count.
+func TestTopicPartitionsPaged(t *testing.T) {
+	wide := Topic{Name: "wide", Partitions: 1000}
+	for p := int32(0); p < 1000; p++ {
+		wide.PartitionInfo = append(wide.PartitionInfo, TopicPartitionInfo{Partition: p, Leader: 1 + p%2})
+	}
+	b := &fakeTopicsBackend{topics: map[string]Topic{"wide": wide}}
+	srv := httptest.NewServer(Handler(b, nil))
+	defer srv.Close()
+	for _, c := range []struct {
+		query      string
+		first, n   int32
+		total      string
+		wantStatus int
+	}{
+		{"?offset=100&limit=100", 100, 100, "1000", 200},
+		{"?offset=950&limit=100", 950, 50, "1000", 200},
+		{"", 0, 1000, "", 200},
+		{"?limit=x", 0, 0, "", 400},
+	} {
+		resp, err := http.Get(srv.URL + "/v1/topics/wide" + c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Topic
+		json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if resp.StatusCode != c.wantStatus {
+			t.Errorf("%s: %d, want %d", c.query, resp.StatusCode, c.wantStatus)
+			continue
+		}
+		if c.wantStatus != 200 {
+			continue
+		}
+		if int32(len(got.PartitionInfo)) != c.n || got.PartitionInfo[0].Partition != c.first || got.Partitions != 1000 || resp.Header.Get("X-Total-Count") != c.total {
+			t.Errorf("%s: %d partitions from %d (of %d), X-Total-Count %q; want %d from %d of 1000, %q", c.query, len(got.PartitionInfo),
+				got.PartitionInfo[0].Partition, got.Partitions, resp.Header.Get("X-Total-Count"), c.n, c.first, c.total)
+		}
+	}
+}
