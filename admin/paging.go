@@ -70,6 +70,32 @@ func IDPattern(pattern string) *regexp.Regexp {
 	return regexp.MustCompile("(?i)" + regexp.QuoteMeta(pattern))
 }
 
+// TxnPager is a Backend that answers a page of transactions itself,
+// describing only the page's (with 10,000 transactions, 50 instead of
+// all); the handler uses it when no duration filter is asked.
+type TxnPager interface {
+	TransactionsPage(TxnPageQuery) TxnPage
+}
+
+// TxnPageQuery selects a page: States (nil: any), ID, Coordinator (nil:
+// any), from Offset, at most Limit (0: no limit), by transactional id.
+type TxnPageQuery struct {
+	States        []string
+	ID            *regexp.Regexp
+	Coordinator   *int32
+	Offset, Limit int
+}
+
+// Bounds are the page's [start, end) among n matches.
+func (q TxnPageQuery) Bounds(n int) (int, int) { return page{q.Offset, q.Limit}.bounds(n) }
+
+// TxnPage is a page of transactions with the totals of every match.
+type TxnPage struct {
+	Txns   []Txn
+	Total  int
+	Counts map[string]int // matches by state
+}
+
 // txnQuery is what GET /v1/transactions selects beyond ListFilter.
 type txnQuery struct {
 	states      map[string]bool // nil: any
@@ -110,6 +136,29 @@ func (tq txnQuery) paged() bool {
 	return tq.states != nil || tq.id != nil || tq.coordinator != nil || tq.page != (page{})
 }
 
+// pageWith asks pager for the page (f without a duration filter).
+func (tq txnQuery) pageWith(w http.ResponseWriter, pager TxnPager, f ListFilter) []Txn {
+	q := TxnPageQuery{ID: tq.id, Coordinator: tq.coordinator, Offset: tq.page.offset, Limit: tq.page.limit}
+	for st := range tq.states {
+		q.States = append(q.States, st)
+	}
+	if tq.states == nil && f.State != "" {
+		q.States = []string{f.State}
+	}
+	p := pager.TransactionsPage(q)
+	writeTotals(w, p.Total, p.Counts)
+	return p.Txns
+}
+
+func writeTotals(w http.ResponseWriter, total int, counts map[string]int) {
+	if counts == nil {
+		counts = map[string]int{}
+	}
+	raw, _ := json.Marshal(counts)
+	w.Header().Set("X-Total-Count", strconv.Itoa(total))
+	w.Header().Set("X-State-Counts", string(raw))
+}
+
 // apply filters txns (sorted by id, as Backend lists them), writes the
 // totals' headers and returns the page.
 func (tq txnQuery) apply(w http.ResponseWriter, txns []Txn) []Txn {
@@ -123,9 +172,7 @@ func (tq txnQuery) apply(w http.ResponseWriter, txns []Txn) []Txn {
 			counts[t.State]++
 		}
 	}
-	raw, _ := json.Marshal(counts)
-	w.Header().Set("X-Total-Count", strconv.Itoa(len(matched)))
-	w.Header().Set("X-State-Counts", string(raw))
+	writeTotals(w, len(matched), counts)
 	start, end := tq.page.bounds(len(matched))
 	return matched[start:end]
 }

@@ -106,6 +106,10 @@ func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("state %q: want one of %v", f.State, States))
 			return
 		}
+		if pager, ok := b.(TxnPager); ok && tq.paged() && f.MinDuration == 0 {
+			writeJSON(w, http.StatusOK, nonNil(tq.pageWith(w, pager, f)))
+			return
+		}
 		txns := b.Transactions(f)
 		if tq.paged() {
 			txns = tq.apply(w, txns)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/txncoord/txncoord/authmeta"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -132,6 +134,38 @@ func (b *adminBackend) Transactions(f admin.ListFilter) []admin.Txn {
 		}
 	}
 	return out
+}
+
+// TransactionsPage is admin.TxnPager: the matches and their totals come
+// from List's summaries, and only the page's transactions are described.
+func (b *adminBackend) TransactionsPage(q admin.TxnPageQuery) admin.TxnPage {
+	cf := coordinator.ListFilter{IDPattern: q.ID}
+	for _, name := range q.States {
+		if st, ok := txnlog.ParseState(name); ok {
+			cf.States = append(cf.States, st)
+		}
+	}
+	if len(q.States) > 0 && len(cf.States) == 0 {
+		return admin.TxnPage{}
+	}
+	var matched []coordinator.TxnSummary
+	counts := map[string]int{}
+	for _, s := range b.coord.List(cf) {
+		if q.Coordinator != nil && b.owner(s.TransactionalID) != *q.Coordinator {
+			continue
+		}
+		matched = append(matched, s)
+		counts[s.State]++
+	}
+	slices.SortFunc(matched, func(x, y coordinator.TxnSummary) int { return strings.Compare(x.TransactionalID, y.TransactionalID) })
+	start, end := q.Bounds(len(matched))
+	page := admin.TxnPage{Total: len(matched), Counts: counts}
+	for _, s := range matched[start:end] {
+		if d, ok := b.coord.Describe(s.TransactionalID); ok {
+			page.Txns = append(page.Txns, b.txn(d))
+		}
+	}
+	return page
 }
 
 func (b *adminBackend) Transaction(id string) (admin.Txn, error) {

@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
@@ -18,7 +20,8 @@ import (
 // (committed, aborted, open) and the COMMIT and ABORT control records;
 // read_committed stops at the open transaction (the LSO). The topic's
 // offsets list the open transaction's producer with its first offset
-// (DescribeProducers at the leader).
+// (DescribeProducers at the leader). A page of the transactions list
+// comes from the node's own pager, with the totals of every match.
 func TestRecordBrowserAdmin(t *testing.T) {
 	f, lns := twoLeaderFile(t)
 	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, AdminListen: "127.0.0.1:0",
@@ -100,6 +103,29 @@ func TestRecordBrowserAdmin(t *testing.T) {
 	}
 	if got := describe(page.Records); got != "1:rb-commit-1=committed 2:COMMIT " || page.NextOffset != 3 {
 		t.Fatalf("a page of 2 from offset 1: %s next %d, want offsets 1 and 2, next 3", got, page.NextOffset)
+	}
+
+	// A page of the transactions list, described by the node itself
+	// (admin.TxnPager): the totals count every match.
+	for _, c := range []struct{ query, ids, total string }{
+		{"?id=RB-*&coordinator=0&offset=1&limit=1", "[rb-commit]", "3"},
+		{"?state=Ongoing,Empty&limit=5", "[rb-open]", "1"},
+		{"?id=rb-&coordinator=1", "[]", "0"},
+	} {
+		resp, err := http.Get(e.Admin.URL() + "/v1/transactions" + c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var txns []admin.Txn
+		json.NewDecoder(resp.Body).Decode(&txns)
+		resp.Body.Close()
+		ids := []string{}
+		for _, x := range txns {
+			ids = append(ids, x.TransactionalID)
+		}
+		if fmt.Sprint(ids) != c.ids || resp.Header.Get("X-Total-Count") != c.total {
+			t.Errorf("%s: %v of %s, want %s of %s", c.query, ids, resp.Header.Get("X-Total-Count"), c.ids, c.total)
+		}
 	}
 
 	offsets, err := api.TopicOffsets(ctx, "orders")
