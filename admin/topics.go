@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/hashicorp/go-retryablehttp"
 )
@@ -106,6 +107,13 @@ type PartitionOffsetsBackend interface {
 	PartitionOffsets(ctx context.Context, topic string) ([]PartitionOffsets, error)
 }
 
+// PartitionOffsetsPager is a PartitionOffsetsBackend that asks the leaders
+// for one page of partitions only (offset, limit; limit 0: no limit) and
+// says how many the topic has.
+type PartitionOffsetsPager interface {
+	PartitionOffsetsPage(ctx context.Context, topic string, offset, limit int) ([]PartitionOffsets, int, error)
+}
+
 // errNoOffsets answers GET /v1/topics/{name}/offsets on a node that does
 // not reach the leaders for them.
 var errNoOffsets = errorString("this node does not report partition offsets: ask the coordinator node's admin API")
@@ -150,6 +158,21 @@ func topicRoutes(mux *http.ServeMux, b Backend) {
 	}))
 	ob, hasOffsets := b.(PartitionOffsetsBackend)
 	mux.HandleFunc("GET /v1/topics/{name}/offsets", servedIf(hasOffsets, errNoOffsets)(func(w http.ResponseWriter, r *http.Request) {
+		p, err := parsePage(r.URL.Query())
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		if pager, ok := ob.(PartitionOffsetsPager); ok && p != (page{}) {
+			os, total, err := pager.PartitionOffsetsPage(r.Context(), r.PathValue("name"), p.offset, p.limit)
+			if err != nil {
+				writeTopicError(w, err)
+				return
+			}
+			w.Header().Set("X-Total-Count", strconv.Itoa(total))
+			writeJSON(w, http.StatusOK, nonNil(os))
+			return
+		}
 		os, err := ob.PartitionOffsets(r.Context(), r.PathValue("name"))
 		if err != nil {
 			writeTopicError(w, err)

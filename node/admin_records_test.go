@@ -128,6 +128,19 @@ func TestRecordBrowserAdmin(t *testing.T) {
 		}
 	}
 
+	// A page of the partitions' offsets: the leaders are asked for those.
+	resp, err := http.Get(e.Admin.URL() + "/v1/topics/orders/offsets?offset=1&limit=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paged []admin.PartitionOffsets
+	json.NewDecoder(resp.Body).Decode(&paged)
+	resp.Body.Close()
+	if len(paged) != 2 || paged[0].Partition != 1 || paged[1].Partition != 2 || paged[0].HighWatermark != 0 || paged[0].Leader < 1 || resp.Header.Get("X-Total-Count") != "4" {
+		t.Fatalf("offsets page from 1, 2 partitions: %+v (X-Total-Count %q), want partitions 1 and 2 of 4 with their leaders, empty",
+			paged, resp.Header.Get("X-Total-Count"))
+	}
+
 	offsets, err := api.TopicOffsets(ctx, "orders")
 	if err != nil {
 		t.Fatal(err)

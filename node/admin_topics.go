@@ -135,10 +135,20 @@ var _ admin.PartitionOffsetsBackend = (*groupsAdminBackend)(nil)
 // leaders (the one with the group coordinator, which asks them for the
 // lag too).
 func (b *groupsAdminBackend) PartitionOffsets(ctx context.Context, name string) ([]admin.PartitionOffsets, error) {
+	offsets, _, err := b.PartitionOffsetsPage(ctx, name, 0, 0)
+	return offsets, err
+}
+
+// PartitionOffsetsPage is admin.PartitionOffsetsPager: the leaders are
+// asked for the page's partitions only (limit 0: all from offset).
+func (b *groupsAdminBackend) PartitionOffsetsPage(ctx context.Context, name string, offset, limit int) ([]admin.PartitionOffsets, int, error) {
 	t, err := b.Topic(ctx, name)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	total := len(t.PartitionInfo)
+	start, end := admin.TxnPageQuery{Offset: offset, Limit: limit}.Bounds(total)
+	t.PartitionInfo = t.PartitionInfo[start:end]
 	tps := make([]admin.TopicPartition, 0, len(t.PartitionInfo))
 	for _, p := range t.PartitionInfo {
 		tps = append(tps, admin.TopicPartition{Topic: name, Partition: p.Partition})
@@ -172,5 +182,5 @@ func (b *groupsAdminBackend) PartitionOffsets(ctx context.Context, name string) 
 		o.Producers = producers[tp]
 		out = append(out, o)
 	}
-	return out, nil
+	return out, total, nil
 }
