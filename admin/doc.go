@@ -10,7 +10,11 @@
 // the groups (groups.go: GET /v1/groups, GET /v1/groups/{id},
 // DELETE /v1/groups/{id}; additions), the coordinators on etcd
 // (coordinators.go: GET /v1/coordinators, an addition; 404 from a
-// backend that does not report them),
+// backend that does not report them), a transaction's timeline (Txn's
+// timeline, GET /v1/transactions/{id}), paging and server-side filters
+// of the transactions list and of a topic's partitions (paging.go), the
+// partitions' producers (DescribeProducers) and the record browser
+// (records.go: GET /v1/topics/{name}/records), all additions,
 // GET /metrics (Prometheus), GET /healthz, GET /readyz, Go's
 // /debug/pprof/ profiles (an addition to the contract), and the web
 // console at GET / with its files under /console/ (package console; served

@@ -85,7 +85,15 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx
 func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/transactions", func(w http.ResponseWriter, r *http.Request) {
+		tq, err := parseTxnQuery(r.URL.Query())
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
 		f := ListFilter{State: r.URL.Query().Get("state")}
+		if tq.states != nil {
+			f.State = "" // several: filtered here
+		}
 		if d := r.URL.Query().Get("duration_filter"); d != "" {
 			dur, err := time.ParseDuration(d)
 			if err != nil || dur < 0 {
@@ -98,7 +106,15 @@ func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 			writeError(w, http.StatusBadRequest, fmt.Errorf("state %q: want one of %v", f.State, States))
 			return
 		}
-		writeJSON(w, http.StatusOK, nonNil(b.Transactions(f)))
+		if pager, ok := b.(TxnPager); ok && tq.paged() && f.MinDuration == 0 {
+			writeJSON(w, http.StatusOK, nonNil(tq.pageWith(w, pager, f)))
+			return
+		}
+		txns := b.Transactions(f)
+		if tq.paged() {
+			txns = tq.apply(w, txns)
+		}
+		writeJSON(w, http.StatusOK, nonNil(txns))
 	})
 	mux.HandleFunc("GET /v1/transactions/{id}", func(w http.ResponseWriter, r *http.Request) {
 		t, err := b.Transaction(r.PathValue("id"))
@@ -141,6 +157,7 @@ func Handler(b Backend, gatherer prometheus.Gatherer) http.Handler {
 	})
 	groupRoutes(mux, b)
 	topicRoutes(mux, b)
+	recordRoutes(mux, b)
 	aclRoutes(mux, b)
 	coordinatorRoutes(mux, b)
 	faultRoutes(mux, b)

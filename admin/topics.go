@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/hashicorp/go-retryablehttp"
 )
@@ -82,12 +83,35 @@ type PartitionOffsets struct {
 	Leader           int32 `json:"leader"`
 	HighWatermark    int64 `json:"high_watermark"`
 	LastStableOffset int64 `json:"last_stable_offset"`
+	// Producers are the partition's active producers as its leader
+	// answers DescribeProducers (kafka-transactions.sh
+	// describe-producers); current_txn_start_offset, when not -1, is where
+	// an open transaction starts (find-hanging). Left out when the leader
+	// could not be asked.
+	Producers []ProducerState `json:"producers,omitempty"`
+}
+
+// ProducerState is one active producer of a partition (DescribeProducers).
+type ProducerState struct {
+	ProducerID            int64 `json:"producer_id"`
+	ProducerEpoch         int32 `json:"producer_epoch"`
+	LastSequence          int32 `json:"last_sequence"`
+	LastTimestampMs       int64 `json:"last_timestamp_ms"`
+	CoordinatorEpoch      int32 `json:"coordinator_epoch"`
+	CurrentTxnStartOffset int64 `json:"current_txn_start_offset"`
 }
 
 // PartitionOffsetsBackend serves GET /v1/topics/{name}/offsets (an
 // addition; the console's topic view). Errors as TopicsBackend's.
 type PartitionOffsetsBackend interface {
 	PartitionOffsets(ctx context.Context, topic string) ([]PartitionOffsets, error)
+}
+
+// PartitionOffsetsPager is a PartitionOffsetsBackend that asks the leaders
+// for one page of partitions only (offset, limit; limit 0: no limit) and
+// says how many the topic has.
+type PartitionOffsetsPager interface {
+	PartitionOffsetsPage(ctx context.Context, topic string, offset, limit int) ([]PartitionOffsets, int, error)
 }
 
 // errNoOffsets answers GET /v1/topics/{name}/offsets on a node that does
@@ -126,13 +150,36 @@ func topicRoutes(mux *http.ServeMux, b Backend) {
 			writeTopicError(w, err)
 			return
 		}
+		if t.PartitionInfo, err = pageOf(w, r.URL.Query(), t.PartitionInfo); err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
 		writeJSON(w, http.StatusOK, t)
 	}))
 	ob, hasOffsets := b.(PartitionOffsetsBackend)
 	mux.HandleFunc("GET /v1/topics/{name}/offsets", servedIf(hasOffsets, errNoOffsets)(func(w http.ResponseWriter, r *http.Request) {
+		p, err := parsePage(r.URL.Query())
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err)
+			return
+		}
+		if pager, ok := ob.(PartitionOffsetsPager); ok && p != (page{}) {
+			os, total, err := pager.PartitionOffsetsPage(r.Context(), r.PathValue("name"), p.offset, p.limit)
+			if err != nil {
+				writeTopicError(w, err)
+				return
+			}
+			w.Header().Set("X-Total-Count", strconv.Itoa(total))
+			writeJSON(w, http.StatusOK, nonNil(os))
+			return
+		}
 		os, err := ob.PartitionOffsets(r.Context(), r.PathValue("name"))
 		if err != nil {
 			writeTopicError(w, err)
+			return
+		}
+		if os, err = pageOf(w, r.URL.Query(), os); err != nil {
+			writeError(w, http.StatusBadRequest, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, nonNil(os))

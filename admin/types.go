@@ -35,6 +35,36 @@ type Txn struct {
 	// Completing is the previous transaction of the id while its markers
 	// are still being written and this one is already Ongoing (TV2).
 	Completing *Completing `json:"completing,omitempty"`
+	// Timeline, in GET /v1/transactions/{id} only, is what recently
+	// happened to the id's transactions, oldest first: InitProducerId,
+	// each partition added, Prepare, each marker sent (with its
+	// WriteTxnMarkers version) and answered per partition, Complete. It
+	// is kept in memory for the last few thousand ids of the process
+	// that coordinates them (empty after a restart).
+	Timeline []TimelineEvent `json:"timeline,omitempty"`
+}
+
+// TimelineEvent is one step of a transaction's timeline. Fields an event
+// does not use are left out.
+type TimelineEvent struct {
+	AtMs int64 `json:"at_ms"`
+	// Event is InitProducerId, PartitionAdded, Prepare, MarkerSent,
+	// MarkerAnswered or Complete.
+	Event         string `json:"event"`
+	ProducerID    int64  `json:"producer_id"`
+	ProducerEpoch int16  `json:"producer_epoch"`
+	// Result is "commit" or "abort" (Prepare, Complete, markers).
+	Result    string `json:"result,omitempty"`
+	Topic     string `json:"topic,omitempty"`
+	Partition *int32 `json:"partition,omitempty"`
+	// Leader and WriteTxnMarkersVersion are where and how a marker went
+	// (version -1: the request got no answer before its version was
+	// known).
+	Leader                 *int32 `json:"leader,omitempty"`
+	WriteTxnMarkersVersion *int16 `json:"write_txn_markers_version,omitempty"`
+	// Error is a marker's answer: "NONE" when written, a Kafka error
+	// name, or "NO_ANSWER" (the connection closed or timed out).
+	Error string `json:"error,omitempty"`
 }
 
 // Completing is a finished transaction whose markers are still being

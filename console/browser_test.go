@@ -98,7 +98,7 @@ func waitJS(t *testing.T, ctx context.Context, what, expr string) {
 		}
 	}
 	if err != nil {
-		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('main').innerText`))
+		html, _ := chromedp.Run(context.WithoutCancel(ctx), chromedp.Evaluate[string](`document.getElementById('main').innerText`))
 		t.Fatalf("%s: %v; the page shows:\n%s", what, err, html)
 	}
 }
@@ -133,6 +133,12 @@ type testCluster struct {
 // 4.2.0's hang: v2 markers to the 4.1 leader, which get stuck).
 func startCluster(t *testing.T, discovery bool) testCluster {
 	t.Helper()
+	return startClusterWith(t, discovery, map[string]int32{"orders": 3})
+}
+
+// startClusterWith is startCluster with these topics.
+func startClusterWith(t *testing.T, discovery bool, topics map[string]int32) testCluster {
+	t.Helper()
 	lns := map[int32]net.Listener{}
 	for i := int32(0); i < 3; i++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -142,7 +148,7 @@ func startCluster(t *testing.T, discovery bool) testCluster {
 		lns[i] = ln
 	}
 	spec := node.EmbeddedSpec{Listen: lns[0].Addr().String(), CoordinatorVersion: "4.2", LeaderVersions: []string{"4.2", "4.1"},
-		Topics: map[string]int32{"orders": 3}, DefaultPartitions: 1}
+		Topics: topics, DefaultPartitions: 1}
 	f, err := spec.ClusterFile()
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +230,16 @@ func TestBrowserConsole(t *testing.T) {
 		run(t, ctx, "filter open", chromedp.SetValue(chromedp.CSS("#f-state"), "open"), change("#f-state"))
 		waitJS(t, ctx, "only the open transaction", `document.querySelectorAll('#txn-table tr[data-txn]').length === 1 && !!document.querySelector('tr[data-txn="console-open"]')`)
 		run(t, ctx, "filter any", chromedp.SetValue(chromedp.CSS("#f-state"), ""), change("#f-state"))
-		waitJS(t, ctx, "all three again", `document.querySelectorAll('#txn-table tr[data-txn]').length === 3`)
+		waitJS(t, ctx, "all three again", `document.querySelectorAll('#txn-table tr[data-txn]').length === 3 && document.querySelector('#txn-pager .where').textContent.startsWith('1–3 of 3')`)
+		// The id glob is matched by the server.
+		run(t, ctx, "filter by id", chromedp.SetValue(chromedp.CSS("#f-pattern"), "console-a*"), event("#f-pattern", "input"))
+		waitJS(t, ctx, "only the aborted one", `document.querySelectorAll('#txn-table tr[data-txn]').length === 1 && !!document.querySelector('tr[data-txn="console-aborted"]')`)
+		run(t, ctx, "no id filter", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			// SetValue refuses an empty value: clear it in the page.
+			_, err := chromedp.Evaluate[bool](`(() => { const i = document.querySelector('#f-pattern'); i.value = ''; return i.dispatchEvent(new Event('input')) })()`)(ctx, t)
+			return err
+		}))
+		waitJS(t, ctx, "all three once more", `document.querySelectorAll('#txn-table tr[data-txn]').length === 3`)
 	})
 
 	t.Run("views", func(t *testing.T) {
@@ -244,6 +259,24 @@ func TestBrowserConsole(t *testing.T) {
 			loaded(t, ctx, v.name)
 			screenshot(t, ctx, v.name)
 		}
+	})
+
+	t.Run("timeline", func(t *testing.T) {
+		// The committed transaction's steps in order; its markers went
+		// to leader 1 (Kafka 4.2) with v2 and to leader 2 (4.1) with v1,
+		// and both answered NONE.
+		run(t, ctx, "open the committed transaction", chromedp.Navigate(base+"/#/txn/console-committed"))
+		waitJS(t, ctx, "timeline in order", `(() => {
+			const steps = [...document.querySelectorAll('#timeline tr[data-event]')].map(tr => tr.dataset.event);
+			const at = (e) => steps.indexOf(e);
+			return ['InitProducerId', 'PartitionAdded', 'Prepare', 'MarkerSent', 'MarkerAnswered', 'Complete'].every((e, i, all) => at(e) >= 0 && (i === 0 || at(all[i - 1]) < at(e)))
+				&& steps.filter(e => e === 'PartitionAdded').length === 2 })()`)
+		waitJS(t, ctx, "each leader's version and answer", `(() => {
+			const rows = [...document.querySelectorAll('#timeline tr[data-event]')].map(tr => tr.dataset.event + ' ' + tr.lastChild.textContent);
+			return rows.some(r => r.startsWith('MarkerSent COMMIT marker') && r.includes('to leader 1, WriteTxnMarkers v2'))
+				&& rows.some(r => r.startsWith('MarkerSent COMMIT marker') && r.includes('to leader 2, WriteTxnMarkers v1'))
+				&& rows.filter(r => r.startsWith('MarkerAnswered') && r.endsWith(': NONE')).length === 2 })()`)
+		screenshot(t, ctx, "timeline")
 	})
 
 	t.Run("abort", func(t *testing.T) {
@@ -320,6 +353,11 @@ func TestBrowserStuckMarker(t *testing.T) {
 	run(t, ctx, "open the transaction", chromedp.Navigate(base+"/#/txn/console-stuck"))
 	waitJS(t, ctx, "stuck reason", `(document.getElementById('stuck-reason')?.textContent || '').includes('advertises max v1')`)
 	waitJS(t, ctx, "retry button", `!!document.getElementById('retry')`)
+	// The timeline says what happened: v2 to the 4.1 leader, no answer.
+	waitJS(t, ctx, "v2 to leader 2 without an answer", `(() => {
+		const rows = [...document.querySelectorAll('#timeline tr[data-event]')].map(tr => tr.dataset.event + ' ' + tr.lastChild.textContent);
+		return rows.some(r => r.startsWith('MarkerSent') && r.includes('to leader 2, WriteTxnMarkers v2'))
+			&& rows.some(r => r.startsWith('MarkerAnswered') && r.includes('leader 2 answered') && r.endsWith('NO_ANSWER')) })()`)
 	screenshot(t, ctx, "stuck")
 	// Retry resends the markers (they get stuck again: the leader still
 	// advertises max v1); the API accepted it.
@@ -393,9 +431,12 @@ func click(sel string) chromedp.Action[chromedp.Void] {
 
 // change fires a change event on the element sel, as a user's choice
 // does (SetValue sets the value only).
-func change(sel string) chromedp.Action[chromedp.Void] {
+func change(sel string) chromedp.Action[chromedp.Void] { return event(sel, "change") }
+
+// event fires the event name on the element sel.
+func event(sel, name string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector(%q).dispatchEvent(new Event('change'))`, sel))(ctx, t)
+		_, err := chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector(%q).dispatchEvent(new Event(%q))`, sel, name))(ctx, t)
 		return err
 	})
 }
@@ -430,7 +471,7 @@ func TestBrowserManyTransactions(t *testing.T) {
 		t.Skip("a measurement: set TXNCOORD_CONSOLE_MANY=10000 (and TXNCOORD_BROWSER_TESTS=1) to run it")
 	}
 	ctx := browser(t)
-	c := startCluster(t, true)
+	c := startClusterWith(t, true, map[string]int32{"orders": 3, "wide": 1000})
 	started := time.Now()
 	var wg sync.WaitGroup
 	ids := make(chan int)
@@ -457,13 +498,17 @@ func TestBrowserManyTransactions(t *testing.T) {
 	t.Logf("%d transactions committed in %s", n, time.Since(started).Round(time.Millisecond))
 	base := c.e.Admin.URL()
 	for _, v := range []struct{ name, hash, ready string }{
-		{"transactions", "#/transactions", `document.querySelectorAll('#txn-table tr[data-txn]').length === 50`},
+		{"transactions", "#/transactions", `document.querySelectorAll('#txn-table tr[data-txn]').length === 50 && document.querySelector('#txn-pager .where').textContent.startsWith('1–50 of ' + ` + strconv.Itoa(n) + `)`},
 		{"transaction", "#/txn/many-00042", `document.querySelectorAll('h1 [data-state]').length === 1`},
 		{"cluster", "#/cluster", `!!document.querySelector('tr[data-leader="1"]')`},
 		{"markers", "#/markers", `document.querySelectorAll('section[data-leader]').length >= 2`},
 		{"topics", "#/topics", `[...document.querySelectorAll('main td a')].some(a => a.textContent === 'orders')`},
 		{"topic", "#/topic/orders", `document.querySelectorAll('main tbody tr[data-partition]').length === 3`},
+		// 1,000 partitions, a page of 100 at a time.
+		{"topic of 1000 partitions", "#/topic/wide", `document.querySelectorAll('main tbody tr[data-partition]').length === 100 && document.querySelector('#partition-pager .where').textContent.startsWith('1–100 of 1000')`},
+		{"records", "#/records/orders/0", `document.querySelectorAll('#records-table tr[data-offset]').length === 50`},
 		{"groups", "#/groups", `!!document.querySelector('main table')`},
+		{"faults", "#/faults", `!!document.querySelector('#faults-table tbody tr')`},
 	} {
 		run(t, ctx, "blank", chromedp.Navigate("about:blank"))
 		start := time.Now()
@@ -471,6 +516,19 @@ func TestBrowserManyTransactions(t *testing.T) {
 		waitJS(t, ctx, v.name+" drawn", v.ready)
 		t.Logf("view %s with %d transactions: %s from navigation to drawn (fetch and draw: %s ms)", v.name, n,
 			time.Since(start).Round(time.Millisecond), eval[string](t, ctx, `document.getElementById('main').dataset.loadedMs || ''`))
+	}
+	// The next page of each paged view, fetched from the server.
+	for _, p := range []struct{ name, hash, pager, ready, next string }{
+		{"transactions", "#/transactions", "#txn-pager", "1–50 of", "51–100 of"},
+		{"topic of 1000 partitions", "#/topic/wide", "#partition-pager", "1–100 of", "101–200 of"},
+	} {
+		where := `document.querySelector('` + p.pager + ` .where')?.textContent.startsWith('%s')`
+		run(t, ctx, p.name, chromedp.Navigate(base+"/"+p.hash))
+		waitJS(t, ctx, p.name+" first page", fmt.Sprintf(where, p.ready))
+		start := time.Now()
+		run(t, ctx, p.name+" next page", click(p.pager+" .next"))
+		waitJS(t, ctx, p.name+" second page", fmt.Sprintf(where, p.next))
+		t.Logf("view %s, next page: %s from the click to drawn", p.name, time.Since(start).Round(time.Millisecond))
 	}
 }
 

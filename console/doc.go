@@ -4,11 +4,14 @@
 //
 // It owns only the static files and the handler that serves them. It
 // holds no data and no logic of its own: the page reads the admin API
-// (/v1/transactions, /v1/markers, /v1/leaders, /v1/coordinators,
-// /v1/topics with /v1/topics/{name}/offsets, /v1/groups, /metrics) from
-// the browser, polling it every 2 s (one draw at a time), and
-// its Abort and Retry buttons call the API's POST endpoints after the
-// same show-and-confirm step as `txncoord txn abort`.
+// (/v1/transactions a page at a time, a transaction with its timeline,
+// /v1/markers, /v1/leaders, /v1/coordinators, /v1/topics with a page of
+// partitions, /v1/topics/{name}/offsets with each partition's producers,
+// /v1/topics/{name}/records, /v1/groups, /v1/faults, /metrics) from the
+// browser, polling it every 2 s (one draw at a time), and its Abort and
+// Retry buttons call the API's POST endpoints after the same
+// show-and-confirm step as `txncoord txn abort`; the faults view adds and
+// clears faults through /v1/faults.
 //
 // Authentication: the files themselves are served without the admin
 // token (they hold no data), so the login form can load; with a token
@@ -17,5 +20,6 @@
 // never in a URL. Without it the page shows only the login form.
 //
 // Views (hash routes): #/cluster, #/transactions, #/txn/{id}, #/markers,
-// #/topics, #/groups, #/group/{id}, #/plots.
+// #/topics, #/topic/{name}, #/records/{topic}/{partition}, #/groups,
+// #/group/{id}, #/plots, #/faults.
 package console

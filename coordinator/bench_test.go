@@ -10,13 +10,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/txnlog"
+	"github.com/txncoord/txncoord/txntimeline"
 )
 
 // BenchmarkEndTxn measures whole TV2 transactions (leader add v5, EndTxn
 // v5, Complete after the markers) against the fsync'ing bbolt store, with
 // 1, 16 and 64 transactional ids running concurrently. It reports
 // transactions per second and transitions per fsync (group commit at
-// work); it never fails on numbers.
+// work); it never fails on numbers. The transitions are recorded in a
+// txntimeline, as the node does.
 //
 //	go test ./coordinator -run '^$' -bench EndTxn -benchtime 2000x
 func BenchmarkEndTxn(b *testing.B) {
@@ -28,6 +30,8 @@ func BenchmarkEndTxn(b *testing.B) {
 			}
 			defer store.Close()
 			c, _ := openTest(b, testView("127.0.0.1:1"), store, true)
+			// As the node runs it: every transition recorded.
+			c.cfg.Timeline = txntimeline.New(0)
 			type producer struct {
 				id    string
 				pid   int64

@@ -17,6 +17,7 @@ import (
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
+	"github.com/txncoord/txncoord/txntimeline"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -66,6 +67,10 @@ type Config struct {
 	// (NewEndTxnLatency): one shared by the coordinators of several
 	// partitions in a process (txnrouter), who register it themselves.
 	EndTxnLatency *prometheus.HistogramVec
+	// Timeline, optional, records each decided transition of recent
+	// transactions (the admin API's timeline); the marker sender records
+	// the markers into the same one.
+	Timeline *txntimeline.Recorder
 }
 
 // Coordinator owns every transaction's state. Requests for one

@@ -51,6 +51,11 @@
 //
 // It must not touch bbolt or sockets directly.
 //
+// With Config.Timeline each decided write adds to the id's timeline what
+// it changes (timeline.go: one place sees every transition, whichever
+// handler or background step decided it), under the id's lock and without
+// allocating.
+//
 // Main types: Coordinator (Open, Register, MarkersWritten/MarkersStuck,
 // List/Describe/Abort/AbortWith/Stats for the admin API), Config,
 // MarkerQueue, ProducerIDPool and ProducerIDBlocks.

@@ -271,6 +271,8 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 	}
 	e.writes = append(e.writes, write{pos: pos, state: state})
 	d.pos, d.own = pos, true
+	// Under the id's lock, so its events are recorded in decision order.
+	c.recordStep(cur, state)
 	// Waiters for the next decision (a registration held back by a
 	// Prepare) may now decide on top of this one.
 	e.notifyChanged()

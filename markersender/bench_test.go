@@ -10,6 +10,7 @@ import (
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation/testkit"
 	"github.com/txncoord/txncoord/txncore"
+	"github.com/txncoord/txncoord/txntimeline"
 )
 
 // countingCompleter signals done after n MarkersWritten.
@@ -28,7 +29,8 @@ func (c *countingCompleter) MarkersStuck(markersender.Txn, txncore.TopicPartitio
 // BenchmarkMarkersToOneLeader measures partition markers per second to one
 // (fake, 4.2) leader: everything queued in one request ("batched") against
 // one marker per request ("one-per-request", Config.MaxMarkersPerRequest=1).
-// Each op is one transaction with one partition marker.
+// Each op is one transaction with one partition marker, recorded in a
+// txntimeline as the node does.
 //
 //	go test -run '^$' -bench MarkersToOneLeader ./markersender/
 func BenchmarkMarkersToOneLeader(b *testing.B) {
@@ -46,7 +48,7 @@ func BenchmarkMarkersToOneLeader(b *testing.B) {
 			rt := newRouter()
 			rt.set("orders", -1, node)
 			s := markersender.New(markersender.Config{Router: rt, Leaders: []cluster.Node{node}, Discovery: true,
-				MaxMarkersPerRequest: mode.max, RequestTimeout: 10 * time.Second})
+				MaxMarkersPerRequest: mode.max, RequestTimeout: 10 * time.Second, Timeline: txntimeline.New(0)})
 			defer s.Close()
 			c := &countingCompleter{done: make(chan struct{})}
 			c.n.Store(int64(b.N))

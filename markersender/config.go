@@ -11,6 +11,7 @@ import (
 	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/txntimeline"
 )
 
 // Config configures a Sender. Zero values take the documented defaults.
@@ -67,6 +68,9 @@ type Config struct {
 	// Faults, when set, may hold the requests to a leader (a fault
 	// injected on demand, faults.HoldMarkers).
 	Faults *faults.Set
+	// Timeline, optional, records each marker sent and its answer per
+	// partition (the admin API's transaction timeline).
+	Timeline *txntimeline.Recorder
 }
 
 func (c *Config) defaults() {

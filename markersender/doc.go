@@ -13,6 +13,9 @@
 // per leader and per connection) and must not import the coordinator:
 // completion goes back through the Completer interface.
 //
+// With Config.Timeline each marker sent is recorded in its transaction's
+// timeline with its WriteTxnMarkers version and its leader's answer.
+//
 // Main types: Sender (New, Start, Enqueue, Retry, Forget, Undelivered, Leaders, Markers,
 // Close), Config, LeaderStatus and PendingTxn (the admin API's JSON).
 package markersender

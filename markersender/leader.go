@@ -14,6 +14,7 @@ import (
 	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/negotiation"
+	"github.com/txncoord/txncoord/txntimeline"
 )
 
 // runSlot is one in-flight slot of a leader: it takes everything queued for
@@ -127,23 +128,32 @@ func (s *Sender) sendBatch(l *leaderState, conn *negotiation.LeaderConn, batch [
 		// An injected hold (faults.HoldMarkers) waits here, outside the
 		// request's timeout; the sender's Close ends the wait.
 		if err := f.HoldMarkers(s.ctx, l.node.NodeID, req, s.resender(l.node)); err != nil {
-			s.onSendError(l, batch, err)
+			s.onSendError(l, batch, time.Now(), err)
 			return
 		}
 	}
+	sentAt := time.Now()
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.RequestTimeout)
 	resp, err := conn.WriteTxnMarkers(ctx, req)
 	cancel()
 	st := conn.Status()
 	s.m.versionInUse.WithLabelValues(leaderLabel(l.node.NodeID)).Set(float64(st.InUse))
 	if err != nil {
-		s.onSendError(l, batch, err)
+		s.onSendError(l, batch, sentAt, err)
 		return
 	}
 	s.m.sent.WithLabelValues(leaderLabel(l.node.NodeID), fmt.Sprint(req.Version)).Add(float64(len(batch)))
 	s.m.perRequest.Observe(float64(len(batch)))
 
 	codes := responseCodes(resp)
+	if s.cfg.Timeline != nil {
+		s.recordAnswers(l.node.NodeID, req.Version, sentAt, batch, func(q queued) int16 {
+			if code, ok := codes[markerKey{q.ts.txn.ProducerID, q.ps.tp}]; ok {
+				return code
+			}
+			return txntimeline.NoAnswer
+		})
+	}
 	var outs []outcome
 	var check []queued
 	renegotiate := false
@@ -205,7 +215,7 @@ func (s *Sender) sendBatch(l *leaderState, conn *negotiation.LeaderConn, batch [
 // renegotiates. A v2 request closed by a leader that advertises less is
 // Kafka 4.2.0's hang; after StuckAfterV2Closes of them the transaction is
 // reported stuck instead of being retried silently forever.
-func (s *Sender) onSendError(l *leaderState, batch []queued, err error) {
+func (s *Sender) onSendError(l *leaderState, batch []queued, sentAt time.Time, err error) {
 	if s.ctx.Err() != nil {
 		s.mu.Lock()
 		for _, q := range batch {
@@ -223,6 +233,13 @@ func (s *Sender) onSendError(l *leaderState, batch []queued, err error) {
 		ev = ev.Int16("wtm_version", se.Version)
 	}
 	ev.Msg("WriteTxnMarkers failed; will reconnect and retry")
+	if s.cfg.Timeline != nil {
+		version := int16(-1)
+		if se != nil {
+			version = se.Version
+		}
+		s.recordAnswers(l.node.NodeID, version, sentAt, batch, func(queued) int16 { return txntimeline.NoAnswer })
+	}
 	var outs []outcome
 	at := s.newRetryAt()
 	s.mu.Lock()
@@ -261,5 +278,20 @@ func (s *Sender) resender(node cluster.Node) faults.Resend {
 		ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 		defer cancel()
 		return conn.WriteTxnMarkers(ctx, req)
+	}
+}
+
+// recordAnswers adds to each transaction's timeline its markers of batch
+// as sent to leader at version (-1: unknown, no answer came) and the
+// answer per partition.
+func (s *Sender) recordAnswers(leader int32, version int16, sentAt time.Time, batch []queued, answer func(queued) int16) {
+	now := time.Now().UnixMilli()
+	for _, q := range batch {
+		t := &q.ts.txn
+		ev := txntimeline.Event{AtMs: sentAt.UnixMilli(), Kind: txntimeline.MarkerSent, Commit: t.Commit, ProducerID: t.ProducerID, Epoch: t.ProducerEpoch,
+			Leader: leader, Version: version, Topic: q.ps.tp.Topic, Partition: q.ps.tp.Partition}
+		s.cfg.Timeline.Record(t.TransactionalID, ev)
+		ev.AtMs, ev.Kind, ev.ErrorCode = now, txntimeline.MarkerAnswered, answer(q)
+		s.cfg.Timeline.Record(t.TransactionalID, ev)
 	}
 }

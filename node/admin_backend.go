@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/txncoord/txncoord/authmeta"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -16,6 +18,7 @@ import (
 	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
+	"github.com/txncoord/txncoord/txntimeline"
 )
 
 // adminBackend adapts the coordinator and the marker sender to the admin
@@ -40,6 +43,9 @@ type adminBackend struct {
 	// cleanable is a partition's cleanable ratio from a leader of this
 	// process (Coordinator.Cleanable); nil: none.
 	cleanable func(topic string, partition int32) (float64, bool)
+	// timeline is the recorder of the process's coordinator of a node
+	// (nil: none kept).
+	timeline func(owner int32) *txntimeline.Recorder
 }
 
 // FaultSet is admin.FaultsBackend: the faults of this process's nodes.
@@ -66,7 +72,8 @@ func (c *Coordinator) AdminBackend() admin.Backend {
 				return fmt.Errorf("%w: %w", errStoreFailed, err)
 			}
 			return nil
-		}, topics: c.Controller, coordinators: c.singleCoordinator, faults: c.Faults, cleanable: c.Cleanable, auth: c.view.AuthMeta()})
+		}, topics: c.Controller, coordinators: c.singleCoordinator, faults: c.Faults, cleanable: c.Cleanable, auth: c.view.AuthMeta(),
+		timeline: c.timelineOf})
 }
 
 func (b *adminBackend) txn(d coordinator.TxnDetail) admin.Txn {
@@ -129,12 +136,48 @@ func (b *adminBackend) Transactions(f admin.ListFilter) []admin.Txn {
 	return out
 }
 
+// TransactionsPage is admin.TxnPager: the matches and their totals come
+// from List's summaries, and only the page's transactions are described.
+func (b *adminBackend) TransactionsPage(q admin.TxnPageQuery) admin.TxnPage {
+	cf := coordinator.ListFilter{IDPattern: q.ID}
+	for _, name := range q.States {
+		if st, ok := txnlog.ParseState(name); ok {
+			cf.States = append(cf.States, st)
+		}
+	}
+	if len(q.States) > 0 && len(cf.States) == 0 {
+		return admin.TxnPage{}
+	}
+	var matched []coordinator.TxnSummary
+	counts := map[string]int{}
+	for _, s := range b.coord.List(cf) {
+		if q.Coordinator != nil && b.owner(s.TransactionalID) != *q.Coordinator {
+			continue
+		}
+		matched = append(matched, s)
+		counts[s.State]++
+	}
+	slices.SortFunc(matched, func(x, y coordinator.TxnSummary) int { return strings.Compare(x.TransactionalID, y.TransactionalID) })
+	start, end := q.Bounds(len(matched))
+	page := admin.TxnPage{Total: len(matched), Counts: counts}
+	for _, s := range matched[start:end] {
+		if d, ok := b.coord.Describe(s.TransactionalID); ok {
+			page.Txns = append(page.Txns, b.txn(d))
+		}
+	}
+	return page
+}
+
 func (b *adminBackend) Transaction(id string) (admin.Txn, error) {
 	d, ok := b.coord.Describe(id)
 	if !ok {
 		return admin.Txn{}, fmt.Errorf("%w: %q", admin.ErrNotFound, id)
 	}
-	return b.txn(d), nil
+	t := b.txn(d)
+	if b.timeline != nil {
+		t.Timeline = apiTimeline(b.timeline(t.CoordinatorID).Timeline(id))
+	}
+	return t, nil
 }
 
 func (b *adminBackend) Abort(ctx context.Context, id string, force bool) (admin.Txn, error) {

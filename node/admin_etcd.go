@@ -31,10 +31,11 @@ func (c *Coordinator) etcdAdminBackend() *adminBackend {
 		peer: c.peer, adminURL: c.peerAdminURL, token: c.adminToken}
 	local := c.ownStore
 	return &adminBackend{
-		owner:  txns.owner,
-		coord:  txns,
-		sender: c.Sender,
-		faults: c.Faults,
+		owner:    txns.owner,
+		coord:    txns,
+		sender:   c.Sender,
+		faults:   c.Faults,
+		timeline: c.timelineOf,
 		ready: func() error {
 			if err := c.Member.Err(); err != nil {
 				return fmt.Errorf("etcd: not serving transactions: %w", err)

@@ -41,6 +41,12 @@ type groupsAdminBackend struct {
 	// answers the high watermark, read_committed the last stable offset
 	// (GET /v1/topics/{name}/offsets, admin_topics.go).
 	listOffsets func(ctx context.Context, tps []admin.TopicPartition, isolation int8) map[admin.TopicPartition]int64
+	// producers asks the partitions' leaders for their active producers
+	// (DescribeProducers); a partition missing from the answer is unknown.
+	producers func(ctx context.Context, tps []admin.TopicPartition) map[admin.TopicPartition][]admin.ProducerState
+	// records reads a page of a partition from its leader (the record
+	// browser, admin_records.go).
+	records func(ctx context.Context, q admin.RecordsQuery) (admin.RecordPage, error)
 }
 
 // withGroupsAdmin is b with the node's group coordinator, when it has one.
@@ -116,6 +122,10 @@ func withGroups(b *adminBackend, g groupsSource, view *cluster.View, dial wire.D
 		return listEndOffsets(ctx, view, dial, tps, isolationUncommitted)
 	}, listOffsets: func(ctx context.Context, tps []admin.TopicPartition, isolation int8) map[admin.TopicPartition]int64 {
 		return listEndOffsets(ctx, view, dial, tps, isolation)
+	}, producers: func(ctx context.Context, tps []admin.TopicPartition) map[admin.TopicPartition][]admin.ProducerState {
+		return describeProducers(ctx, view, dial, tps)
+	}, records: func(ctx context.Context, q admin.RecordsQuery) (admin.RecordPage, error) {
+		return fetchRecords(ctx, view, dial, q)
 	}}
 }
 
@@ -213,14 +223,89 @@ const (
 // the last stable offset), one request per leader in parallel, each
 // bounded by 5 s; what fails is left out.
 func listEndOffsets(ctx context.Context, view *cluster.View, dial wire.DialConfig, tps []admin.TopicPartition, isolation int8) map[admin.TopicPartition]int64 {
+	var mu sync.Mutex
+	out := map[admin.TopicPartition]int64{}
+	askLeaders(ctx, view, dial, tps, func(tps []admin.TopicPartition) kmsg.Request {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.SetVersion(4)
+		req.ReplicaID = -1
+		req.IsolationLevel = isolation
+		var byTopic groupby.Ordered[string, kmsg.ListOffsetsRequestTopicPartition]
+		for _, tp := range tps {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp = tp.Partition, -1
+			byTopic.Add(tp.Topic, rp)
+		}
+		for topic, parts := range byTopic.All() {
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic, rt.Partitions = topic, parts
+			req.Topics = append(req.Topics, rt)
+		}
+		return req
+	}, func(resp kmsg.Response) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode == 0 {
+					out[admin.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.Offset
+				}
+			}
+		}
+	})
+	return out
+}
+
+// describeProducers asks each partition's leader for its active producers
+// (DescribeProducers v0).
+func describeProducers(ctx context.Context, view *cluster.View, dial wire.DialConfig, tps []admin.TopicPartition) map[admin.TopicPartition][]admin.ProducerState {
+	var mu sync.Mutex
+	out := map[admin.TopicPartition][]admin.ProducerState{}
+	askLeaders(ctx, view, dial, tps, func(tps []admin.TopicPartition) kmsg.Request {
+		req := kmsg.NewPtrDescribeProducersRequest()
+		var byTopic groupby.Ordered[string, int32]
+		for _, tp := range tps {
+			byTopic.Add(tp.Topic, tp.Partition)
+		}
+		for topic, parts := range byTopic.All() {
+			rt := kmsg.NewDescribeProducersRequestTopic()
+			rt.Topic, rt.Partitions = topic, parts
+			req.Topics = append(req.Topics, rt)
+		}
+		return req
+	}, func(resp kmsg.Response) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, t := range resp.(*kmsg.DescribeProducersResponse).Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					continue
+				}
+				states := make([]admin.ProducerState, 0, len(p.ActiveProducers))
+				for _, ap := range p.ActiveProducers {
+					states = append(states, admin.ProducerState{ProducerID: ap.ProducerID, ProducerEpoch: ap.ProducerEpoch,
+						LastSequence: ap.LastSequence, LastTimestampMs: ap.LastTimestamp, CoordinatorEpoch: ap.CoordinatorEpoch,
+						CurrentTxnStartOffset: ap.CurrentTxnStartOffset})
+				}
+				out[admin.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = states
+			}
+		}
+	})
+	return out
+}
+
+// askLeaders sends, to each leader of tps at once, the request build makes
+// for its partitions (sorted by topic), and hands each answer to read
+// (concurrently). A leader that cannot be reached within 5 s is left out:
+// its partitions are missing from what read sees.
+func askLeaders(ctx context.Context, view *cluster.View, dial wire.DialConfig, tps []admin.TopicPartition,
+	build func([]admin.TopicPartition) kmsg.Request, read func(kmsg.Response)) {
 	byLeader := map[string][]admin.TopicPartition{}
 	for _, tp := range tps {
 		if n, ok := view.LeaderOf(tp.Topic, tp.Partition); ok && n.Addr != "" {
 			byLeader[n.Addr] = append(byLeader[n.Addr], tp)
 		}
 	}
-	var mu sync.Mutex
-	out := map[admin.TopicPartition]int64{}
 	var wg sync.WaitGroup
 	for addr, tps := range byLeader {
 		wg.Add(1)
@@ -234,36 +319,12 @@ func listEndOffsets(ctx context.Context, view *cluster.View, dial wire.DialConfi
 			}
 			defer cl.Close()
 			sort.Slice(tps, func(i, j int) bool { return tps[i].Topic < tps[j].Topic })
-			req := kmsg.NewPtrListOffsetsRequest()
-			req.SetVersion(4)
-			req.ReplicaID = -1
-			req.IsolationLevel = isolation
-			var byTopic groupby.Ordered[string, kmsg.ListOffsetsRequestTopicPartition]
-			for _, tp := range tps {
-				rp := kmsg.NewListOffsetsRequestTopicPartition()
-				rp.Partition, rp.Timestamp = tp.Partition, -1
-				byTopic.Add(tp.Topic, rp)
-			}
-			for topic, parts := range byTopic.All() {
-				rt := kmsg.NewListOffsetsRequestTopic()
-				rt.Topic, rt.Partitions = topic, parts
-				req.Topics = append(req.Topics, rt)
-			}
-			raw, err := cl.Do(ctx, req)
+			resp, err := cl.Do(ctx, build(tps))
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, t := range raw.(*kmsg.ListOffsetsResponse).Topics {
-				for _, p := range t.Partitions {
-					if p.ErrorCode == 0 {
-						out[admin.TopicPartition{Topic: t.Topic, Partition: p.Partition}] = p.Offset
-					}
-				}
-			}
+			read(resp)
 		}()
 	}
 	wg.Wait()
-	return out
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -134,22 +135,40 @@ var _ admin.PartitionOffsetsBackend = (*groupsAdminBackend)(nil)
 // leaders (the one with the group coordinator, which asks them for the
 // lag too).
 func (b *groupsAdminBackend) PartitionOffsets(ctx context.Context, name string) ([]admin.PartitionOffsets, error) {
+	offsets, _, err := b.PartitionOffsetsPage(ctx, name, 0, 0)
+	return offsets, err
+}
+
+// PartitionOffsetsPage is admin.PartitionOffsetsPager: the leaders are
+// asked for the page's partitions only (limit 0: all from offset).
+func (b *groupsAdminBackend) PartitionOffsetsPage(ctx context.Context, name string, offset, limit int) ([]admin.PartitionOffsets, int, error) {
 	t, err := b.Topic(ctx, name)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	total := len(t.PartitionInfo)
+	start, end := admin.TxnPageQuery{Offset: offset, Limit: limit}.Bounds(total)
+	t.PartitionInfo = t.PartitionInfo[start:end]
 	tps := make([]admin.TopicPartition, 0, len(t.PartitionInfo))
 	for _, p := range t.PartitionInfo {
 		tps = append(tps, admin.TopicPartition{Topic: name, Partition: p.Partition})
 	}
 	var hw, lso map[admin.TopicPartition]int64
-	done := make(chan struct{})
+	var producers map[admin.TopicPartition][]admin.ProducerState
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(done)
+		defer wg.Done()
 		hw = b.listOffsets(ctx, tps, isolationUncommitted)
 	}()
+	go func() {
+		defer wg.Done()
+		if b.producers != nil {
+			producers = b.producers(ctx, tps)
+		}
+	}()
 	lso = b.listOffsets(ctx, tps, isolationCommitted)
-	<-done
+	wg.Wait()
 	out := make([]admin.PartitionOffsets, 0, len(t.PartitionInfo))
 	for _, p := range t.PartitionInfo {
 		tp := admin.TopicPartition{Topic: name, Partition: p.Partition}
@@ -160,7 +179,8 @@ func (b *groupsAdminBackend) PartitionOffsets(ctx context.Context, name string) 
 		if v, ok := lso[tp]; ok {
 			o.LastStableOffset = v
 		}
+		o.Producers = producers[tp]
 		out = append(out, o)
 	}
-	return out, nil
+	return out, total, nil
 }

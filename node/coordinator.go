@@ -29,6 +29,7 @@ import (
 	"github.com/txncoord/txncoord/txnetcd"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/txnrouter"
+	"github.com/txncoord/txncoord/txntimeline"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -111,6 +112,9 @@ type Coordinator struct {
 	// Cleanable, when set (`txncoord up`), is a partition's cleanable
 	// ratio from this process's leaders, for the admin API's topics.
 	Cleanable func(topic string, partition int32) (float64, bool)
+	// Timeline records the recent transactions' steps (coordinator and
+	// marker sender) for the admin API.
+	Timeline *txntimeline.Recorder
 
 	// The etcd mode (several coordinators); nil otherwise.
 	// Coordinator and Store are nil in that mode: the Router runs one
@@ -258,8 +262,10 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		}
 	}
 	var ownServer atomic.Pointer[wire.Server]
-	sender := newMarkerSender(cfg, self, dial, &ownServer, store.Log(), log)
+	timeline := txntimeline.New(0)
+	sender := newMarkerSender(cfg, self, dial, &ownServer, store.Log(), timeline, log)
 	coord, err := coordinator.Open(coordinator.Config{
+		Timeline:     timeline,
 		NodeID:       self.NodeID,
 		KafkaVersion: self.KafkaVersion,
 		View:         cfg.View,
@@ -311,7 +317,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	// durable only with them).
 	txnClient.Store(srv.Local(clusterPrincipal(cfg.View)).WithClientID(groupsClientID).Inline().FromLog(groupStore))
 	ownServer.Store(srv)
-	return &Coordinator{view: cfg.View, Faults: cfg.Faults, Groups: grp, Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
+	return &Coordinator{view: cfg.View, Faults: cfg.Faults, Timeline: timeline, Groups: grp, Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
 		Controller: ctl, ownController: ownController, ownStore: own}, nil
 }
 
@@ -333,7 +339,7 @@ func openGroups(cfg CoordinatorConfig, self cluster.Node, store *storage.Store, 
 // a Prepare's markers before it is durable, and answer them at append,
 // since the Complete record, appended next, is durable only with them.
 // With etcd they wait for durability both ways.
-func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialConfig, ownServer *atomic.Pointer[wire.Server], txnLog durable.Log, log zerolog.Logger) *markersender.Sender {
+func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialConfig, ownServer *atomic.Pointer[wire.Server], txnLog durable.Log, timeline *txntimeline.Recorder, log zerolog.Logger) *markersender.Sender {
 	isOwn := func(addr string) bool { return addr == self.Addr }
 	inProcess := func(addr string) *wire.Server {
 		if cfg.InProcessLeader != nil {
@@ -353,6 +359,7 @@ func newMarkerSender(cfg CoordinatorConfig, self cluster.Node, dial wire.DialCon
 		Log:                log,
 		Metrics:            cfg.Metrics,
 		Faults:             cfg.Faults,
+		Timeline:           timeline,
 		LeaderLog: func(addr string) durable.Log {
 			if isOwn(addr) || inProcess(addr) != nil {
 				return txnLog

@@ -20,6 +20,7 @@ import (
 	"github.com/txncoord/txncoord/txnetcd"
 	"github.com/txncoord/txncoord/txnlog"
 	"github.com/txncoord/txncoord/txnrouter"
+	"github.com/txncoord/txncoord/txntimeline"
 	"github.com/txncoord/txncoord/wire"
 )
 
@@ -108,7 +109,8 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		return nil, fmt.Errorf("coordinator %d: ownership: %w", self.NodeID, err)
 	}
 	cleanup = append(cleanup, func() { c.Member.Close() })
-	c.Sender = newMarkerSender(cfg, self, dial, &ownServer, nil, log)
+	c.Timeline = txntimeline.New(0)
+	c.Sender = newMarkerSender(cfg, self, dial, &ownServer, nil, c.Timeline, log)
 	cleanup = append(cleanup, c.Sender.Close)
 	nodes := map[int32]string{}
 	for _, n := range cfg.View.Coordinators() {
@@ -119,7 +121,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		// A leader never holds a marker of a Prepare that etcd has not
 		// committed: no leader appends to an etcd partition's log
 		// (newMarkerSender's txnLog is nil).
-		Coordinator: coordinator.Config{NodeID: self.NodeID, KafkaVersion: self.KafkaVersion, View: cfg.View},
+		Coordinator: coordinator.Config{NodeID: self.NodeID, KafkaVersion: self.KafkaVersion, View: cfg.View, Timeline: c.Timeline},
 		Nodes:       nodes, Log: log, Metrics: cfg.Metrics,
 	}); err != nil {
 		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)

@@ -230,7 +230,8 @@ var coordinatorListAll = coordinator.ListFilter{}
 
 // TestSeveralCoordinatorsAdmin: node 0's admin API answers for the whole
 // cluster: GET /v1/transactions lists the open transactions of ids owned
-// by every node, /v1/coordinators shows the three with all partitions,
+// by every node, each with the timeline its owner recorded,
+// /v1/coordinators shows the three with all partitions,
 // and an abort of an id another node owns is forwarded to it, in-process
 // and through that node's admin API (published in etcd).
 func TestSeveralCoordinatorsAdmin(t *testing.T) {
@@ -268,6 +269,23 @@ func TestSeveralCoordinatorsAdmin(t *testing.T) {
 		for _, id := range ids {
 			if got, ok := ongoing[id]; !ok || got != node {
 				t.Fatalf("%s (owned by node %d) listed as %v, %v; list %v", id, node, got, ok, ongoing)
+			}
+		}
+	}
+	// Each transaction's timeline comes from the process's coordinator
+	// that owns it, whichever node's admin API is asked.
+	for node, ids := range owners {
+		for _, id := range ids {
+			txn, err := backend.Transaction(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var steps []string
+			for _, ev := range txn.Timeline {
+				steps = append(steps, ev.Event)
+			}
+			if fmt.Sprint(steps) != "[InitProducerId PartitionAdded]" {
+				t.Fatalf("%s (owned by node %d): timeline %v, want InitProducerId then its partition", id, node, steps)
 			}
 		}
 	}

@@ -54,7 +54,20 @@ async function api(path, opts = {}) {
     err.status = r.status;
     throw err;
   }
-  return path === '/metrics' ? body : JSON.parse(body);
+  const out = path === '/metrics' ? body : JSON.parse(body);
+  if (!opts.page) return out;
+  let counts = {};
+  try { counts = JSON.parse(r.headers.get('X-State-Counts') || '{}'); } catch (e) { /* none */ }
+  return { items: out, total: Number(r.headers.get('X-Total-Count') || out.length), counts };
+}
+
+// apiPage fetches one page of a paged list (offset, limit): {items,
+// total, counts} from the API's X-Total-Count and X-State-Counts.
+function apiPage(path, query, offset, limit) {
+  const q = new URLSearchParams(query);
+  q.set('offset', offset);
+  q.set('limit', limit);
+  return api(path + '?' + q, { page: true });
 }
 
 // optional is api() answering fallback for a 404 (an endpoint this node
@@ -96,6 +109,7 @@ const emptyRow = (n, text) => h('tr', {}, h('td', { colspan: n, class: 'muted' }
 const views = {
   cluster: viewCluster, transactions: viewTransactions, txn: viewTxn, markers: viewMarkers,
   topics: viewTopics, topic: viewTopic, groups: viewGroups, group: viewGroup, plots: viewPlots,
+  records: viewRecords, faults: viewFaults,
 };
 
 async function viewCluster(main) {
@@ -131,11 +145,6 @@ async function viewCluster(main) {
 // only the counts, the table body and the pager are redrawn.
 const txnList = { page: 0, state: '', pattern: '', minAge: '', coordinator: '' };
 
-function globRegExp(pattern) {
-  const esc = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(pattern.includes('*') || pattern.includes('?') ? '^' + esc + '$' : esc, 'i');
-}
-
 async function viewTransactions(main, _arg, first) {
   if (first || !main.querySelector('#txn-table')) {
     const refresh = () => { txnList.page = 0; render(main, false); };
@@ -157,32 +166,31 @@ async function viewTransactions(main, _arg, first) {
     main.querySelector('#f-state').value = txnList.state;
   }
   const q = new URLSearchParams();
-  if (txnList.state && txnList.state !== 'open') q.set('state', txnList.state);
+  if (txnList.state) q.set('state', txnList.state === 'open' ? OPEN_STATES.join(',') : txnList.state);
   if (txnList.minAge) q.set('duration_filter', txnList.minAge);
-  let txns;
+  if (txnList.pattern) q.set('id', txnList.pattern);
+  if (txnList.coordinator) q.set('coordinator', txnList.coordinator);
+  // One page from the server: its filters, its order (by id), its
+  // totals; the browser never holds the whole list.
+  let res;
   try {
-    txns = await (txnList.state === 'open' ? openTxns(q) : api('/v1/transactions' + (q.toString() ? '?' + q : '')));
+    res = await apiPage('/v1/transactions', q, txnList.page * PAGE, PAGE);
+    if (res.total && txnList.page * PAGE >= res.total) {
+      txnList.page = Math.ceil(res.total / PAGE) - 1;
+      res = await apiPage('/v1/transactions', q, txnList.page * PAGE, PAGE);
+    }
   } catch (e) {
     if (e.status !== 400) throw e;
     main.querySelector('#txn-counts').replaceChildren(h('span', { class: 'error' }, e.message));
     return;
   }
-  let re = null;
-  try { re = txnList.pattern ? globRegExp(txnList.pattern) : null; } catch (e) { re = /$^/; }
-  txns = txns.filter((t) => (!re || re.test(t.transactional_id)) &&
-    (txnList.state !== 'open' || OPEN_STATES.includes(t.state)) &&
-    (txnList.coordinator === '' || String(t.coordinator_id) === txnList.coordinator));
-  txns.sort((a, b) => a.transactional_id < b.transactional_id ? -1 : a.transactional_id > b.transactional_id ? 1 : 0);
+  const total = res.total;
+  main.querySelector('#txn-counts').replaceChildren(h('span', {}, h('b', {}, total), ' transactions'),
+    ...Object.entries(res.counts).map(([s, n]) => h('span', {}, badge(s), ' ', n)));
 
-  const counts = {};
-  for (const t of txns) counts[t.state] = (counts[t.state] || 0) + 1;
-  main.querySelector('#txn-counts').replaceChildren(h('span', {}, h('b', {}, txns.length), ' transactions'),
-    ...Object.entries(counts).map(([s, n]) => h('span', {}, badge(s), ' ', n)));
-
-  const pages = Math.max(1, Math.ceil(txns.length / PAGE));
-  txnList.page = Math.min(txnList.page, pages - 1);
+  const pages = Math.max(1, Math.ceil(total / PAGE));
   const start = txnList.page * PAGE;
-  const rows = txns.slice(start, start + PAGE).map((t) => h('tr', { 'data-txn': t.transactional_id },
+  const rows = res.items.map((t) => h('tr', { 'data-txn': t.transactional_id },
     h('td', {}, h('a', { href: '#/txn/' + encodeURIComponent(t.transactional_id) }, t.transactional_id)),
     h('td', {}, badge(t.state)), h('td', { class: 'num' }, t.coordinator_id),
     h('td', { class: 'num' }, t.producer_id), h('td', { class: 'num' }, t.producer_epoch),
@@ -190,11 +198,17 @@ async function viewTransactions(main, _arg, first) {
     h('td', { class: 'num' }, age(t.duration_ms)),
     h('td', { class: 'stuck' }, t.stuck_reason || '')));
   main.querySelector('#txn-table tbody').replaceChildren(...(rows.length ? rows : [emptyRow(9, 'no transaction matches')]));
-  const go = (d) => () => { txnList.page += d; render(main, false); };
-  main.querySelector('#txn-pager').replaceChildren(
-    h('button', { onclick: go(-1), disabled: txnList.page === 0 }, '‹ Previous'),
-    h('span', {}, txns.length ? `${start + 1}–${Math.min(start + PAGE, txns.length)} of ${txns.length}` : '0', ` · page ${txnList.page + 1}/${pages}`),
-    h('button', { onclick: go(1), disabled: txnList.page >= pages - 1 }, 'Next ›'));
+  main.querySelector('#txn-pager').replaceChildren(...pager(txnList.page, pages, start, res.items.length, total, (p) => { txnList.page = p; render(main, false); }));
+}
+
+// pager is a page's Previous / Next buttons and where it is: page (from
+// 0) of pages, its first item start and its count of total; go(p) shows
+// page p.
+function pager(page, pages, start, count, total, go) {
+  return [
+    h('button', { class: 'prev', onclick: () => go(page - 1), disabled: page === 0 }, '‹ Previous'),
+    h('span', { class: 'where' }, total ? `${start + 1}–${start + count} of ${total}` : '0', ` · page ${page + 1}/${pages}`),
+    h('button', { class: 'next', onclick: () => go(page + 1), disabled: page >= pages - 1 }, 'Next ›')];
 }
 
 // The confirm panel of a transaction page survives polls: an operator
@@ -239,6 +253,8 @@ async function viewTxn(main, id, first) {
       ['Timeout', t.timeout_ms + ' ms'], ['Started', when(t.start_time_ms)], ['Last update', when(t.last_update_time_ms)],
       ['Open for', open ? age(t.duration_ms) : '—']])),
     h('div', {}, open || stuck || pendingAction ? actions(t, stuck) : null),
+    h('h2', {}, 'Timeline'),
+    timeline(t.timeline || []),
     h('h2', {}, 'Partitions and their markers'),
     table(['Topic', 'Partition', 'Leader', 'Kafka', 'WriteTxnMarkers', 'Marker', 'Attempts', 'Last error'],
       t.partitions.length ? t.partitions.map(partRow) : [emptyRow(8, 'no partition in this transaction')], { id: 'txn-partitions' }),
@@ -250,6 +266,30 @@ async function viewTxn(main, id, first) {
       h('td', {}, h('a', { href: '#/group/' + encodeURIComponent(o.group) }, o.group)), h('td', {}, o.topic),
       h('td', { class: 'num' }, o.partition), h('td', { class: 'num' }, o.offset))).concat(
       (t.pending_offsets || []).length ? [] : [emptyRow(4, 'none')])));
+}
+
+// timeline draws a transaction's recorded steps, oldest first, each with
+// its time and the time since the step before.
+function timeline(events) {
+  const clock = (ms) => { const d = new Date(ms); return d.toLocaleTimeString() + '.' + String(d.getMilliseconds()).padStart(3, '0'); };
+  const what = (e) => {
+    const part = e.topic !== undefined ? `${e.topic}-${e.partition}` : '';
+    switch (e.event) {
+      case 'InitProducerId': return `producer id ${e.producer_id}, epoch ${e.producer_epoch}`;
+      case 'PartitionAdded': return part;
+      case 'Prepare': return e.result === 'commit' ? 'PrepareCommit' : 'PrepareAbort';
+      case 'Complete': return e.result === 'commit' ? 'CompleteCommit' : 'CompleteAbort';
+      case 'MarkerSent': return [`${e.result.toUpperCase()} marker for ${part} to leader ${e.leader}, `,
+        h('b', { class: 'wtm' }, e.write_txn_markers_version < 0 ? 'version unknown' : 'WriteTxnMarkers v' + e.write_txn_markers_version)];
+      case 'MarkerAnswered': return [`leader ${e.leader} answered for ${part}: `,
+        h('b', { class: e.error === 'NONE' ? 'ok answer' : 'error answer' }, e.error)];
+      default: return '';
+    }
+  };
+  if (!events.length) return h('p', { class: 'muted', id: 'timeline' }, 'Nothing recorded: the coordinator keeps the timelines of its recent transactions in memory only (since its start).');
+  return table(['Time', '+ms', 'Step', 'Epoch', 'Details'], events.map((e, i) => h('tr', { 'data-event': e.event },
+    h('td', { class: 'muted' }, clock(e.at_ms)), h('td', { class: 'num muted' }, i ? '+' + (e.at_ms - events[i - 1].at_ms) : ''),
+    h('td', {}, e.event), h('td', { class: 'num' }, e.producer_epoch), h('td', {}, what(e)))), { id: 'timeline', class: 'timeline' });
 }
 
 // actions are the Abort and Retry buttons; each shows what it will do and
@@ -317,16 +357,12 @@ async function viewMarkers(main) {
     }));
 }
 
-// openTxns lists the open transactions, one filtered call per open state
-// (the API filters by one state): far less than the whole list when most
-// transactions are complete. query adds other filters (duration_filter).
+// openTxns lists the open transactions (one call with every open state);
+// query adds other filters (duration_filter).
 async function openTxns(query) {
-  const lists = await Promise.all(OPEN_STATES.map((st) => {
-    const q = new URLSearchParams(query);
-    q.set('state', st);
-    return api('/v1/transactions?' + q);
-  }));
-  return lists.flat();
+  const q = new URLSearchParams(query);
+  q.set('state', OPEN_STATES.join(','));
+  return api('/v1/transactions?' + q);
 }
 
 // openByPartition maps "topic-partition" to the open transactions on it.
@@ -350,24 +386,177 @@ async function viewTopics(main) {
       h('td', { class: 'muted' }, t.id), h('td', { class: 'num' }, t.partitions), h('td', { class: 'num' }, openIn(t.name))))));
 }
 
-async function viewTopic(main, name) {
-  const [t, open, offsets] = await Promise.all([api('/v1/topics/' + encodeURIComponent(name)), openByPartition(),
-    optional('/v1/topics/' + encodeURIComponent(name) + '/offsets', [])]);
+// A topic's partitions are shown a page at a time (a topic may have
+// thousands): the page is kept across polls, reset on navigation.
+const PARTITION_PAGE = 100;
+const topicPage = { page: 0 };
+
+async function viewTopic(main, name, first) {
+  if (first) topicPage.page = 0;
+  const enc = encodeURIComponent(name);
+  const offset = topicPage.page * PARTITION_PAGE;
+  const [t, open, offsets] = await Promise.all([api(`/v1/topics/${enc}?offset=${offset}&limit=${PARTITION_PAGE}`), openByPartition(),
+    optional(`/v1/topics/${enc}/offsets?offset=${offset}&limit=${PARTITION_PAGE}`, [])]);
   const at = Object.fromEntries(offsets.map((o) => [o.partition, o]));
   const n = (v) => v === undefined || v < 0 ? '?' : v;
+  const parts = t.partition_info || [];
+  const pages = Math.max(1, Math.ceil(t.partitions / PARTITION_PAGE));
   fill(main, h('p', {}, h('a', { href: '#/topics' }, '‹ Topics')), h('h1', {}, 'Topic ', h('code', {}, t.name)),
     h('div', { class: 'box' }, facts([['Id', t.id], ['Partitions', t.partitions], ['Replication factor', `${t.replication_factor} (asked ${t.requested_replication_factor})`],
       ['Configs', Object.entries(t.configs).map(([k, v]) => `${k}=${v}`).join(', ') || '—']])),
-    h('p', { class: 'muted' }, 'LSO below HW: a transaction is open there; read_committed consumers stop at the LSO.'),
-    table(['Partition', 'Leader', 'HW', 'LSO', 'Open transactions (producer id, epoch, age)'], (t.partition_info || []).map((p) => {
+    h('p', { class: 'muted' }, 'LSO below HW: a transaction is open there; read_committed consumers stop at the LSO. ',
+      h('a', { href: '#/records/' + enc + '/0' }, 'Browse records ›')),
+    pages > 1 ? h('div', { class: 'pager', id: 'partition-pager' }, pager(topicPage.page, pages, offset, parts.length, t.partitions,
+      (p) => { topicPage.page = p; render(main, false); })) : null,
+    table(['Partition', 'Leader', 'HW', 'LSO', 'Open transactions (producer id, epoch, age)', 'Producers', ''], parts.map((p) => {
       const ts = open[`${t.name}-${p.partition}`] || [];
       const o = at[p.partition] || {};
       return h('tr', { 'data-partition': p.partition }, h('td', { class: 'num' }, p.partition), h('td', { class: 'num' }, p.leader),
         h('td', { class: 'num hw' }, n(o.high_watermark)),
         h('td', { class: 'num lso' + (o.last_stable_offset < o.high_watermark ? ' stuck' : '') }, n(o.last_stable_offset)),
         h('td', {}, ts.length ? ts.map((x, i) => [i ? ', ' : '', h('a', { href: '#/txn/' + encodeURIComponent(x.transactional_id) }, x.transactional_id),
-          ` (${x.producer_id}, ${x.producer_epoch}, ${age(x.duration_ms)})`]) : h('span', { class: 'muted' }, 'none')));
+          ` (${x.producer_id}, ${x.producer_epoch}, ${age(x.duration_ms)})`]) : h('span', { class: 'muted' }, 'none')),
+        h('td', { class: 'producers' }, producersCell(o.producers)),
+        h('td', {}, h('a', { href: `#/records/${enc}/${p.partition}` }, 'records')));
     })));
+}
+
+// producersCell lists a partition's active producers (DescribeProducers at
+// its leader); an open transaction's first offset is what find-hanging
+// looks for.
+function producersCell(list) {
+  if (!list) return h('span', { class: 'muted' }, '—');
+  const shown = list.slice(0, 3).map((p, i) => [i ? h('br') : null, `pid ${p.producer_id} e${p.producer_epoch}`,
+    p.current_txn_start_offset >= 0 ? h('span', { class: 'stuck' }, ` open from ${p.current_txn_start_offset}`) : '']);
+  return [shown, list.length > 3 ? h('span', { class: 'muted' }, ` +${list.length - 3} more`) : null];
+}
+
+// The record browser: one page of a partition from its leader, at the
+// isolation level chosen. Its inputs survive polls; a poll redraws only
+// the table.
+const RECORDS_PAGE = 50;
+const recordsState = { key: '', offset: 0, isolation: 'read_uncommitted', history: [] };
+
+async function viewRecords(main, arg, first) {
+  const cut = arg.lastIndexOf('/');
+  const topic = cut < 0 ? arg : arg.slice(0, cut);
+  const partition = cut < 0 ? 0 : Number(arg.slice(cut + 1)) || 0;
+  const enc = encodeURIComponent(topic);
+  if (first || recordsState.key !== arg || !main.querySelector('#records-table')) {
+    if (recordsState.key !== arg) Object.assign(recordsState, { key: arg, offset: 0, history: [] });
+    const reload = () => render(main, false);
+    fill(main, h('p', {}, h('a', { href: '#/topic/' + enc }, '‹ Topic ' + topic)),
+      h('h1', {}, 'Records of ', h('code', {}, `${topic}-${partition}`)),
+      h('div', { class: 'filters' },
+        h('label', {}, 'Partition', h('input', { id: 'r-partition', type: 'number', min: 0, value: partition, size: 4,
+          onchange: (e) => { location.hash = `#/records/${enc}/${Number(e.target.value) || 0}`; } })),
+        h('label', {}, 'Isolation', h('select', { id: 'r-isolation', onchange: (e) => { recordsState.isolation = e.target.value; reload(); } },
+          ['read_uncommitted', 'read_committed'].map((v) => h('option', { value: v, selected: recordsState.isolation === v }, v)))),
+        h('label', {}, 'From offset', h('input', { id: 'r-offset', type: 'number', min: 0, value: recordsState.offset, size: 8,
+          onchange: (e) => { recordsState.offset = Math.max(0, Number(e.target.value) || 0); recordsState.history = []; reload(); } }))),
+      h('p', { class: 'muted' }, 'Read from the partition\'s leader with Fetch. Control records (the COMMIT and ABORT markers) and aborted data are shown, marked: ',
+        'a read_committed consumer skips both, and stops at the last stable offset.'),
+      h('div', { class: 'counts', id: 'records-facts' }),
+      table(['Offset', 'Time', 'Producer (id, epoch)', 'Record', 'Transaction', 'Key', 'Value'], [], { id: 'records-table' }),
+      h('div', { class: 'pager', id: 'records-pager' }));
+    main.querySelector('#r-isolation').value = recordsState.isolation;
+  }
+  const page = await api(`/v1/topics/${enc}/records?partition=${partition}&offset=${recordsState.offset}&limit=${RECORDS_PAGE}&isolation=${recordsState.isolation}`);
+  main.querySelector('#records-facts').replaceChildren(h('span', {}, 'Leader ', h('b', {}, page.leader)),
+    h('span', {}, 'Log start ', h('b', {}, page.log_start_offset)), h('span', {}, 'HW ', h('b', {}, page.high_watermark)),
+    h('span', {}, 'LSO ', h('b', { class: page.last_stable_offset < page.high_watermark ? 'stuck' : '' }, page.last_stable_offset)),
+    h('span', {}, h('b', {}, page.records.length), ` records from offset ${recordsState.offset}, ${page.isolation}`));
+  const text = (v) => v === null ? h('span', { class: 'muted' }, 'null') : v;
+  const rows = page.records.map((r) => {
+    const kind = r.control ? 'control' : r.transaction === 'aborted' ? 'aborted' : '';
+    return h('tr', { 'data-offset': r.offset, class: kind || null, 'data-control': r.control || null, 'data-txn': r.transaction || null },
+      h('td', { class: 'num' }, r.offset), h('td', { class: 'muted' }, when(r.timestamp_ms)),
+      h('td', {}, r.producer_id < 0 ? h('span', { class: 'muted' }, 'none') : `${r.producer_id}, ${r.producer_epoch}`),
+      h('td', {}, r.control ? h('span', { class: 'badge ctl-' + r.control }, r.control + ' marker') : r.transactional ? 'transactional data' : 'data'),
+      h('td', {}, r.transaction ? h('span', { class: 'badge txn-' + r.transaction }, r.transaction) : ''),
+      h('td', { class: 'bytes' }, r.control ? '' : text(r.key)), h('td', { class: 'bytes' }, r.control ? '' : [text(r.value), r.truncated ? '…' : '']));
+  });
+  main.querySelector('#records-table tbody').replaceChildren(...(rows.length ? rows : [emptyRow(7, 'no record at this offset yet')]));
+  const go = (offset, back) => () => {
+    if (back) recordsState.offset = recordsState.history.pop() ?? 0;
+    else { recordsState.history.push(recordsState.offset); recordsState.offset = offset; }
+    main.querySelector('#r-offset').value = recordsState.offset;
+    render(main, false);
+  };
+  main.querySelector('#records-pager').replaceChildren(
+    h('button', { class: 'prev', onclick: go(0, true), disabled: !recordsState.history.length }, '‹ Previous'),
+    h('button', { class: 'next', onclick: go(page.next_offset, false), disabled: page.next_offset < 0 || page.records.length < RECORDS_PAGE }, 'Next ›'));
+}
+
+// The faults of the process (GET /v1/faults): listed, added, cleared; a
+// held marker request can be replayed. The form survives polls.
+const FAULT_KINDS = ['delay_request', 'delay_response', 'drop_request', 'drop_response', 'error', 'pause', 'kill', 'hold_markers'];
+
+async function viewFaults(main, _arg, first) {
+  if (first || !main.querySelector('#faults-table')) {
+    const field = (name, label, attrs) => h('label', {}, label, h('input', Object.assign({ id: 'fault-' + name, size: 7 }, attrs)));
+    const add = async (e) => {
+      e.preventDefault();
+      const v = (name) => main.querySelector('#fault-' + name).value.trim();
+      const spec = { kind: v('kind'), node: Number(v('node')) };
+      if (v('api_key') !== '') spec.api_key = Number(v('api_key'));
+      if (v('error_code') !== '') spec.error_code = Number(v('error_code'));
+      if (v('delay') !== '') spec.delay = v('delay');
+      if (v('count') !== '') spec.count = Number(v('count'));
+      if (v('for') !== '') spec.for = v('for');
+      await act(main, () => api('/v1/faults', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(spec) }),
+        (f) => `Fault ${f.id} added: ${f.kind} on node ${f.node}.`);
+    };
+    fill(main, h('h1', {}, 'Faults'),
+      h('p', { class: 'muted' }, 'Faults injected on demand into this process\'s nodes (the admin API\'s /v1/faults, `txncoord fault`). ',
+        'They act at once on real clients: use them on test clusters.'),
+      h('form', { class: 'filters', id: 'fault-form', onsubmit: add },
+        h('label', {}, 'Kind', h('select', { id: 'fault-kind' }, FAULT_KINDS.map((k) => h('option', { value: k }, k)))),
+        field('node', 'Node', { type: 'number', value: 0, required: true }),
+        field('api_key', 'API key (any)', { type: 'number', placeholder: 'any' }),
+        field('error_code', 'Error code', { type: 'number', placeholder: 'for error' }),
+        field('delay', 'Delay', { placeholder: '500ms' }),
+        field('count', 'Count', { type: 'number', placeholder: 'no limit' }),
+        field('for', 'For', { placeholder: 'until cleared' }),
+        h('button', { type: 'submit', class: 'danger', id: 'fault-add' }, 'Add fault')),
+      h('p', { id: 'fault-result' }),
+      h('h2', {}, 'Active faults ', h('button', { id: 'faults-clear', onclick: () => act(main, () => api('/v1/faults', { method: 'DELETE' }), () => 'Every fault cleared.') }, 'Clear all')),
+      table(['Id', 'Kind', 'Node', 'API key', 'Error code', 'Delay', 'Count left', 'Injected', 'Expires', ''], [], { id: 'faults-table' }),
+      h('h2', {}, 'Held marker requests'),
+      table(['Id', 'Fault', 'Leader', 'Held', 'Since', 'Markers', ''], [], { id: 'held-table' }));
+  }
+  const list = await optional('/v1/faults', null);
+  if (!list) {
+    fill(main, h('h1', {}, 'Faults'), h('p', {}, 'This node takes no faults on demand.'));
+    return;
+  }
+  main.querySelector('#faults-table tbody').replaceChildren(...(list.faults.length ? list.faults.map((f) => h('tr', { 'data-fault': f.id },
+    h('td', { class: 'num' }, f.id), h('td', {}, f.kind), h('td', { class: 'num' }, f.node), h('td', { class: 'num' }, f.api_key ?? 'any'),
+    h('td', { class: 'num' }, f.error_code || ''), h('td', {}, f.delay || ''), h('td', { class: 'num' }, f.count ? f.remaining : ''),
+    h('td', { class: 'num' }, f.injected), h('td', {}, f.expires_at ? new Date(f.expires_at).toLocaleTimeString() : 'when cleared'),
+    h('td', {}, h('button', { class: 'fault-clear', onclick: () => act(main, () => api('/v1/faults/' + f.id, { method: 'DELETE' }), () => `Fault ${f.id} cleared.`) }, 'Clear'))))
+    : [emptyRow(10, 'no fault')]));
+  main.querySelector('#held-table tbody').replaceChildren(...(list.held_markers.length ? list.held_markers.map((m) => h('tr', { 'data-held': m.id },
+    h('td', { class: 'num' }, m.id), h('td', { class: 'num' }, m.fault), h('td', { class: 'num' }, m.leader), h('td', {}, m.held ? 'held' : 'released'),
+    h('td', {}, when(Date.parse(m.held_at))),
+    h('td', {}, m.markers.map((x) => `${x.committed ? 'COMMIT' : 'ABORT'} pid ${x.producer_id} e${x.producer_epoch}`).join('; ')),
+    h('td', {}, h('button', { onclick: () => act(main, () => api(`/v1/faults/markers/${m.id}/replay`, { method: 'POST' }), () => `Marker request ${m.id} replayed.`) }, 'Replay'))))
+    : [emptyRow(7, 'none')]));
+}
+
+// act runs an admin API call of the faults view and says how it went.
+async function act(main, call, said) {
+  const out = main.querySelector('#fault-result');
+  try {
+    const res = await call();
+    out.className = 'ok';
+    out.textContent = said(res);
+  } catch (e) {
+    if (e instanceof AuthError) return;
+    out.className = 'error';
+    out.textContent = 'Refused: ' + e.message;
+  }
+  render(main, false);
 }
 
 async function viewGroups(main) {
@@ -395,6 +584,10 @@ async function viewGroup(main, id) {
     table(['Member', 'Client', 'Host', 'Assignment'], g.members.length ? g.members.map((m) => h('tr', {},
       h('td', {}, m.member_id, m.instance_id ? ` (${m.instance_id})` : ''), h('td', {}, m.client_id), h('td', {}, m.host),
       h('td', {}, m.assignment.map(tp).join(', ')))) : [emptyRow(4, 'no member')]),
+    g.share_partitions ? [h('h2', {}, 'Share partitions'),
+      table(['Topic', 'Partition', 'Start offset', 'End offset', 'Lag', 'Acquired', 'Available'], g.share_partitions.map((s) => h('tr', { 'data-share': `${s.topic}-${s.partition}` },
+        h('td', {}, s.topic), h('td', { class: 'num' }, s.partition), h('td', { class: 'num' }, s.start_offset), h('td', { class: 'num' }, n(s.end_offset)),
+        h('td', { class: 'num lag' }, n(s.lag)), h('td', { class: 'num' }, s.acquired), h('td', { class: 'num' }, s.available))))] : null,
     h('h2', {}, 'Committed offsets and lag'),
     table(['Topic', 'Partition', 'Offset', 'Log end', 'Lag', 'Member'], g.offsets.length ? g.offsets.map((o) => h('tr', {},
       h('td', {}, o.topic), h('td', { class: 'num' }, o.partition), h('td', { class: 'num' }, n(o.current_offset)),
@@ -542,7 +735,7 @@ async function draw(main, first) {
   const { name, arg } = route();
   for (const a of document.querySelectorAll('#nav a')) {
     a.classList.toggle('active', a.getAttribute('href') === '#/' + name || (name === 'txn' && a.getAttribute('href') === '#/transactions') ||
-      (name === 'topic' && a.getAttribute('href') === '#/topics') || (name === 'group' && a.getAttribute('href') === '#/groups'));
+      ((name === 'topic' || name === 'records') && a.getAttribute('href') === '#/topics') || (name === 'group' && a.getAttribute('href') === '#/groups'));
   }
   const started = performance.now();
   try {
