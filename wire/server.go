@@ -130,11 +130,11 @@ type Server struct {
 
 	budget *Budget
 
-	mu       sync.Mutex
-	conns    map[*conn]struct{}
-	perIP    map[netip.Addr]int
-	closing  bool
-	wg       sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	perIP   map[netip.Addr]int
+	closing bool
+	wg      sync.WaitGroup
 
 	// idle lists the idle connections, longest idle first (limits.go).
 	idleMu   sync.Mutex
