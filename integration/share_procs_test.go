@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -197,21 +199,7 @@ func TestShareGroupAcrossProcesses(t *testing.T) {
 		t.Fatalf("partitions led by %v, want both leaders", led)
 	}
 
-	// Each leader process learns the group's configs (its follower polls
-	// the controller about once a second).
-	for leader := range led {
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			resp := rawShareFetch(ctx, t, cl, leader, group, "probe-member", 0, td.ID, nil, 0)
-			if resp.AcquisitionLockTimeoutMillis == lockMs {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("leader %d answers lock duration %d ms, want the group's %d", leader, resp.AcquisitionLockTimeoutMillis, lockMs)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
+	waitLeadersApply(ctx, t, cl, slices.Collect(maps.Keys(led)), group, lockMs)
 
 	// A member acquires records at every leader, then its connection ends.
 	doomed, err := kgo.NewClient(kgo.SeedBrokers(pc.seeds...))
@@ -240,7 +228,7 @@ func TestShareGroupAcrossProcesses(t *testing.T) {
 	doomed.Close()
 
 	start := time.Now()
-	got := consumeShare(ctx, t, pc.seeds, group, topic, 3, n)
+	got := consumeShare(ctx, t, pc.seeds, group, topic, 3, n, nil)
 	took := time.Since(start)
 	seen := map[string]int{}
 	for _, d := range got {
@@ -293,7 +281,7 @@ func TestShareGroupAcrossProcesses(t *testing.T) {
 	if o, _ := describeShareOffsets(ctx, t, adm, group).Lookup(topic, 0); o.StartOffset != 0 || o.Lag != rewind.Offset {
 		t.Fatalf("after the alter %s/0 is %+v, want start offset 0, lag %d", topic, o, rewind.Offset)
 	}
-	again := consumeShare(ctx, t, pc.seeds, group, topic, 1, int(rewind.Offset))
+	again := consumeShare(ctx, t, pc.seeds, group, topic, 1, int(rewind.Offset), nil)
 	for _, d := range again {
 		if d.partition != 0 {
 			t.Errorf("%s/%d@%d delivered after rewinding partition 0 only", topic, d.partition, d.offset)
@@ -317,6 +305,26 @@ func TestShareGroupAcrossProcesses(t *testing.T) {
 	}
 	if left := describeShareOffsets(ctx, t, adm, group)[topic]; len(left) != 0 {
 		t.Fatalf("after DeleteShareGroupOffsets the group still has share state on %v", left)
+	}
+}
+
+// waitLeadersApply waits until each leader applies group's configs (a
+// leader process learns them from the controller about once a second),
+// which show in its ShareFetch answers' lock duration.
+func waitLeadersApply(ctx context.Context, t *testing.T, cl *kgo.Client, leaders []int32, group string, lockMs int32) {
+	t.Helper()
+	for _, leader := range leaders {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			resp := rawShareFetch(ctx, t, cl, leader, group, "probe-member", 0, [16]byte{}, nil, 0)
+			if resp.AcquisitionLockTimeoutMillis == lockMs {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("leader %d answers lock duration %d ms, want the group's %d", leader, resp.AcquisitionLockTimeoutMillis, lockMs)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 	}
 }
 
@@ -358,24 +366,42 @@ type shareDelivery struct {
 }
 
 // consumeShare runs members kgo share consumers of group on topic, each
-// accepting every record it gets, until want records were delivered (and
+// accepting every record it gets, until want distinct records were
+// delivered (and
 // half a second more, so that a duplicate shows); it closes them.
-func consumeShare(ctx context.Context, t *testing.T, seeds []string, group, topic string, members, want int) []shareDelivery {
+// halfway, when set, runs once when half of want were delivered. A
+// record delivered again after its acceptance was acknowledged (the ack
+// answered without error) is an error: Kafka's at-least-once redelivers
+// only what was not acknowledged.
+func consumeShare(ctx context.Context, t *testing.T, seeds []string, group, topic string, members, want int, halfway func()) []shareDelivery {
 	t.Helper()
 	var mu sync.Mutex
 	var out []shareDelivery
+	accepted, distinct := map[string]bool{}, map[string]bool{}
 	var doneAt time.Time
+	var half sync.Once
 	finished := func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		if len(out) >= want && doneAt.IsZero() {
+		if len(distinct) >= want && doneAt.IsZero() {
 			doneAt = time.Now()
 		}
 		return !doneAt.IsZero() && time.Since(doneAt) > 500*time.Millisecond
 	}
 	var wg sync.WaitGroup
 	for range members {
-		m, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.ShareMaxRecords(20))
+		var failedMu sync.Mutex
+		failed := map[int32]bool{} // partitions whose last acks were refused
+		m, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ShareGroup(group), kgo.ConsumeTopics(topic), kgo.ShareMaxRecords(20),
+			kgo.ShareAckCallback(func(_ *kgo.Client, rs kgo.ShareAckResults) {
+				failedMu.Lock()
+				defer failedMu.Unlock()
+				for _, r := range rs {
+					if r.Err != nil {
+						failed[r.Partition] = true
+					}
+				}
+			}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -385,21 +411,48 @@ func consumeShare(ctx context.Context, t *testing.T, seeds []string, group, topi
 				pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 				fs := m.PollRecords(pctx, 20)
 				cancel()
+				var batch []shareDelivery
 				fs.EachRecord(func(r *kgo.Record) {
+					d := shareDelivery{string(r.Value), r.Partition, r.Offset, r.DeliveryCount()}
+					batch = append(batch, d)
 					mu.Lock()
-					out = append(out, shareDelivery{string(r.Value), r.Partition, r.Offset, r.DeliveryCount()})
+					if accepted[d.value] {
+						t.Errorf("record %s (%s/%d@%d) delivered again at delivery count %d after its acceptance was acknowledged",
+							d.value, topic, d.partition, d.offset, d.count)
+					}
+					out = append(out, d)
+					distinct[d.value] = true
+					n := len(distinct)
 					mu.Unlock()
 					r.Ack(kgo.AckAccept)
+					if halfway != nil && n >= want/2 {
+						half.Do(halfway)
+					}
 				})
-				if err := m.FlushAcks(ctx); err != nil && ctx.Err() == nil {
-					t.Errorf("FlushAcks: %v", err)
+				if len(batch) == 0 {
+					continue
 				}
+				failedMu.Lock()
+				clear(failed)
+				failedMu.Unlock()
+				if err := m.FlushAcks(ctx); err != nil {
+					continue
+				}
+				failedMu.Lock()
+				mu.Lock()
+				for _, d := range batch {
+					if !failed[d.partition] {
+						accepted[d.value] = true
+					}
+				}
+				mu.Unlock()
+				failedMu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	if len(out) < want {
-		t.Fatalf("%d records delivered before the deadline, want %d", len(out), want)
+	if len(distinct) < want {
+		t.Fatalf("%d distinct records delivered before the deadline, want %d", len(distinct), want)
 	}
 	return out
 }
