@@ -102,9 +102,10 @@ const maxShareSessions = 2000
 // roomForSession reports whether a new share session fits: below the
 // limit, or once the least recently used session, unused for longer than
 // any member's session may last (its member is gone: fenced by the
-// coordinator, which releases its records), is evicted. Kafka evicts a
-// session when its connection closes; the leader here does not see the
-// connections of its in-process callers. The caller holds mu.
+// coordinator, which releases its records), is evicted. A session also
+// ends with its connection (connectionEnded), as in Kafka; this covers
+// those opened by in-process callers, which have no connection to end.
+// The caller holds mu.
 func (s *shareState) roomForSession(now time.Time) bool {
 	if len(s.sessions) < maxShareSessions {
 		return true
