@@ -38,13 +38,7 @@ func TestScaleoutShareGroupSurvivesSIGKILL(t *testing.T) {
 		leaders = append(leaders, l.NodeID)
 	}
 	waitLeadersApply(ctx, t, cl, leaders, group, 20000)
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, &kgo.Record{Value: []byte(strconv.Itoa(i))})
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceNumbered(ctx, t, cl, n)
 	adm := kadm.NewClient(cl)
 
 	// Halfway, the holder is SIGKILLed; the members go on.

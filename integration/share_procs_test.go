@@ -178,13 +178,7 @@ func TestShareGroupAcrossProcesses(t *testing.T) {
 	}
 	defer cl.Close()
 	setShareConfigs(ctx, t, cl, group, "share.auto.offset.reset", "earliest", "share.record.lock.duration.ms", strconv.Itoa(lockMs))
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, &kgo.Record{Value: []byte(strconv.Itoa(i))})
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	produceNumbered(ctx, t, cl, n)
 	adm := kadm.NewClient(cl)
 	topics, err := adm.ListTopics(ctx, topic)
 	if err != nil {
@@ -265,19 +259,13 @@ func TestShareGroupAcrossProcesses(t *testing.T) {
 		}
 	}
 	rewind, _ := ends.Lookup(topic, 0)
-	for attempt := 0; ; attempt++ { // the members' leaves may still be on their way
+	whenEmpty(t, "AlterShareGroupOffsets", func() error {
 		res, err := adm.AlterShareGroupOffsets(ctx, group, kadm.Offsets{topic: {0: {Topic: topic, Partition: 0, At: 0}}})
 		if err == nil {
 			err = res.Error()
 		}
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, kerr.NonEmptyGroup) || attempt == 50 {
-			t.Fatalf("AlterShareGroupOffsets: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err
+	})
 	if o, _ := describeShareOffsets(ctx, t, adm, group).Lookup(topic, 0); o.StartOffset != 0 || o.Lag != rewind.Offset {
 		t.Fatalf("after the alter %s/0 is %+v, want start offset 0, lag %d", topic, o, rewind.Offset)
 	}
@@ -290,21 +278,44 @@ func TestShareGroupAcrossProcesses(t *testing.T) {
 	if len(again) != int(rewind.Offset) {
 		t.Fatalf("after rewinding %s/0 to 0, %d records delivered, want %d", topic, len(again), rewind.Offset)
 	}
-	for attempt := 0; ; attempt++ {
+	whenEmpty(t, "DeleteShareGroupOffsets", func() error {
 		res, err := adm.DeleteShareGroupOffsets(ctx, group, topic)
 		if err == nil {
 			err = res.Error()
 		}
+		return err
+	})
+	if left := describeShareOffsets(ctx, t, adm, group)[topic]; len(left) != 0 {
+		t.Fatalf("after DeleteShareGroupOffsets the group still has share state on %v", left)
+	}
+}
+
+// whenEmpty runs an admin change that needs an empty group until it is
+// not refused NON_EMPTY_GROUP (the members' leaves may still be on their
+// way), for up to ten seconds.
+func whenEmpty(t *testing.T, name string, change func() error) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		err := change()
 		if err == nil {
-			break
+			return
 		}
 		if !errors.Is(err, kerr.NonEmptyGroup) || attempt == 50 {
-			t.Fatalf("DeleteShareGroupOffsets: %v", err)
+			t.Fatalf("%s: %v", name, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if left := describeShareOffsets(ctx, t, adm, group)[topic]; len(left) != 0 {
-		t.Fatalf("after DeleteShareGroupOffsets the group still has share state on %v", left)
+}
+
+// produceNumbered produces the records "0" to n-1 with cl.
+func produceNumbered(ctx context.Context, t *testing.T, cl *kgo.Client, n int) {
+	t.Helper()
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Value: []byte(strconv.Itoa(i))})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
 	}
 }
 

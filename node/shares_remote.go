@@ -186,14 +186,11 @@ func (s remoteShares) Alter(ctx context.Context, group, topic string, partition 
 	if err != nil {
 		return err
 	}
-	for _, rt := range raw.(*kmsg.InitializeShareGroupStateResponse).Topics {
-		for _, rp := range rt.Partitions {
-			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return firstPartitionError(raw.(*kmsg.InitializeShareGroupStateResponse).Topics,
+		func(t kmsg.InitializeShareGroupStateResponseTopic) []kmsg.InitializeShareGroupStateResponseTopicPartition {
+			return t.Partitions
+		},
+		func(p kmsg.InitializeShareGroupStateResponseTopicPartition) int16 { return p.ErrorCode })
 }
 
 func (s remoteShares) Delete(ctx context.Context, group, topic string) error {
@@ -224,11 +221,23 @@ func (s remoteShares) Delete(ctx context.Context, group, topic string) error {
 		if err != nil {
 			return err
 		}
-		for _, rt := range raw.(*kmsg.DeleteShareGroupStateResponse).Topics {
-			for _, rp := range rt.Partitions {
-				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-					return err
-				}
+		if err := firstPartitionError(raw.(*kmsg.DeleteShareGroupStateResponse).Topics,
+			func(t kmsg.DeleteShareGroupStateResponseTopic) []kmsg.DeleteShareGroupStateResponseTopicPartition {
+				return t.Partitions
+			},
+			func(p kmsg.DeleteShareGroupStateResponseTopicPartition) int16 { return p.ErrorCode }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// firstPartitionError is the first partition error of an answer's topics.
+func firstPartitionError[T, P any](topics []T, partitions func(T) []P, code func(P) int16) error {
+	for _, t := range topics {
+		for _, p := range partitions(t) {
+			if err := kerr.ErrorForCode(code(p)); err != nil {
+				return err
 			}
 		}
 	}
