@@ -164,6 +164,7 @@ func setShareConfigs(ctx context.Context, t *testing.T, cl *kgo.Client, group st
 //     DeleteShareGroupOffsets through kadm, answered by the coordinator
 //     process from the leaders' state; a consumer started after the alter
 //     gets exactly the records it rewound.
+//   - A later change of the lock duration reaches every leader process.
 func TestShareGroupAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts txncoord processes")
@@ -288,6 +289,10 @@ func TestShareGroupAcrossProcesses(t *testing.T) {
 	if left := describeShareOffsets(ctx, t, adm, group)[topic]; len(left) != 0 {
 		t.Fatalf("after DeleteShareGroupOffsets the group still has share state on %v", left)
 	}
+
+	// A later change of the group's configs reaches every leader process.
+	setShareConfigs(ctx, t, cl, group, "share.record.lock.duration.ms", "15000")
+	waitLeadersApply(ctx, t, cl, slices.Collect(maps.Keys(led)), group, 15000)
 }
 
 // whenEmpty runs an admin change that needs an empty group until it is
