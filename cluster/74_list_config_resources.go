@@ -21,8 +21,10 @@ import (
 //     (none: every type) among TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS
 //     and GROUP; another type is UNSUPPORTED_VERSION;
 //   - TOPIC: every topic; BROKER and BROKER_LOGGER: every live broker's
-//     id; CLIENT_METRICS and GROUP: none (txncoord keeps no client metrics
-//     subscriptions and no group configs).
+//     id; GROUP: the groups with configs of their own (set with
+//     IncrementalAlterConfigs: a leader in a process of its own learns
+//     them so); CLIENT_METRICS: none (txncoord keeps no client metrics
+//     subscriptions).
 var listConfigResourcesRange = [2]int16{0, 1}
 
 // RegisterListConfigResources registers ListConfigResources.
@@ -69,6 +71,10 @@ func (v *View) listConfigResources(r *wire.Request, req *kmsg.ListConfigResource
 		case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
 			for _, n := range v.LiveBrokers() {
 				add(strconv.Itoa(int(n.NodeID)), typ)
+			}
+		case kmsg.ConfigResourceTypeGroupConfig:
+			for _, g := range v.GroupsWithConfigs() {
+				add(g, typ)
 			}
 		}
 	}

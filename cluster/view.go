@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -481,6 +482,13 @@ func (v *View) GroupConfigs(group string) map[string]string {
 	v.mu.RLock()
 	defer v.mu.RUnlock()
 	return maps.Clone(v.groupConfigs[group])
+}
+
+// GroupsWithConfigs lists the groups that have explicit configs, sorted.
+func (v *View) GroupsWithConfigs() []string {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return slices.Sorted(maps.Keys(v.groupConfigs))
 }
 
 // TopicValues is a topic's configs resolved against the file's broker

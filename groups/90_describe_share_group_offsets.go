@@ -24,14 +24,21 @@ import (
 // describeShareGroupOffsetsAPI is DescribeShareGroupOffsets v0–v1.
 var describeShareGroupOffsetsAPI = wire.API[*Coordinator]{Key: 90, Min: 0, Max: 1, Handle: (*Coordinator).handleDescribeShareGroupOffsets}
 
-func (c *Coordinator) handleDescribeShareGroupOffsets(_ context.Context, r *wire.Request) wire.Reply {
+func (c *Coordinator) handleDescribeShareGroupOffsets(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.DescribeShareGroupOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeShareGroupOffsetsResponse)
 	img := viewImage{c.cfg.View}
+	return func() (kmsg.Response, error) {
+		return c.describeShareGroupOffsets(ctx, img, req, resp), nil
+	}
+}
+
+func (c *Coordinator) describeShareGroupOffsets(ctx context.Context, img viewImage, req *kmsg.DescribeShareGroupOffsetsRequest,
+	resp *kmsg.DescribeShareGroupOffsetsResponse) *kmsg.DescribeShareGroupOffsetsResponse {
 	for _, rg := range req.Groups {
 		g := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
 		g.GroupID = rg.GroupID
-		parts, code := c.shareGroupPartitions(rg.GroupID)
+		parts, code := c.shareGroupPartitions(ctx, rg.GroupID)
 		if code != 0 {
 			g.ErrorCode = code
 			resp.Groups = append(resp.Groups, g)
@@ -82,14 +89,14 @@ func (c *Coordinator) handleDescribeShareGroupOffsets(_ context.Context, r *wire
 		}
 		resp.Groups = append(resp.Groups, g)
 	}
-	return wire.Now(resp)
+	return resp
 }
 
 // shareGroupPartitions is a share group's partitions at the leaders, or
 // the group's error: GROUP_ID_NOT_FOUND (none, or another type's id),
 // COORDINATOR_NOT_AVAILABLE (the leaders' state is not reachable from
-// this process).
-func (c *Coordinator) shareGroupPartitions(group string) ([]SharePartition, int16) {
+// this process), or a leader's error.
+func (c *Coordinator) shareGroupPartitions(ctx context.Context, group string) ([]SharePartition, int16) {
 	c.mu.Lock()
 	_, isShare := c.core.shareGroups[group]
 	_, other := c.core.groups[group]
@@ -100,7 +107,10 @@ func (c *Coordinator) shareGroupPartitions(group string) ([]SharePartition, int1
 	if c.cfg.Shares == nil {
 		return nil, kerr.CoordinatorNotAvailable.Code
 	}
-	parts := c.cfg.Shares.Partitions(group)
+	parts, err := c.cfg.Shares.Partitions(ctx, group)
+	if err != nil {
+		return nil, errCodeOf(err)
+	}
 	if !isShare && len(parts) == 0 {
 		return nil, kerr.GroupIDNotFound.Code
 	}

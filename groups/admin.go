@@ -130,7 +130,11 @@ func (c *Coordinator) describeShareGroup(id string) (GroupDescription, bool) {
 	}
 	c.mu.Unlock()
 	if c.cfg.Shares != nil {
-		d.SharePartitions = c.cfg.Shares.Partitions(id)
+		ctx, cancel := context.WithTimeout(context.Background(), shareStateTimeout)
+		defer cancel()
+		// A leader that cannot be asked leaves its partitions out of
+		// the view: the members and assignment are still shown.
+		d.SharePartitions, _ = c.cfg.Shares.Partitions(ctx, id)
 	}
 	return d, true
 }

@@ -3,6 +3,7 @@ package groups
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -17,8 +18,9 @@ type ShareState interface {
 	// ReleaseMember releases the records member of group holds, at
 	// every leader.
 	ReleaseMember(group, member string)
-	// Partitions lists group's share partitions, at every leader.
-	Partitions(group string) []SharePartition
+	// Partitions lists group's share partitions, at every leader (an
+	// error: a leader could not be asked).
+	Partitions(ctx context.Context, group string) ([]SharePartition, error)
 	// Alter sets a share-partition start offset (creating the share
 	// partition), durably.
 	Alter(ctx context.Context, group, topic string, partition int32, offset int64) error
@@ -62,3 +64,7 @@ func (c *Coordinator) releaseShareMembers(refs []ShareMemberRef) {
 }
 
 func errorsAs(err error, target **kerr.Error) bool { return errors.As(err, target) }
+
+// shareStateTimeout bounds asking the leaders for a share group's state
+// outside a request (the admin views).
+const shareStateTimeout = 10 * time.Second

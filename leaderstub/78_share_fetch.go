@@ -10,7 +10,8 @@ package leaderstub
 //     INVALID_REQUEST), a positive epoch must equal the session's
 //     (INVALID_SHARE_SESSION_EPOCH; no session: SHARE_SESSION_NOT_FOUND)
 //     and adds the request's partitions and drops the forgotten ones, -1
-//     closes it, releasing what the member holds on its partitions, and
+//     closes it, releasing what the member holds on its partitions (as
+//     does the end of the connection that opened it), and
 //     an epoch below -1 is INVALID_SHARE_SESSION_EPOCH; every answered
 //     request moves the epoch on; at the limit of sessions (2000) one
 //     unused for longer than the longest share session timeout (60 s) is
@@ -90,7 +91,7 @@ func (l *Leader) handleShareFetch(ctx context.Context, r *wire.Request) wire.Rep
 			resp.ErrorCode = kerr.ShareSessionLimitReached.Code
 			return wire.Now(resp)
 		}
-		sess = &shareSession{partitions: map[topicPartitionID]bool{}}
+		sess = &shareSession{partitions: map[topicPartitionID]bool{}, conn: r.ConnID}
 		l.shares.sessions[key] = sess
 	case sess == nil:
 		l.shares.mu.Unlock()
@@ -124,15 +125,7 @@ func (l *Leader) handleShareFetch(ctx context.Context, r *wire.Request) wire.Rep
 	if req.ShareSessionEpoch == -1 {
 		// Closing: what the member still holds here goes back to the
 		// group now rather than when its locks expire.
-		for tp := range sess.partitions {
-			if t, ok := l.cfg.View.TopicByID(tp.id); ok {
-				k := shareKey{group, t.Name, tp.partition}
-				if sp, ok := l.shares.parts[k]; ok && sp.ReleaseMember(member, cfg) {
-					waits = append(waits, l.persistShare(k, sp))
-				}
-			}
-		}
-		delete(l.shares.sessions, key)
+		waits = append(waits, l.closeShareSession(key, sess)...)
 		l.shares.mu.Unlock()
 		l.notify()
 		return ans.afterDurable(waits)

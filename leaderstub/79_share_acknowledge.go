@@ -89,15 +89,7 @@ func (l *Leader) handleShareAcknowledge(_ context.Context, r *wire.Request) wire
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if req.ShareSessionEpoch == -1 {
-		for tp := range sess.partitions {
-			if t, ok := l.cfg.View.TopicByID(tp.id); ok {
-				k := shareKey{group, t.Name, tp.partition}
-				if sp, ok := l.shares.parts[k]; ok && sp.ReleaseMember(member, cfg) {
-					waits = append(waits, l.persistShare(k, sp))
-				}
-			}
-		}
-		delete(l.shares.sessions, key)
+		waits = append(waits, l.closeShareSession(key, sess)...)
 	} else {
 		sess.epoch, sess.lastUsed = max(sess.epoch+1, 1), now
 	}

@@ -6,7 +6,8 @@ import "github.com/txncoord/txncoord/wire"
 // Register and the stand-ins of the nodes that lead no partitions read
 // this one list.
 var apis = wire.APIs[*Leader]{produceAPI, fetchAPI, listOffsetsAPI, deleteRecordsAPI, initProducerIDAPI,
-	offsetForLeaderEpochAPI, writeTxnMarkersAPI, describeLogDirsAPI, describeProducersAPI, shareFetchAPI, shareAcknowledgeAPI}
+	offsetForLeaderEpochAPI, writeTxnMarkersAPI, describeLogDirsAPI, describeProducersAPI, shareFetchAPI, shareAcknowledgeAPI,
+	initializeShareGroupStateAPI, deleteShareGroupStateAPI, readShareGroupStateSummaryAPI}
 
 // APIs are the API keys a leader serves with their version ranges, before
 // the node's profile caps them. Other nodes advertise them too (and answer

@@ -254,6 +254,7 @@ func (l *Leader) recover() error {
 // node assembly.
 func (l *Leader) Register(reg *wire.Registry) {
 	apis.Register(reg, l)
+	reg.OnDisconnect(l.connectionEnded)
 }
 
 // Close stops the registrar, commits what is queued, and closes the store.

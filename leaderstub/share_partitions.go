@@ -3,6 +3,7 @@ package leaderstub
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -69,6 +70,10 @@ type shareSessionKey struct{ group, member string }
 // shareSession is a member's share session at this leader (KIP-932):
 // its epoch and the partitions it fetches.
 type shareSession struct {
+	// conn is the connection that opened the session (wire's ConnID):
+	// when it ends the session ends, as in Kafka, whose share session
+	// cache releases a member's records when the client disconnects.
+	conn       uint64
 	epoch      int32
 	partitions map[topicPartitionID]bool // true: must appear in the next answer
 	lastUsed   time.Time
@@ -97,9 +102,10 @@ const maxShareSessions = 2000
 // roomForSession reports whether a new share session fits: below the
 // limit, or once the least recently used session, unused for longer than
 // any member's session may last (its member is gone: fenced by the
-// coordinator, which releases its records), is evicted. Kafka evicts a
-// session when its connection closes; the leader here does not see the
-// connections of its in-process callers. The caller holds mu.
+// coordinator, which releases its records), is evicted. A session also
+// ends with its connection (connectionEnded), as in Kafka; this covers
+// those opened by in-process callers, which have no connection to end.
+// The caller holds mu.
 func (s *shareState) roomForSession(now time.Time) bool {
 	if len(s.sessions) < maxShareSessions {
 		return true
@@ -479,4 +485,63 @@ func hostPortOf(addr string) (string, int32) {
 	}
 	n, _ := strconv.Atoi(port)
 	return host, int32(n)
+}
+
+// closeShareSession ends a share session: the records its member holds
+// on the session's partitions go back to the group now rather than when
+// their locks expire. The caller holds shares.mu and waits for the
+// returned writes.
+func (l *Leader) closeShareSession(key shareSessionKey, sess *shareSession) []<-chan error {
+	cfg := l.shareConfig(key.group)
+	var waits []<-chan error
+	for tp := range sess.partitions {
+		if t, ok := l.cfg.View.TopicByID(tp.id); ok {
+			k := shareKey{key.group, t.Name, tp.partition}
+			if sp, ok := l.shares.parts[k]; ok && sp.ReleaseMember(key.member, cfg) {
+				waits = append(waits, l.persistShare(k, sp))
+			}
+		}
+	}
+	delete(l.shares.sessions, key)
+	return waits
+}
+
+// connectionEnded ends the share sessions the connection opened (Kafka's
+// ShareSessionCache on a client's disconnect: the member is gone from
+// this broker), releasing their members' records. A session opened again
+// on another connection since is that connection's, and stays.
+func (l *Leader) connectionEnded(conn uint64) {
+	l.shares.mu.Lock()
+	var waits []<-chan error
+	for key, sess := range l.shares.sessions {
+		if sess.conn == conn {
+			waits = append(waits, l.closeShareSession(key, sess)...)
+		}
+	}
+	l.shares.mu.Unlock()
+	if len(waits) == 0 {
+		return
+	}
+	l.notify()
+	if err := waitAll(waits); err != nil && !l.stopped() { // closing: the next start finds them acquired, so available
+		l.cfg.Log.Error().Err(err).Msg("records of a share session closed by its connection's end not released durably")
+	}
+}
+
+// topicNameOf is the name of the topic with id.
+func (l *Leader) topicNameOf(id [16]byte) (string, bool) {
+	t, ok := l.cfg.View.TopicByID(id)
+	return t.Name, ok
+}
+
+// shareStateErrCode is a share-state change's error as a Kafka code.
+func shareStateErrCode(err error) int16 {
+	var ke *kerr.Error
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ke):
+		return ke.Code
+	}
+	return kerr.KafkaStorageError.Code
 }

@@ -67,7 +67,8 @@ type CoordinatorConfig struct {
 	GroupTimeouts groups.Timeouts
 	// Shares, when set, reaches the share partitions at the leaders of
 	// this process (`txncoord up`): share-group members' releases and the
-	// share-group offset APIs (nil in a coordinator process of its own).
+	// share-group offset APIs. Nil (a coordinator process of its own):
+	// the leaders are asked over the Kafka protocol (remoteShares).
 	Shares groups.ShareState
 	// Controller, when set, is the topic controller already open in
 	// Shared (`txncoord up` opens it before the leaders, which adopt
@@ -285,6 +286,9 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	groupStore := cfg.Shared
 	if groupStore == nil {
 		groupStore = own
+	}
+	if cfg.Shares == nil {
+		cfg.Shares = remoteShares{view: cfg.View, dial: dial}
 	}
 	grp, err := openGroups(cfg, self, groupStore, func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 		cl := txnClient.Load()

@@ -131,6 +131,9 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	// The group coordinator runs on the holder of its lease, reaching
 	// each transactional id's coordinator through the routed clients.
 	c.txnClients = txnCoordinatorsClient(cfg, self, &ownServer, dial, log)
+	if cfg.Shares == nil { // a process of its own: the leaders are others'
+		cfg.Shares = remoteShares{view: cfg.View, dial: dial}
+	}
 	if c.groups, err = startGroupHolder(c.etcdClient, cfg.View, self, cfg.LeaseTTL, groups.Config{NodeID: self.NodeID, View: cfg.View, Metrics: cfg.Metrics,
 		TxnCoordinator: groupsTxnFunc(c.txnClients), Timeouts: cfg.GroupTimeouts, Log: log, Shares: cfg.Shares}, log); err != nil {
 		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)

@@ -32,7 +32,7 @@ func (s embeddedShares) ReleaseMember(group, member string) {
 	}
 }
 
-func (s embeddedShares) Partitions(group string) []groups.SharePartition {
+func (s embeddedShares) Partitions(_ context.Context, group string) ([]groups.SharePartition, error) {
 	var out []groups.SharePartition
 	for _, l := range s.leaders() {
 		for _, p := range l.ShareGroupPartitions(group) {
@@ -40,7 +40,7 @@ func (s embeddedShares) Partitions(group string) []groups.SharePartition {
 				EndOffset: p.EndOffset, Lag: p.Lag, Acquired: p.Acquired, Available: p.Available})
 		}
 	}
-	return out
+	return out, nil
 }
 
 func (s embeddedShares) Alter(_ context.Context, group, topic string, partition int32, offset int64) error {

@@ -46,8 +46,9 @@ type FollowerConfig struct {
 // in between: it leaves the view before the new one enters. Auto-creation
 // asks the controller (Metadata with AllowAutoTopicCreation).
 //
-// Topic configs travel by DescribeConfigs at the controller (Metadata has
-// none): a topic's explicit configs (source DYNAMIC_TOPIC_CONFIG) are
+// Group configs (ListConfigResources, then DescribeConfigs of each group)
+// are fetched with every topic's configs. Topic configs travel by
+// DescribeConfigs at the controller (Metadata has none): a topic's explicit configs (source DYNAMIC_TOPIC_CONFIG) are
 // fetched before it enters the view, so a leader enforces them
 // (max.message.bytes, retention, message.timestamp.type) from its first
 // record; every topic's are fetched again every configEvery polls (about
@@ -241,6 +242,11 @@ func (f *Follower) syncLocked(ctx context.Context, held func() map[string]int32,
 	if err != nil {
 		return fmt.Errorf("topic configs: %w", err)
 	}
+	if allConfigs {
+		if err := f.syncGroupConfigsLocked(ctx); err != nil {
+			return fmt.Errorf("group configs: %w", err)
+		}
+	}
 	if f.first && held != nil {
 		if err := f.adoptLocked(ctx, listed, held(), drop); err != nil {
 			f.log.Warn().Err(err).Msg("cannot ask the controller to adopt the topics this leader holds data for")
@@ -358,6 +364,63 @@ func (f *Follower) describeConfigs(ctx context.Context, names []string) (map[str
 		out[rr.ResourceName] = own
 	}
 	return out, nil
+}
+
+// syncGroupConfigsLocked brings the view's group configs (the share
+// groups' group.share.* settings, which a leader applies to its share
+// partitions) in step with the controller's: ListConfigResources names
+// the groups with configs of their own, DescribeConfigs gives each one's
+// explicit configs (source GROUP_CONFIG); a group no longer listed has
+// none left.
+func (f *Follower) syncGroupConfigsLocked(ctx context.Context) error {
+	list := kmsg.NewPtrListConfigResourcesRequest()
+	list.SetVersion(1)
+	list.ResourceTypes = []int8{int8(kmsg.ConfigResourceTypeGroupConfig)}
+	raw, err := f.do(ctx, list, "")
+	if err != nil {
+		return err
+	}
+	lresp := raw.(*kmsg.ListConfigResourcesResponse)
+	if err := kerr.ErrorForCode(lresp.ErrorCode); err != nil {
+		return err
+	}
+	fetched := map[string]map[string]string{}
+	if len(lresp.ConfigResources) > 0 {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.SetVersion(2)
+		for _, cr := range lresp.ConfigResources {
+			rr := kmsg.NewDescribeConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeGroupConfig, cr.Name
+			req.Resources = append(req.Resources, rr)
+		}
+		raw, err := f.do(ctx, req, "")
+		if err != nil {
+			return err
+		}
+		for _, rr := range raw.(*kmsg.DescribeConfigsResponse).Resources {
+			if rr.ErrorCode != 0 {
+				continue
+			}
+			own := map[string]string{}
+			for _, c := range rr.Configs {
+				if c.Source == kmsg.ConfigSourceGroupConfig && c.Value != nil {
+					own[c.Name] = *c.Value
+				}
+			}
+			fetched[rr.ResourceName] = own
+		}
+	}
+	for _, g := range f.cfg.View.GroupsWithConfigs() {
+		if _, ok := fetched[g]; !ok {
+			f.cfg.View.SetGroupConfigs(g, nil)
+		}
+	}
+	for g, own := range fetched {
+		if !maps.Equal(own, f.cfg.View.GroupConfigs(g)) {
+			f.cfg.View.SetGroupConfigs(g, own)
+		}
+	}
+	return nil
 }
 
 // adoptLocked asks the controller to create the topics this node holds

@@ -86,6 +86,9 @@ func (s *Server) forget(c *conn) {
 		s.idle.remove(c)
 	}
 	s.idleMu.Unlock()
+	for _, f := range s.cfg.Registry.disconnected {
+		f(c.id)
+	}
 }
 
 // longestIdle takes the connection idle longest off the idle list, if it

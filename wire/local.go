@@ -289,7 +289,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 
 	req.SetVersion(version)
 	r := &Request{
-		Body: req, Key: key, Version: version, Remote: localAddr{}, ConnID: s.nextConn.Add(1), Principal: c.principal,
+		Body: req, Key: key, Version: version, Remote: localAddr{}, ConnID: connIDs.Add(1), Principal: c.principal,
 		ClientID: c.clientID, Stopping: s.draining, Log: s.cfg.Log, sec: s.sec, inProcess: true, callerLog: c.from,
 	}
 	var reply Reply

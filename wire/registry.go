@@ -147,6 +147,22 @@ type registration struct {
 // The range a node advertises is this range clamped by the node's profile.
 type Registry struct {
 	handlers map[int16]registration
+	// disconnected are called with a connection's id once it ended.
+	disconnected []func(connID uint64)
+}
+
+// connIDs numbers the connections (and in-process calls) of every server
+// of the process, so that an id names one connection even where handlers
+// are registered with several servers.
+var connIDs atomic.Uint64
+
+// OnDisconnect registers f to be called with a connection's id
+// (Request.ConnID) once the connection ended: state a client keeps per
+// connection (Kafka's share sessions) can then go. An in-process call
+// (LocalClient) never ends a connection. Register before the server
+// starts; f must not block for long.
+func (r *Registry) OnDisconnect(f func(connID uint64)) {
+	r.disconnected = append(r.disconnected, f)
 }
 
 // NewRegistry returns an empty registry.

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -131,12 +130,11 @@ type Server struct {
 
 	budget *Budget
 
-	mu       sync.Mutex
-	conns    map[*conn]struct{}
-	perIP    map[netip.Addr]int
-	closing  bool
-	nextConn atomic.Uint64
-	wg       sync.WaitGroup
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	perIP   map[netip.Addr]int
+	closing bool
+	wg      sync.WaitGroup
 
 	// idle lists the idle connections, longest idle first (limits.go).
 	idleMu   sync.Mutex
@@ -226,7 +224,7 @@ func (s *Server) acceptLoop() {
 			continue
 		}
 		delay = 0
-		c := &conn{s: s, nc: nc, rw: nc, id: s.nextConn.Add(1), sasl: s.sec.newConnSASL(), stop: make(chan struct{}), ip: ipOf(nc.RemoteAddr())}
+		c := &conn{s: s, nc: nc, rw: nc, id: connIDs.Add(1), sasl: s.sec.newConnSASL(), stop: make(chan struct{}), ip: ipOf(nc.RemoteAddr())}
 		c.queue.max = s.cfg.MaxInFlight
 		if !s.admit(c) {
 			nc.Close()
