@@ -22,6 +22,7 @@ import (
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/integration/faultproxy"
+	"github.com/txncoord/txncoord/integration/workload"
 	"github.com/txncoord/txncoord/internal/freeport"
 )
 
@@ -49,6 +50,7 @@ func TestMain(m *testing.M) {
 	if binary.dir != "" {
 		os.RemoveAll(binary.dir)
 	}
+	workload.RemoveSaramaWorker()
 	os.Exit(code)
 }
 

@@ -19,6 +19,10 @@
 // and makes a new one with the same transactional id: InitProducerId fences
 // whatever the old one left open, as an application restart would.
 //
+// In a -race binary the sarama driver runs in a child process built
+// without -race (saramachild.go, saramaworker/): sarama's own data race
+// must not fail our tests, and the rest of the process keeps the detector.
+//
 // It owns the client goroutines it starts (closed before Run returns); it
 // must not judge histories (the checker does).
 package workload

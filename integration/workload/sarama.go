@@ -18,7 +18,19 @@ import (
 // its ctx ends (bounded): sarama's own retries (50 AddPartitionsToTxn tries
 // within a SendMessages, each up to a read timeout) can outlast a test's
 // stop by minutes.
+//
+// In a binary built with -race, sarama runs in a child process built
+// without it (saramachild.go): sarama itself has a data race on
+// transactional retries (IBM/sarama#2913), which would fail our tests.
 func Sarama(ctx context.Context, cfg Config) (checker.History, error) {
+	if raceEnabled {
+		return saramaChild(ctx, cfg)
+	}
+	return saramaInProcess(ctx, cfg)
+}
+
+// saramaInProcess is the sarama driver in this process.
+func saramaInProcess(ctx context.Context, cfg Config) (checker.History, error) {
 	return run(ctx, cfg, "sarama", newSarama)
 }
 

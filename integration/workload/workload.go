@@ -42,7 +42,9 @@ type Config struct {
 	MaxFailures int
 	// Security, when set, connects with TLS and SASL; nil is plaintext.
 	Security *Security
-	Log      zerolog.Logger
+	// Log is not sent to sarama's child process (saramachild.go):
+	// the child's log lines are written to it as they come.
+	Log zerolog.Logger `json:"-"`
 }
 
 // Driver runs a workload and returns its history. The history is valid

@@ -3,6 +3,7 @@ package workload_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,12 @@ import (
 	"github.com/txncoord/txncoord/integration/checker"
 	"github.com/txncoord/txncoord/integration/workload"
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	workload.RemoveSaramaWorker()
+	os.Exit(code)
+}
 
 // testTimeout bounds a whole test so a hang fails it; nothing waits for it.
 const testTimeout = 50 * time.Second
@@ -206,45 +213,52 @@ func TestMixedDrivers(t *testing.T) {
 }
 
 // TestUntilCancelled: with Txns = 0 a driver runs until ctx is done and
-// leaves no transaction open (the final read does not wait).
+// leaves no transaction open (the final read does not wait). For sarama in
+// a -race binary this is the child process stopped by SIGTERM.
 func TestUntilCancelled(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	f := startFake(t)
-	cfg := config(f, "forever", 3)
-	cfg.Txns = 0
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan checker.History, 1)
-	go func() {
-		h, err := workload.KgoTV2(runCtx, cfg)
-		if err != nil {
-			t.Error(err)
-		}
-		done <- h
-	}()
-	// Let it commit a few transactions, observed through the cluster.
-	for {
-		endTxn, _ := f.versions()
-		if endTxn[5] >= 5 || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	stop()
-	h := <-done
-	if len(h.Txns) < 5 {
-		t.Fatalf("only %d transactions before cancel", len(h.Txns))
-	}
-	reads, err := workload.ReadCommitted(ctx, f.ListenAddrs(), partitions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := checker.Check(h, reads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Anomalies() != 0 || r.TxnsOpen != 0 {
-		t.Fatalf("after cancel:\n%s", r.Table())
+	for _, name := range []string{"kgo-tv2", "sarama"} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+			defer cancel()
+			f := startFake(t)
+			cfg := config(f, "forever-"+name, 3)
+			cfg.Txns = 0
+			runCtx, stop := context.WithCancel(ctx)
+			done := make(chan checker.History, 1)
+			go func() {
+				h, err := workload.Drivers[name](runCtx, cfg)
+				if err != nil {
+					t.Error(err)
+				}
+				done <- h
+			}()
+			// Let it commit a few transactions, observed through the cluster.
+			for ended := 0; ended < 5 && ctx.Err() == nil; {
+				time.Sleep(10 * time.Millisecond)
+				endTxn, _ := f.versions()
+				ended = 0
+				for _, n := range endTxn {
+					ended += n
+				}
+			}
+			stop()
+			h := <-done
+			t.Logf("%d transactions before cancel", len(h.Txns))
+			if len(h.Txns) < 5 {
+				t.Fatalf("only %d transactions before cancel", len(h.Txns))
+			}
+			reads, err := workload.ReadCommitted(ctx, f.ListenAddrs(), partitions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := checker.Check(h, reads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Anomalies() != 0 || r.TxnsOpen != 0 {
+				t.Fatalf("after cancel:\n%s", r.Table())
+			}
+		})
 	}
 }
 
