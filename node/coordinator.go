@@ -80,8 +80,8 @@ type CoordinatorConfig struct {
 	// shares one between its coordinators; the caller closes it); nil
 	// dials the cluster file's etcd endpoints when it names some.
 	Etcd *clientv3.Client
-	// LeaseTTL is the etcd lease of this node's partitions (0:
-	// ownership.DefaultLeaseTTL): how long a dead node keeps them.
+	// LeaseTTL overrides the cluster file's etcd lease_ttl_seconds (0:
+	// the file's): how long a dead node keeps its partitions.
 	LeaseTTL time.Duration
 	// Forward, optional, is how a coordinator other than node 0 (the
 	// controller) forwards the controller's requests to it (`txncoord
@@ -133,6 +133,9 @@ type Coordinator struct {
 	peers      func(node int32) *Coordinator
 	adminToken string
 	closeEtcd  bool
+	// dirLock is the data dir's lock of an etcd-mode node other than 0
+	// in a process of its own (node 0's store holds its own).
+	dirLock    *os.File
 	follower   *topics.Follower
 	txnClients coordclient.Client
 }
@@ -422,6 +425,9 @@ func (c *Coordinator) Stop(ctx context.Context) error {
 	}
 	if c.closeEtcd {
 		err = errors.Join(err, c.etcdClient.Close())
+	}
+	if c.dirLock != nil {
+		err = errors.Join(err, c.dirLock.Close())
 	}
 	return err
 }

@@ -56,7 +56,7 @@ type EmbeddedConfig struct {
 	// these client and peer addresses (EmbeddedSpec.EmbeddedEtcdAddrs):
 	// the one the cluster file's etcd endpoints name.
 	EtcdAddrs *[2]string
-	// LeaseTTL is the coordinators' etcd lease (0: the default).
+	// LeaseTTL overrides the cluster file's etcd lease (0: the file's).
 	LeaseTTL time.Duration
 	// GroupTimeouts are the group coordinator's timeouts (zero: Kafka's
 	// defaults); tests shorten the share-group session with them.

@@ -22,7 +22,6 @@ import (
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/node"
-	"github.com/txncoord/txncoord/ownership"
 	"github.com/txncoord/txncoord/security"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -91,7 +90,7 @@ func checkServerFlags(c *cli.Context) error {
 		}
 		return false
 	}
-	if has("etcd-lease-ttl") {
+	if has("etcd-lease-ttl") && c.IsSet("etcd-lease-ttl") {
 		if d := c.Duration("etcd-lease-ttl"); d < time.Second || d%time.Second != 0 {
 			return usagef("--etcd-lease-ttl %s: want whole seconds, at least 1s (etcd leases are granted in seconds)", d)
 		}
@@ -172,8 +171,8 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 }
 
 func leaseTTLFlag() cli.Flag {
-	return &cli.DurationFlag{Name: "etcd-lease-ttl", Value: ownership.DefaultLeaseTTL, EnvVars: env("etcd-lease-ttl"),
-		Usage: "with etcd: the lease of a coordinator's __transaction_state partitions, how long a dead coordinator keeps them before another takes over (whole seconds, at least 1s)"}
+	return &cli.DurationFlag{Name: "etcd-lease-ttl", EnvVars: env("etcd-lease-ttl"), DefaultText: "the cluster file's etcd.lease_ttl_seconds, else 5s",
+		Usage: "with etcd: the lease of a coordinator's __transaction_state partitions, how long a dead coordinator keeps them before another takes over (whole seconds, at least 1s; it overrides the cluster file's etcd.lease_ttl_seconds, and must exceed etcd's election time)"}
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
@@ -243,6 +242,11 @@ func runUp(c *cli.Context) error {
 	if err != nil {
 		return usageError{fmt.Errorf("bad cluster settings: %w", err)}
 	}
+	if file.Etcd != nil && c.IsSet("etcd-lease-ttl") {
+		// Recorded in the data dir's cluster file, which separate
+		// coordinator processes read: every coordinator the same lease.
+		file.Etcd.LeaseTTLSeconds = int64(c.Duration("etcd-lease-ttl") / time.Second)
+	}
 	autoCreate := c.Bool("auto-create-topics-enable")
 	file.AutoCreateTopicsEnable = &autoCreate
 	delay := c.Int("group-initial-rebalance-delay-ms")
@@ -304,7 +308,7 @@ func runUp(c *cli.Context) error {
 		MarkerVersionDiscovery: c.Bool("marker-version-discovery"), UnsafeNoSync: c.Bool("unsafe-no-fsync"),
 		RetentionBytes: c.Int64("retention-bytes"), ProducerIDExpiration: c.Duration("producer-id-expiration"), Log: logger,
 		CleanerBackoff: c.Duration("log-cleaner-backoff"),
-		Limits:         lim, EtcdAddrs: etcdAddrs, LeaseTTL: c.Duration("etcd-lease-ttl"), MarkerRequestTimeout: c.Duration("marker-request-timeout"),
+		Limits:         lim, EtcdAddrs: etcdAddrs, MarkerRequestTimeout: c.Duration("marker-request-timeout"),
 	})
 	if err != nil {
 		return err
