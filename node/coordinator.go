@@ -61,6 +61,9 @@ type CoordinatorConfig struct {
 	// (the admin API's /v1/faults): this node's listener asks them about
 	// every request while one is set.
 	Faults *faults.Set
+	// Requests, optional, are the process's per-API series (`txncoord
+	// up` shares one between its nodes); nil makes them in Metrics.
+	Requests *wire.RequestMetrics
 	// GroupTimeouts are the group coordinator's timeouts (zero values:
 	// its defaults).
 	GroupTimeouts groups.Timeouts
@@ -296,7 +299,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		closeStores()
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, log, func(reg *wire.Registry) {
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, requestMetrics(cfg.Requests, cfg.Metrics), log, func(reg *wire.Registry) {
 		coord.Register(reg)
 		grp.Register(reg)
 		ctl.Register(reg)

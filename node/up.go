@@ -76,6 +76,8 @@ type Embedded struct {
 	// Faults are the faults injected on demand into every node of the
 	// process (the admin API's /v1/faults).
 	Faults *faults.Set
+	// Requests are every node's per-API series.
+	Requests *wire.RequestMetrics
 	// Shared is the process's store: one log and one bbolt file every
 	// node writes in.
 	Shared *storage.Store
@@ -163,6 +165,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		cfg.Log.Warn().Msg("UNSAFE: --unsafe-no-fsync is on: acknowledged transactions and records are NOT durable; use only for throwaway test clusters")
 	}
 	e := &Embedded{View: cluster.NewView(cfg.File), Metrics: NewMetrics(), cfg: cfg}
+	e.Requests = wire.NewRequestMetrics(e.Metrics)
 	defer func() {
 		if err != nil {
 			e.Stop(context.Background())
@@ -213,7 +216,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		co, err := StartCoordinator(CoordinatorConfig{
 			View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
 			MarkerRequestTimeout: cfg.MarkerRequestTimeout, UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[n.NodeID], Log: cfg.Log, Metrics: e.coordinatorMetrics(n.NodeID),
-			InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Faults: e.Faults, Controller: e.Controller,
+			InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Faults: e.Faults, Requests: e.Requests, Controller: e.Controller,
 			NodeID: n.NodeID, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.inProcess.forward, TxnCoordinators: e.txnClients(),
 			Shares: embeddedShares{e}, GroupTimeouts: cfg.GroupTimeouts,
 		})
@@ -264,7 +267,7 @@ func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, 
 		RetentionBytes: e.cfg.RetentionBytes, ProducerIDExpiration: e.cfg.ProducerIDExpiration,
 		RetentionCheckInterval: e.cfg.RetentionCheckInterval, CleanerBackoff: e.cfg.CleanerBackoff, UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
 		Metrics:     prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics),
-		Coordinator: e.leaderCoordinatorClient(), Limits: e.cfg.Limits, Faults: e.Faults, Forward: e.inProcess.forward,
+		Coordinator: e.leaderCoordinatorClient(), Limits: e.cfg.Limits, Faults: e.Faults, Requests: e.Requests, Forward: e.inProcess.forward,
 	}
 }
 
@@ -376,7 +379,7 @@ func AdminToken(f *cluster.File) (token string, open []string, err error) {
 // (Metadata, FindCoordinator; ApiVersions is built into wire) plus the
 // role's own, advertised within the node's version profile.
 func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln net.Listener,
-	sec *wire.SecurityConfig, limits wire.Limits, injected *faults.Set, log zerolog.Logger, registerRole func(*wire.Registry)) (*wire.Server, error) {
+	sec *wire.SecurityConfig, limits wire.Limits, injected *faults.Set, requests *wire.RequestMetrics, log zerolog.Logger, registerRole func(*wire.Registry)) (*wire.Server, error) {
 	reg := wire.NewRegistry()
 	v.RegisterMetadata(reg)
 	registerRole(reg)
@@ -411,5 +414,15 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 		Log:       log,
 		Limits:    limits,
 		Faults:    injected.Node(self.NodeID),
+		Requests:  requests.Node(self.NodeID),
 	})
+}
+
+// requestMetrics is a node's per-API series: the process's shared ones,
+// or new ones in its registry (none without a registry).
+func requestMetrics(shared *wire.RequestMetrics, reg prometheus.Registerer) *wire.RequestMetrics {
+	if shared != nil || reg == nil {
+		return shared
+	}
+	return wire.NewRequestMetrics(reg)
 }
