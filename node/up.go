@@ -99,8 +99,10 @@ type Embedded struct {
 	servedMu sync.Mutex
 	served   map[string]*wire.Server
 	// leadersMu guards Leaders against RestartLeader while a deleted
-	// topic's data is dropped.
+	// topic's data is dropped; coordsMu guards Coordinators against a
+	// killed coordinator's restart.
 	leadersMu sync.Mutex
+	coordsMu  sync.Mutex
 }
 
 // cleanableRatio asks this process's leaders for a partition's cleanable
@@ -213,13 +215,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	}
 	e.View.SetCreator(e.Controller.AutoCreate)
 	for _, n := range e.View.Coordinators() {
-		co, err := StartCoordinator(CoordinatorConfig{
-			View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
-			MarkerRequestTimeout: cfg.MarkerRequestTimeout, UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[n.NodeID], Log: cfg.Log, Metrics: e.coordinatorMetrics(n.NodeID),
-			InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Faults: e.Faults, Requests: e.Requests, Controller: e.Controller,
-			NodeID: n.NodeID, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.inProcess.forward, TxnCoordinators: e.txnClients(),
-			Shares: embeddedShares{e}, GroupTimeouts: cfg.GroupTimeouts,
-		})
+		co, err := StartCoordinator(e.coordinatorConfig(n.NodeID, cfg.Listeners[n.NodeID]))
 		if err != nil {
 			return nil, err
 		}
@@ -257,6 +253,19 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		}
 	}
 	return e, nil
+}
+
+// coordinatorConfig is how the embedded cluster runs coordinator id: in
+// the shared store, reaching the leaders in-process.
+func (e *Embedded) coordinatorConfig(id int32, ln net.Listener) CoordinatorConfig {
+	cfg := e.cfg
+	return CoordinatorConfig{
+		View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
+		MarkerRequestTimeout: cfg.MarkerRequestTimeout, UnsafeNoSync: cfg.UnsafeNoSync, Listener: ln, Log: cfg.Log, Metrics: e.coordinatorMetrics(id),
+		InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Faults: e.Faults, Requests: e.Requests, Controller: e.Controller,
+		NodeID: id, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.inProcess.forward, TxnCoordinators: e.txnClients(),
+		Shares: embeddedShares{e}, GroupTimeouts: cfg.GroupTimeouts,
+	}
 }
 
 // leaderConfig is how the embedded cluster runs leader id: in the shared
