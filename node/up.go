@@ -236,12 +236,16 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		co.peers = e.coordinatorByID
 		co.Cleanable = e.cleanableRatio
 	}
+	backend := e.Coordinator.AdminBackend()
+	if lag := admin.LagCollector(backend); lag != nil {
+		e.Metrics.MustRegister(lag)
+	}
 	if cfg.AdminListen != "" {
 		token, open, err := AdminToken(cfg.File)
 		if err != nil {
 			return nil, err
 		}
-		e.Admin, err = admin.Start(cfg.AdminListen, e.Coordinator.AdminBackend(), e.Metrics, admin.Auth{Token: token, Open: open}, cfg.Log)
+		e.Admin, err = admin.Start(cfg.AdminListen, backend, e.Metrics, admin.Auth{Token: token, Open: open}, cfg.Log)
 		if err != nil {
 			return nil, err
 		}

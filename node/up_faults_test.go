@@ -1,10 +1,14 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txncoord/txncoord/faults"
 )
@@ -117,5 +121,35 @@ func waitServes(t *testing.T, e *Embedded, node int32) {
 			t.Fatalf("coordinator %d serves no partition again", node)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestConsumerLagMetric: txncoord_consumer_group_lag is a group's lag per
+// partition as kafka-consumer-groups.sh computes it: 5 records produced,
+// offset 2 committed, lag 3 (the etcd mode: the group coordinator runs on
+// its lease's holder, the end offset comes from the leader).
+func TestConsumerLagMetric(t *testing.T) {
+	e := startSeveralCoordinators(t)
+	waitOwned(t, e, 12)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Bootstrap()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range 5 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: 1, Value: fmt.Appendf(nil, "%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var offsets kadm.Offsets
+	offsets.Add(kadm.Offset{Topic: "orders", Partition: 1, At: 2, LeaderEpoch: -1})
+	if err := kadm.NewClient(cl).CommitAllOffsets(ctx, "lagging", offsets); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"group": "lagging", "topic": "orders", "partition": "1"}
+	if lag := gatherSum(t, e, "txncoord_consumer_group_lag", want); lag != 3 {
+		t.Fatalf("txncoord_consumer_group_lag%v = %v, want 3", want, lag)
 	}
 }

@@ -470,7 +470,11 @@ func coordinatorCommand() *cli.Command {
 					co.Stop(context.Background())
 					return err
 				}
-				if adm, err = admin.Start(a, co.AdminBackend(), metrics, admin.Auth{Token: token, Open: open}, logger); err != nil {
+				backend := co.AdminBackend()
+				if lag := admin.LagCollector(backend); lag != nil {
+					metrics.MustRegister(lag)
+				}
+				if adm, err = admin.Start(a, backend, metrics, admin.Auth{Token: token, Open: open}, logger); err != nil {
 					co.Stop(context.Background())
 					return err
 				}
