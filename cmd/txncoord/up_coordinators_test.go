@@ -51,6 +51,10 @@ func TestUpSeveralCoordinators(t *testing.T) {
 	// answered.
 	var atReady []admin.CoordinatorStatus
 	cliJSON(t, &atReady, "coordinators", "--admin", up.adminURL, "-o", "json")
+	// `leaders` says whose marker sender it shows: node 0's admin API.
+	if out, errOut, code := runCLI(t, "leaders", "--admin", up.adminURL); code != 0 || !strings.HasPrefix(out, "Marker sender of coordinator 0 ") {
+		t.Fatalf("leaders: exit %d, stdout %q, stderr %q: want it to name coordinator 0's marker sender first", code, out, errOut)
+	}
 	owned := 0
 	for _, c := range atReady {
 		owned += len(c.Partitions)
