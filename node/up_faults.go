@@ -42,15 +42,15 @@ func (e *Embedded) killLifecycle() faults.Lifecycle {
 		},
 		Pause: func(id int32, paused bool) {
 			if co := e.coordinatorByID(id); co != nil {
-				co.pauseLeases(paused)
+				co.PauseLeases(paused)
 			}
 		},
 	}
 }
 
-// pauseLeases stops or resumes the node's etcd keepalives (partitions and
+// PauseLeases stops or resumes the node's etcd keepalives (partitions and
 // the group coordinator's lease); nothing without etcd.
-func (c *Coordinator) pauseLeases(paused bool) {
+func (c *Coordinator) PauseLeases(paused bool) {
 	if c.Member != nil {
 		c.Member.SetPaused(paused)
 	}

@@ -458,6 +458,9 @@ func coordinatorCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			// A paused coordinator on etcd stops its keepalives too, as
+			// a stopped process: its leases lapse, another takes over.
+			injected.SetLifecycle(faults.Lifecycle{Pause: func(_ int32, paused bool) { co.PauseLeases(paused) }})
 			if err := node.WriteLayout(c.String("data-dir"), node.NodeLayout(view.File(), int32(id), "coordinator")); err != nil {
 				co.Stop(context.Background())
 				return err
