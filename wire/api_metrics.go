@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"errors"
 	"reflect"
 	"strconv"
 	"sync"
@@ -11,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/internal/promreg"
 )
 
 // Per-API series of the Kafka listeners, the first thing a client's
@@ -46,27 +47,11 @@ func NewRequestMetrics(reg prometheus.Registerer) *RequestMetrics {
 			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 17)}, labels),
 	}
 	if reg != nil {
-		m.requests = register(reg, m.requests)
-		m.errors = register(reg, m.errors)
-		m.latency = register(reg, m.latency)
+		m.requests = promreg.Register(reg, m.requests)
+		m.errors = promreg.Register(reg, m.errors)
+		m.latency = promreg.Register(reg, m.latency)
 	}
 	return m
-}
-
-// register registers c, or returns the collector already registered under
-// its name (a second NewRequestMetrics on the same registry).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var dup prometheus.AlreadyRegisteredError
-		if errors.As(err, &dup) {
-			if prev, ok := dup.ExistingCollector.(C); ok {
-				return prev
-			}
-		}
-		// A registerer that cannot take them (one whose constant
-		// labels clash): the series are kept, unexported.
-	}
-	return c
 }
 
 // Node returns node id's handle (nil for nil metrics).
