@@ -148,7 +148,17 @@ type Etcd struct {
 	// Prefix is the key prefix of the cluster's state: "" means
 	// DefaultEtcdPrefix(cluster_id).
 	Prefix string `yaml:"prefix,omitempty" json:"prefix"`
+	// LeaseTTLSeconds is the etcd lease of a coordinator's partitions (and
+	// of the group coordinator's): how long a dead coordinator keeps them.
+	// Every coordinator must use the same, so it lives here; a process's
+	// --etcd-lease-ttl only overrides it. It must exceed etcd's election
+	// time, or one election drops every lease. 0 means DefaultLeaseTTLSeconds.
+	LeaseTTLSeconds int64 `yaml:"lease_ttl_seconds,omitempty" json:"lease_ttl_seconds,omitempty"`
 }
+
+// DefaultLeaseTTLSeconds is the etcd lease when the cluster file names
+// none (ownership.DefaultLeaseTTL).
+const DefaultLeaseTTLSeconds = 5
 
 // DefaultTransactionStatePartitions is Kafka's
 // transaction.state.log.num.partitions default.
@@ -356,6 +366,9 @@ func (f *File) validateEtcd(coordinators int32, add func(string, ...any)) {
 	}
 	if p := f.Etcd.Prefix; p != "" && (!strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || strings.ContainsAny(p, " \t\n")) {
 		add("etcd: prefix %q must start with \"/\", not end with \"/\" and hold no spaces (default %s)", p, DefaultEtcdPrefix(f.ClusterID))
+	}
+	if t := f.Etcd.LeaseTTLSeconds; t < 0 {
+		add("etcd: lease_ttl_seconds must be at least 1 (or left out for %d), got %d", DefaultLeaseTTLSeconds, t)
 	}
 }
 

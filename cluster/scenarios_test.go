@@ -45,10 +45,14 @@ func TestDataDriven(t *testing.T) {
 				coords = append(coords, fmt.Sprintf("%d@%s", n.NodeID, n.Addr))
 			}
 			e := v.Etcd()
+			lease := ""
+			if e.LeaseTTLSeconds != DefaultLeaseTTLSeconds {
+				lease = fmt.Sprintf(" lease_ttl_seconds %d", e.LeaseTTLSeconds)
+			}
 			out := fmt.Sprintf("ok: cluster %s, coordinator %d, %d leaders, default_partitions %d, %d topics\n"+
-				"coordinators [%s], transaction_state_partitions %d, etcd endpoints %v prefix %s",
+				"coordinators [%s], transaction_state_partitions %d, etcd endpoints %v prefix %s%s",
 				f.ClusterID, v.Coordinator().NodeID, len(f.Leaders), f.DefaultPartitions, len(f.Topics),
-				strings.Join(coords, " "), v.TransactionStatePartitions(), e.Endpoints, e.Prefix)
+				strings.Join(coords, " "), v.TransactionStatePartitions(), e.Endpoints, e.Prefix, lease)
 			if bc := f.BrokerConfigs(); len(bc) > 0 {
 				// The broker configs, and what a topic with none of its
 				// own enforces by them.

@@ -194,6 +194,10 @@ func (v *View) Etcd() Etcd {
 	if v.file.Etcd != nil {
 		e.Endpoints = append([]string(nil), v.file.Etcd.Endpoints...)
 		e.Prefix = v.file.Etcd.Prefix
+		e.LeaseTTLSeconds = v.file.Etcd.LeaseTTLSeconds
+	}
+	if e.LeaseTTLSeconds == 0 {
+		e.LeaseTTLSeconds = DefaultLeaseTTLSeconds
 	}
 	if e.Prefix == "" {
 		e.Prefix = DefaultEtcdPrefix(v.file.ClusterID)

@@ -275,7 +275,7 @@ etcd: {endpoints: ["http://127.0.0.1:2379"]}
 	if v.Coordinator().Addr != "127.0.0.1:9092" {
 		t.Fatal("Coordinators() let its caller change the file")
 	}
-	if got := v.Etcd(); !reflect.DeepEqual(got, Etcd{Endpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/txncoord/c9"}) {
+	if got := v.Etcd(); !reflect.DeepEqual(got, Etcd{Endpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/txncoord/c9", LeaseTTLSeconds: DefaultLeaseTTLSeconds}) {
 		t.Fatalf("Etcd() = %+v", got)
 	}
 	if n := v.TransactionStatePartitions(); n != DefaultTransactionStatePartitions {

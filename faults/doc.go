@@ -8,6 +8,11 @@
 // sends to a leader until released, keeping a copy of each, which can be
 // replayed later (a late marker, the KIP-1228 case).
 //
+// A process that can stop and restart its nodes (Lifecycle) takes Kill
+// faults, and is told when a node's pause begins and ends, to stop what a
+// stopped process would stop besides reading requests (a coordinator's
+// etcd keepalives).
+//
 // It owns the fault table (Set), its JSON types (Spec, Fault, HeldMarker,
 // ReplayResult), its log lines and its metrics. It must not import wire or
 // markersender: the wire layer asks a Node handle what to do with a request

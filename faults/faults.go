@@ -223,6 +223,11 @@ type Lifecycle struct {
 	// Stop closes the node's listener and connections; Start runs it
 	// again on its state.
 	Stop, Start func(ctx context.Context, node int32) error
+	// Pause, optional, is told when a node's first Pause fault begins
+	// (true) and its last ends (false): what else a stopped process
+	// stops doing besides reading requests (a coordinator's etcd
+	// keepalives, so its leases lapse and another takes over).
+	Pause func(node int32, paused bool)
 }
 
 // SetLifecycle lets Kill faults stop and restart nodes (before any is
@@ -281,7 +286,7 @@ func (s *Set) check(sp Spec) error {
 		}
 		s.mu.Unlock()
 		if l.Killable == nil || !l.Killable(sp.Node) {
-			return bad("node %d cannot be killed here: kill takes a leader of txncoord up", sp.Node)
+			return bad("node %d cannot be killed here: kill takes a leader of txncoord up, or one of its coordinators other than node 0 (which serves the admin API)", sp.Node)
 		}
 		if dup {
 			return bad("node %d is killed already", sp.Node)
@@ -335,8 +340,12 @@ func (s *Set) Add(sp Spec) (Fault, error) {
 	if sp.Kind == Pause || sp.Kind == HoldMarkers {
 		f.released = make(chan struct{})
 	}
+	firstPause := sp.Kind == Pause && !s.pausedLocked(sp.Node)
 	s.faults = append(s.faults, f)
 	s.armed.Store(true)
+	if firstPause && s.lifecycle.Pause != nil {
+		s.lifecycle.Pause(sp.Node, true)
+	}
 	if sp.Kind == Kill {
 		// Stopped outside the lock: the node's connections end, and its
 		// handlers may ask the set about requests meanwhile.
@@ -453,9 +462,22 @@ func (s *Set) removeLocked(i int, why string) {
 	if f.released != nil {
 		close(f.released)
 	}
+	if f.Kind == Pause && !s.pausedLocked(f.Node) && s.lifecycle.Pause != nil {
+		s.lifecycle.Pause(f.Node, false)
+	}
 	s.armed.Store(len(s.faults) > 0)
 	s.log.Warn().Uint64("fault", f.ID).Str("kind", string(f.Kind)).Int32("node", f.Node).Int64("injected", f.Injected).
 		Str("reason", why).Msg("fault ended")
+}
+
+// pausedLocked reports whether a Pause fault holds node.
+func (s *Set) pausedLocked(node int32) bool {
+	for _, f := range s.faults {
+		if f.Kind == Pause && f.Node == node {
+			return true
+		}
+	}
+	return false
 }
 
 // Close ends every fault: what waits on one goes on. A nil set has none.

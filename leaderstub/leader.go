@@ -166,6 +166,11 @@ func Open(cfg Config) (*Leader, error) {
 	}
 	l.metrics = newMetrics(cfg.Metrics, cfg.NodeID)
 	sopts := storage.SpaceOptions{Closed: errStoreClosed, OnApplied: l.applied}
+	if cfg.Shared != nil {
+		// The process log's group commits that carried this leader's
+		// records: its commits, as its own log's would be.
+		sopts.OnCommit = l.metrics.observeSharedCommit
+	}
 	name := "leader-" + strconv.Itoa(int(cfg.NodeID))
 	st := cfg.Shared
 	if st == nil {

@@ -41,7 +41,7 @@ func newMetrics(reg prometheus.Registerer, nodeID int32) *metrics {
 	m := &metrics{
 		reg: reg,
 		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "txncoord_leader_commits_total",
-			Help: "group commits (one fdatasync each) of the leader's own process log", ConstLabels: labels}),
+			Help: "group commits (one fdatasync each) that carried the leader's records: of its own process log, or in `txncoord up` of the shared one", ConstLabels: labels}),
 		commitOps: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "txncoord_leader_commit_ops",
 			Help: "records per group commit of the leader's own process log", ConstLabels: labels, Buckets: prometheus.ExponentialBuckets(1, 2, 10)}),
 		batches: prometheus.NewCounter(prometheus.CounterOpts{Name: "txncoord_leader_produced_batches_total",
@@ -82,6 +82,14 @@ func (m *metrics) observeSync(s wal.SyncStats) {
 	m.fsyncs.Add(1)
 	m.commits.Inc()
 	m.commitOps.Observe(float64(s.Records))
+}
+
+// observeSharedCommit counts a group commit of the shared process log of
+// `txncoord up` that carried records of this leader (its records per
+// commit are not known there: commitOps stays a separate leader's).
+func (m *metrics) observeSharedCommit(wal.SyncStats) {
+	m.fsyncs.Add(1)
+	m.commits.Inc()
 }
 
 func (m *metrics) marker(version, code int16) {

@@ -1,10 +1,11 @@
 package markersender
 
 import (
-	"errors"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/txncoord/txncoord/internal/promreg"
 )
 
 type metrics struct {
@@ -40,27 +41,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		m.sent = register(reg, m.sent)
-		m.errors = register(reg, m.errors)
-		m.stuck = register(reg, m.stuck)
-		m.versionInUse = register(reg, m.versionInUse)
-		m.perRequest = register(reg, m.perRequest)
+		m.sent = promreg.Register(reg, m.sent)
+		m.errors = promreg.Register(reg, m.errors)
+		m.stuck = promreg.Register(reg, m.stuck)
+		m.versionInUse = promreg.Register(reg, m.versionInUse)
+		m.perRequest = promreg.Register(reg, m.perRequest)
 	}
 	return m
-}
-
-// register registers c, or reuses the collector already registered under
-// the same name (a second Sender in one process, as in tests).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
 }
 
 func leaderLabel(id int32) string { return strconv.Itoa(int(id)) }

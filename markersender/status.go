@@ -16,6 +16,11 @@ type LeaderStatus struct {
 	QueuedMarkers     int          `json:"queued_markers"`
 	StuckTransactions int          `json:"stuck_transactions"`
 	LastError         string       `json:"last_error"`
+	// Sender is the coordinator whose marker sender this is: each
+	// coordinator of the etcd mode sends the markers of the partitions it
+	// owns, so each has its own view of the leaders (set by the admin
+	// backend).
+	Sender int32 `json:"sender"`
 }
 
 // VersionRange is the leader's advertised WriteTxnMarkers range and the

@@ -25,7 +25,9 @@ import (
 // API.
 type adminBackend struct {
 	// owner is the coordinator node of a transactional id.
-	owner  func(id string) int32
+	owner func(id string) int32
+	// node is this coordinator's node id (whose marker sender it shows).
+	node   int32
 	coord  txnSource
 	sender *markersender.Sender
 	// ready is why the node does not serve writes (nil when it does).
@@ -66,7 +68,7 @@ func (c *Coordinator) AdminBackend() admin.Backend {
 		return c.withGroupsAdmin(c.etcdAdminBackend())
 	}
 	store := c.Store
-	return c.withGroupsAdmin(&adminBackend{owner: func(string) int32 { return c.Node.NodeID }, coord: c.Coordinator, sender: c.Sender,
+	return c.withGroupsAdmin(&adminBackend{owner: func(string) int32 { return c.Node.NodeID }, node: c.Node.NodeID, coord: c.Coordinator, sender: c.Sender,
 		ready: func() error {
 			if err := store.Err(); err != nil {
 				return fmt.Errorf("%w: %w", errStoreFailed, err)
@@ -209,8 +211,15 @@ func (b *adminBackend) RetryMarkers(id string) (admin.Txn, error) {
 	return t, nil
 }
 
-func (b *adminBackend) Leaders() []markersender.LeaderStatus { return b.sender.Leaders() }
-func (b *adminBackend) Markers() []markersender.PendingTxn   { return b.sender.Markers() }
+func (b *adminBackend) Leaders() []markersender.LeaderStatus {
+	ls := b.sender.Leaders()
+	for i := range ls {
+		ls[i].Sender = b.node
+	}
+	return ls
+}
+
+func (b *adminBackend) Markers() []markersender.PendingTxn { return b.sender.Markers() }
 
 // Ready fails once the process log stopped on a failed write (fail-stop),
 // or, in the etcd mode, while the node holds no valid lease.

@@ -32,6 +32,7 @@ func (c *Coordinator) etcdAdminBackend() *adminBackend {
 	local := c.ownStore
 	return &adminBackend{
 		owner:    txns.owner,
+		node:     c.Node.NodeID,
 		coord:    txns,
 		sender:   c.Sender,
 		faults:   c.Faults,

@@ -62,6 +62,9 @@ type CoordinatorConfig struct {
 	// (the admin API's /v1/faults): this node's listener asks them about
 	// every request while one is set.
 	Faults *faults.Set
+	// Requests, optional, are the process's per-API series (`txncoord
+	// up` shares one between its nodes); nil makes them in Metrics.
+	Requests *wire.RequestMetrics
 	// GroupTimeouts are the group coordinator's timeouts (zero values:
 	// its defaults).
 	GroupTimeouts groups.Timeouts
@@ -82,8 +85,8 @@ type CoordinatorConfig struct {
 	// shares one between its coordinators; the caller closes it); nil
 	// dials the cluster file's etcd endpoints when it names some.
 	Etcd *clientv3.Client
-	// LeaseTTL is the etcd lease of this node's partitions (0:
-	// ownership.DefaultLeaseTTL): how long a dead node keeps them.
+	// LeaseTTL overrides the cluster file's etcd lease_ttl_seconds (0:
+	// the file's): how long a dead node keeps its partitions.
 	LeaseTTL time.Duration
 	// Forward, optional, is how a coordinator other than node 0 (the
 	// controller) forwards the controller's requests to it (`txncoord
@@ -138,6 +141,9 @@ type Coordinator struct {
 	peers      func(node int32) *Coordinator
 	adminToken string
 	closeEtcd  bool
+	// dirLock is the data dir's lock of an etcd-mode node other than 0
+	// in a process of its own (node 0's store holds its own).
+	dirLock    *os.File
 	follower   *topics.Follower
 	txnClients coordclient.Client
 }
@@ -303,7 +309,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		closeStores()
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, log, func(reg *wire.Registry) {
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, requestMetrics(cfg.Requests, cfg.Metrics), log, func(reg *wire.Registry) {
 		coord.Register(reg)
 		grp.Register(reg)
 		ctl.Register(reg)
@@ -433,6 +439,9 @@ func (c *Coordinator) Stop(ctx context.Context) error {
 	}
 	if c.closeEtcd {
 		err = errors.Join(err, c.etcdClient.Close())
+	}
+	if c.dirLock != nil {
+		err = errors.Join(err, c.dirLock.Close())
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/ownership"
+	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/txnetcd"
 	"github.com/txncoord/txncoord/txnlog"
@@ -58,6 +60,11 @@ func DialEtcd(v *cluster.View) (*clientv3.Client, error) {
 // Nothing of the transactions is kept locally: a node that lost its data
 // dir loses nothing.
 func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kversion.Versions, sec *wire.SecurityConfig, dial wire.DialConfig, log zerolog.Logger) (_ *Coordinator, err error) {
+	if cfg.LeaseTTL <= 0 {
+		// The cluster file's, so that every coordinator holds its
+		// partitions as long; a process's flag overrides it.
+		cfg.LeaseTTL = time.Duration(cfg.View.Etcd().LeaseTTLSeconds) * time.Second
+	}
 	c := &Coordinator{view: cfg.View, Faults: cfg.Faults, lg: log, Node: self, etcdClient: cfg.Etcd}
 	cleanup := []func(){}
 	defer func() {
@@ -92,6 +99,13 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
 		}
 	} else if cfg.Shared == nil {
+		// Its data dir holds no state, but it is this node's: created and
+		// locked as node 0's, so two processes never share one (and the
+		// layout guard's meta.properties sits beside the lock).
+		if c.dirLock, err = storage.LockDir(filepath.Join(cfg.DataDir, "coordinator")); err != nil {
+			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
+		}
+		cleanup = append(cleanup, func() { c.dirLock.Close() })
 		// A process of its own learns topics from the controller (the
 		// marker sender needs every partition's leader), as a leader
 		// process does: one sync before serving, best effort.
@@ -151,7 +165,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	if c.follower != nil {
 		synced = func(ctx context.Context) { c.follower.Refresh(ctx) }
 	}
-	c.Server, err = listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, log, func(reg *wire.Registry) {
+	c.Server, err = listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, requestMetrics(cfg.Requests, cfg.Metrics), log, func(reg *wire.Registry) {
 		c.Router.Register(reg)
 		groups.RegisterSwitch(reg, self.KafkaVersion, c.groups.Current)
 		if controller {

@@ -204,24 +204,7 @@ func TestGroupsMoveWithTheLease(t *testing.T) {
 // embedded cluster's registry.
 func metricOfNode(t *testing.T, e *Embedded, name string, node int32) float64 {
 	t.Helper()
-	families, err := e.Metrics.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "node" && l.GetValue() == fmt.Sprint(node) {
-					sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return gatherSum(t, e, name, map[string]string{"node": fmt.Sprint(node)})
 }
 
 // holderOf waits until one running coordinator serves the group

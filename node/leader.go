@@ -62,6 +62,9 @@ type LeaderConfig struct {
 	// (the admin API's /v1/faults): this node's listener asks them about
 	// every request while one is set.
 	Faults *faults.Set
+	// Requests, optional, are the process's per-API series (`txncoord
+	// up` shares one between its nodes); nil makes them in Metrics.
+	Requests *wire.RequestMetrics
 	// Forward, optional, is how the leader forwards the controller's
 	// requests (CreateTopics, ...) to the coordinator node (`txncoord
 	// up`: in-process); nil forwards over TCP.
@@ -158,7 +161,7 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 	if follower != nil {
 		synced = func(ctx context.Context) { follower.Refresh(ctx) }
 	}
-	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, log, func(reg *wire.Registry) {
+	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, requestMetrics(cfg.Requests, cfg.Metrics), log, func(reg *wire.Registry) {
 		l.Register(reg)
 		if r, ok := coordCl.(*coordclient.Routed); ok {
 			// A client may ask any broker for its transaction

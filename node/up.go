@@ -56,7 +56,7 @@ type EmbeddedConfig struct {
 	// these client and peer addresses (EmbeddedSpec.EmbeddedEtcdAddrs):
 	// the one the cluster file's etcd endpoints name.
 	EtcdAddrs *[2]string
-	// LeaseTTL is the coordinators' etcd lease (0: the default).
+	// LeaseTTL overrides the cluster file's etcd lease (0: the file's).
 	LeaseTTL time.Duration
 	// GroupTimeouts are the group coordinator's timeouts (zero: Kafka's
 	// defaults); tests shorten the share-group session with them.
@@ -76,6 +76,8 @@ type Embedded struct {
 	// Faults are the faults injected on demand into every node of the
 	// process (the admin API's /v1/faults).
 	Faults *faults.Set
+	// Requests are every node's per-API series.
+	Requests *wire.RequestMetrics
 	// Shared is the process's store: one log and one bbolt file every
 	// node writes in.
 	Shared *storage.Store
@@ -97,8 +99,10 @@ type Embedded struct {
 	servedMu sync.Mutex
 	served   map[string]*wire.Server
 	// leadersMu guards Leaders against RestartLeader while a deleted
-	// topic's data is dropped.
+	// topic's data is dropped; coordsMu guards Coordinators against a
+	// killed coordinator's restart.
 	leadersMu sync.Mutex
+	coordsMu  sync.Mutex
 }
 
 // cleanableRatio asks this process's leaders for a partition's cleanable
@@ -163,6 +167,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		cfg.Log.Warn().Msg("UNSAFE: --unsafe-no-fsync is on: acknowledged transactions and records are NOT durable; use only for throwaway test clusters")
 	}
 	e := &Embedded{View: cluster.NewView(cfg.File), Metrics: NewMetrics(), cfg: cfg}
+	e.Requests = wire.NewRequestMetrics(e.Metrics)
 	defer func() {
 		if err != nil {
 			e.Stop(context.Background())
@@ -210,13 +215,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	}
 	e.View.SetCreator(e.Controller.AutoCreate)
 	for _, n := range e.View.Coordinators() {
-		co, err := StartCoordinator(CoordinatorConfig{
-			View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
-			MarkerRequestTimeout: cfg.MarkerRequestTimeout, UnsafeNoSync: cfg.UnsafeNoSync, Listener: cfg.Listeners[n.NodeID], Log: cfg.Log, Metrics: e.coordinatorMetrics(n.NodeID),
-			InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Faults: e.Faults, Controller: e.Controller,
-			NodeID: n.NodeID, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.inProcess.forward, TxnCoordinators: e.txnClients(),
-			Shares: embeddedShares{e}, GroupTimeouts: cfg.GroupTimeouts,
-		})
+		co, err := StartCoordinator(e.coordinatorConfig(n.NodeID, cfg.Listeners[n.NodeID]))
 		if err != nil {
 			return nil, err
 		}
@@ -237,12 +236,16 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		co.peers = e.coordinatorByID
 		co.Cleanable = e.cleanableRatio
 	}
+	backend := e.Coordinator.AdminBackend()
+	if lag := admin.LagCollector(backend); lag != nil {
+		e.Metrics.MustRegister(lag)
+	}
 	if cfg.AdminListen != "" {
 		token, open, err := AdminToken(cfg.File)
 		if err != nil {
 			return nil, err
 		}
-		e.Admin, err = admin.Start(cfg.AdminListen, e.Coordinator.AdminBackend(), e.Metrics, admin.Auth{Token: token, Open: open}, cfg.Log)
+		e.Admin, err = admin.Start(cfg.AdminListen, backend, e.Metrics, admin.Auth{Token: token, Open: open}, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -256,6 +259,19 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	return e, nil
 }
 
+// coordinatorConfig is how the embedded cluster runs coordinator id: in
+// the shared store, reaching the leaders in-process.
+func (e *Embedded) coordinatorConfig(id int32, ln net.Listener) CoordinatorConfig {
+	cfg := e.cfg
+	return CoordinatorConfig{
+		View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
+		MarkerRequestTimeout: cfg.MarkerRequestTimeout, UnsafeNoSync: cfg.UnsafeNoSync, Listener: ln, Log: cfg.Log, Metrics: e.coordinatorMetrics(id),
+		InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Faults: e.Faults, Requests: e.Requests, Controller: e.Controller,
+		NodeID: id, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.inProcess.forward, TxnCoordinators: e.txnClients(),
+		Shares: embeddedShares{e}, GroupTimeouts: cfg.GroupTimeouts,
+	}
+}
+
 // leaderConfig is how the embedded cluster runs leader id: in the shared
 // file, reaching the coordinator in-process.
 func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, log zerolog.Logger) LeaderConfig {
@@ -264,7 +280,7 @@ func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, 
 		RetentionBytes: e.cfg.RetentionBytes, ProducerIDExpiration: e.cfg.ProducerIDExpiration,
 		RetentionCheckInterval: e.cfg.RetentionCheckInterval, CleanerBackoff: e.cfg.CleanerBackoff, UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
 		Metrics:     prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics),
-		Coordinator: e.leaderCoordinatorClient(), Limits: e.cfg.Limits, Faults: e.Faults, Forward: e.inProcess.forward,
+		Coordinator: e.leaderCoordinatorClient(), Limits: e.cfg.Limits, Faults: e.Faults, Requests: e.Requests, Forward: e.inProcess.forward,
 	}
 }
 
@@ -386,7 +402,7 @@ func AdminToken(f *cluster.File) (token string, open []string, err error) {
 // (Metadata, FindCoordinator; ApiVersions is built into wire) plus the
 // role's own, advertised within the node's version profile.
 func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln net.Listener,
-	sec *wire.SecurityConfig, limits wire.Limits, injected *faults.Set, log zerolog.Logger, registerRole func(*wire.Registry)) (*wire.Server, error) {
+	sec *wire.SecurityConfig, limits wire.Limits, injected *faults.Set, requests *wire.RequestMetrics, log zerolog.Logger, registerRole func(*wire.Registry)) (*wire.Server, error) {
 	reg := wire.NewRegistry()
 	v.RegisterMetadata(reg)
 	registerRole(reg)
@@ -421,5 +437,15 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 		Log:       log,
 		Limits:    limits,
 		Faults:    injected.Node(self.NodeID),
+		Requests:  requests.Node(self.NodeID),
 	})
+}
+
+// requestMetrics is a node's per-API series: the process's shared ones,
+// or new ones in its registry (none without a registry).
+func requestMetrics(shared *wire.RequestMetrics, reg prometheus.Registerer) *wire.RequestMetrics {
+	if shared != nil || reg == nil {
+		return shared
+	}
+	return wire.NewRequestMetrics(reg)
 }

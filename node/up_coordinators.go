@@ -70,6 +70,8 @@ func (e *Embedded) leaderCoordinatorClient() coordclient.Client {
 
 // coordinatorByID is the coordinator node id of this process, or nil.
 func (e *Embedded) coordinatorByID(id int32) *Coordinator {
+	e.coordsMu.Lock()
+	defer e.coordsMu.Unlock()
 	for _, co := range e.Coordinators {
 		if co.Node.NodeID == id {
 			return co

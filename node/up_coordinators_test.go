@@ -123,6 +123,25 @@ func TestEmbeddedSeveralCoordinators(t *testing.T) {
 	if total := endTxns["0"] + endTxns["1"] + endTxns["2"]; total < float64(len(ids)*3) || endTxns["0"] == 0 || endTxns["1"] == 0 || endTxns["2"] == 0 {
 		t.Fatalf("EndTxn requests by node %v, want at least %d in all (retries count too), spread over the three", endTxns, len(ids)*3)
 	}
+	// The listeners' per-API series count the same requests, and
+	// their latency.
+	if n := gatherSum(t, e, "txncoord_requests_total", map[string]string{"api": "EndTxn"}); n < float64(len(ids)*3) {
+		t.Errorf("txncoord_requests_total{api=EndTxn} %v, want at least %d", n, len(ids)*3)
+	}
+	if n := gatherSum(t, e, "txncoord_request_duration_seconds", map[string]string{"api": "Produce", "node": "3"}); n == 0 {
+		t.Error("no Produce latency sample at leader 3")
+	}
+	for _, leader := range []string{"3", "4"} {
+		if n := gatherSum(t, e, "txncoord_leader_commits_total", map[string]string{"leader": leader}); n == 0 {
+			t.Errorf("txncoord_leader_commits_total{leader=%s} is 0 under up after its produces", leader)
+		}
+	}
+	moved := len(e.Coordinators[1].Router.Serving())
+	takeovers := func() float64 {
+		return gatherSum(t, e, "txncoord_coordinator_partition_ownership_total", map[string]string{"event": "takeover"})
+	}
+	// Balancing at start moves partitions too: count from here.
+	before := takeovers()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := e.Coordinators[1].Stop(ctx); err != nil {
@@ -130,6 +149,9 @@ func TestEmbeddedSeveralCoordinators(t *testing.T) {
 	}
 	e.Coordinators = append(e.Coordinators[:1], e.Coordinators[2:]...)
 	waitOwned(t, e, 12)
+	if n := takeovers() - before; n < float64(moved) {
+		t.Errorf("%v takeovers counted, want at least the %d partitions coordinator 1 held", n, moved)
+	}
 	commitAll(t, e.Bootstrap(), ids, 2, 3)
 	readCommitted(t, e.Bootstrap(), len(ids)*5*4)
 }
@@ -378,4 +400,41 @@ func TestSingleCoordinatorDataDirIntoEtcdKeepsProducerIDs(t *testing.T) {
 			t.Fatalf("%s got producer id %d on etcd, not above the single coordinator's %d", id, pid, singleMax)
 		}
 	}
+}
+
+// gatherSum sums the series of metric name in e's registry whose labels
+// include want.
+func gatherSum(t *testing.T, e *Embedded, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := e.Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
 }

@@ -2,20 +2,121 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/txncoord/txncoord/faults"
 )
 
-// killLifecycle lets a Kill fault stop a leader of `txncoord up` and start
-// it again on its state, as a stopped and restarted process: while it is
-// down its address refuses connections and the marker sender reaches it
-// over TCP (refused, retried) instead of in-process.
+// killLifecycle lets a Kill fault stop a node of `txncoord up` and start it
+// again on its state, as a stopped and restarted process: while it is
+// down its address refuses connections. A leader's markers then reach it
+// over TCP (refused, retried) instead of in-process; a coordinator of the
+// etcd mode other than node 0 (which serves the admin API and the
+// controller) stops as a shutdown does, its leases revoked, and the others
+// take its partitions over; restarted, it claims its share again. A Pause
+// of an etcd-mode coordinator stops its etcd keepalives too, as SIGSTOP
+// would: its leases lapse and the others take over.
 func (e *Embedded) killLifecycle() faults.Lifecycle {
 	return faults.Lifecycle{
-		Killable: func(id int32) bool { _, ok := e.leaderIndex(id); return ok },
-		Stop:     e.killLeader,
-		Start:    e.reviveLeader,
+		Killable: func(id int32) bool {
+			if _, ok := e.leaderIndex(id); ok {
+				return true
+			}
+			co := e.coordinatorByID(id)
+			return co != nil && co.Router != nil && co != e.Coordinator
+		},
+		Stop: func(ctx context.Context, id int32) error {
+			if _, ok := e.leaderIndex(id); ok {
+				return e.killLeader(ctx, id)
+			}
+			return e.killCoordinator(ctx, id)
+		},
+		Start: func(ctx context.Context, id int32) error {
+			if _, ok := e.leaderIndex(id); ok {
+				return e.reviveLeader(ctx, id)
+			}
+			return e.reviveCoordinator(id)
+		},
+		Pause: func(id int32, paused bool) {
+			if co := e.coordinatorByID(id); co != nil {
+				co.PauseLeases(paused)
+			}
+		},
+	}
+}
+
+// PauseLeases stops or resumes the node's etcd keepalives (partitions and
+// the group coordinator's lease); nothing without etcd.
+func (c *Coordinator) PauseLeases(paused bool) {
+	if c.Member != nil {
+		c.Member.SetPaused(paused)
+	}
+	if c.groups != nil {
+		c.groups.member.SetPaused(paused)
+	}
+}
+
+func (e *Embedded) killCoordinator(ctx context.Context, id int32) error {
+	co := e.coordinatorByID(id)
+	if co == nil {
+		return fmt.Errorf("no coordinator %d", id)
+	}
+	e.serve(co.Node, nil)
+	return co.Stop(ctx)
+}
+
+// reviveCoordinator starts coordinator id again on the cluster file's
+// address (its state is in etcd and the shared store). Its metrics replace
+// those of the stopped one.
+func (e *Embedded) reviveCoordinator(id int32) error {
+	old := e.coordinatorByID(id)
+	if old == nil {
+		return fmt.Errorf("no coordinator %d", id)
+	}
+	cfg := e.coordinatorConfig(id, nil)
+	cfg.Metrics = replacing{cfg.Metrics}
+	co, err := StartCoordinator(cfg)
+	if err != nil {
+		return fmt.Errorf("restart coordinator %d: %w", id, err)
+	}
+	co.peers = e.coordinatorByID
+	co.Cleanable = e.cleanableRatio
+	e.coordsMu.Lock()
+	for i, c := range e.Coordinators {
+		if c == old {
+			e.Coordinators[i] = co
+		}
+	}
+	e.coordsMu.Unlock()
+	e.byNode[id].bind(co.Server)
+	e.serve(co.Node, co.Server)
+	e.followGroupHolder()
+	return nil
+}
+
+// replacing registers a collector in place of one already registered
+// under the same descriptors (a restarted node's series replace the
+// stopped one's; a counter starts again from 0, as after a restart).
+type replacing struct{ prometheus.Registerer }
+
+func (r replacing) Register(c prometheus.Collector) error {
+	err := r.Registerer.Register(c)
+	var dup prometheus.AlreadyRegisteredError
+	if errors.As(err, &dup) {
+		r.Registerer.Unregister(dup.ExistingCollector)
+		return r.Registerer.Register(c)
+	}
+	return err
+}
+
+func (r replacing) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
 	}
 }
 

@@ -169,6 +169,18 @@ func (m *Member) memberKey() string {
 // events are kept, never dropped).
 func (m *Member) Events() <-chan Event { return m.events.out }
 
+// SetPaused stops (true) or resumes the member's keepalives and loop
+// without telling anyone, as SIGSTOP and SIGCONT would: its lease lapses
+// and the others take its partitions over, while Owned and Fence still
+// answer from what it knew (a paused process's memory); resumed, it finds
+// its lease expired and starts over (fault injection: a paused node).
+func (m *Member) SetPaused(paused bool) {
+	m.paused.Store(paused)
+	if !paused {
+		m.wake()
+	}
+}
+
 // NodeID is the member's node id.
 func (m *Member) NodeID() int32 { return m.cfg.NodeID }
 

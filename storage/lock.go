@@ -42,6 +42,17 @@ func lockDir(dir string) (*os.File, error) {
 	return f, nil
 }
 
+// LockDir takes the data dir dir (created if missing) for this process
+// until the returned file is closed, as Open does: for a node that keeps
+// nothing in a store of its own but must still not share its dir with a
+// second process.
+func LockDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return lockDir(dir)
+}
+
 // Discard moves the store dbPath and its log aside (renamed with a
 // ".discarded-<time>" suffix, never deleted: a name taken already gets a
 // counter) so that Open starts an empty store, and returns what it moved:

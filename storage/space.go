@@ -19,6 +19,10 @@ type SpaceOptions struct {
 	// Closed is the error appends get once the space is closed
 	// (ErrClosed when nil).
 	Closed error
+	// OnCommit, when set, is called on the log's writer after each group
+	// commit of the store that carried at least one of the space's
+	// records (a node's share of the process log's fdatasyncs).
+	OnCommit func(wal.SyncStats)
 }
 
 // Space is one component's part of a Store.
@@ -27,6 +31,11 @@ type Space struct {
 	name string // "": the whole file
 	kind Kind
 	opts SpaceOptions
+
+	// uncommitted are the positions of the space's records not yet in a
+	// group commit, oldest first (kept only with OnCommit; guarded by
+	// the store's mu).
+	uncommitted []wal.Pos
 
 	mu       sync.Mutex
 	closed   bool
@@ -58,6 +67,9 @@ func (st *Store) Space(name string, kind Kind, opts SpaceOptions) (*Space, error
 	}
 	sp := &Space{st: st, name: name, kind: kind, opts: opts}
 	st.spaces[name] = sp
+	if opts.OnCommit != nil {
+		st.committers = append(st.committers, sp)
+	}
 	return sp, nil
 }
 

@@ -121,14 +121,18 @@ type Store struct {
 	walDir string
 	lock   *os.File // the data dir's LOCK, held until Close
 
-	mu       sync.Mutex
-	spaces   map[string]*Space
-	waiting  []record // appended, not yet applied, in log order
-	waitSize int
-	applied  wal.Pos
-	err      error // sticky: an apply failed
-	closed   bool
-	stats    Stats
+	mu     sync.Mutex
+	spaces map[string]*Space
+	// committers are the spaces with an OnCommit hook; carried is
+	// onSync's scratch (the log's writer only).
+	committers []*Space
+	carried    []*Space
+	waiting    []record // appended, not yet applied, in log order
+	waitSize   int
+	applied    wal.Pos
+	err        error // sticky: an apply failed
+	closed     bool
+	stats      Stats
 
 	failed   chan struct{} // closed at the first failure (Failed)
 	reported atomic.Bool   // the first failure's error line is written
@@ -494,7 +498,22 @@ func (st *Store) onSync(s wal.SyncStats) {
 	st.mu.Lock()
 	st.stats.Syncs++
 	st.stats.Bytes += uint64(s.Bytes)
+	carried := st.carried[:0]
+	for _, sp := range st.committers {
+		n := 0
+		for n < len(sp.uncommitted) && sp.uncommitted[n] <= s.Last {
+			n++
+		}
+		if n > 0 {
+			sp.uncommitted = sp.uncommitted[:copy(sp.uncommitted, sp.uncommitted[n:])]
+			carried = append(carried, sp)
+		}
+	}
 	st.mu.Unlock()
+	for _, sp := range carried {
+		sp.opts.OnCommit(s)
+	}
+	st.carried = carried
 	if st.opts.OnSync != nil {
 		st.opts.OnSync(s)
 	}
@@ -523,6 +542,9 @@ func (st *Store) append(sp *Space, body []byte, then func(error), lazy bool) (wa
 		return 0, err
 	}
 	st.waiting = append(st.waiting, record{pos: pos, space: sp, body: rec[2+len(sp.name):]})
+	if sp.opts.OnCommit != nil {
+		sp.uncommitted = append(sp.uncommitted, pos)
+	}
 	st.waitSize += len(rec)
 	st.stats.Appends++
 	if st.waitSize >= st.opts.ApplyBytes {

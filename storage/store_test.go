@@ -835,3 +835,32 @@ func TestApplyFailureStopsWrites(t *testing.T) {
 		t.Fatal("Err is nil after a failed apply")
 	}
 }
+
+// TestSpaceOnCommit: a space's OnCommit counts the group commits that
+// carried its records, not the ones that carried only another space's.
+func TestSpaceOnCommit(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "s.db"), Options{})
+	defer st.Close()
+	var commits atomic.Int64
+	a, err := st.Space("alpha", kindA, SpaceOptions{OnCommit: func(wal.SyncStats) { commits.Add(1) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := space(t, st, "beta", kindB)
+	for i := range 5 {
+		submitWait(t, b, fmt.Sprintf("k%d", i), "b")
+	}
+	if n := commits.Load(); n != 0 {
+		t.Fatalf("%d commits counted for alpha, which wrote nothing", n)
+	}
+	for i := range 3 {
+		submitWait(t, a, fmt.Sprintf("k%d", i), "a")
+	}
+	// OnSync runs after the waiters are told: the last may come later.
+	for deadline := time.Now().Add(5 * time.Second); commits.Load() < 3 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := commits.Load(); n != 3 {
+		t.Fatalf("%d commits counted for alpha, want 3 (each record waited for alone)", n)
+	}
+}

@@ -90,6 +90,10 @@ type Router struct {
 	// partition's coordinator with the error it returns.
 	openFault func(p int32) error
 	latency   *prometheus.HistogramVec
+	// ownership counts the member's events: partitions acquired (a
+	// takeover when the partition had an owner before: epoch above 1)
+	// and lost.
+	ownership *prometheus.CounterVec
 	// retired sums the counters of closed coordinators (guarded by mu),
 	// so the summed counters never go back when a partition moves.
 	retired coordinator.Stats
@@ -115,9 +119,16 @@ func New(cfg Config) (*Router, error) {
 		done:    make(chan struct{}),
 		latency: coordinator.NewEndTxnLatency(),
 		peers:   newPeers(cfg.Nodes),
+		ownership: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "txncoord_coordinator_partition_ownership_total",
+			Help: "__transaction_state partitions this node acquired (event=acquired), of those the ones another coordinator (or this one before a restart) had owned (event=takeover: epoch above 1), and the ones it lost (event=lost).",
+		}, []string{"event"}),
+	}
+	for _, ev := range []string{"acquired", "takeover", "lost"} {
+		r.ownership.WithLabelValues(ev) // shown at 0 before the first
 	}
 	if cfg.Metrics != nil {
-		cfg.Metrics.MustRegister(coordinator.StatsCollector(r.stats), r.latency, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		cfg.Metrics.MustRegister(r.ownership, coordinator.StatsCollector(r.stats), r.latency, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "txncoord_coordinator_partitions_served",
 			Help: "__transaction_state partitions whose coordinator this node runs.",
 		}, func() float64 { return float64(len(r.Serving())) }))
@@ -149,8 +160,13 @@ func (r *Router) follow() {
 				return
 			}
 			if ev.Acquired {
+				r.ownership.WithLabelValues("acquired").Inc()
+				if ev.Epoch > 1 {
+					r.ownership.WithLabelValues("takeover").Inc()
+				}
 				r.acquired(ev.Partition, ev.Epoch)
 			} else {
+				r.ownership.WithLabelValues("lost").Inc()
 				r.lost(ev.Partition, ev.Epoch)
 			}
 		case <-r.done:

@@ -56,6 +56,9 @@ type SyncStats struct {
 	Records int
 	Bytes   int
 	Took    time.Duration // writes and fdatasyncs
+	// First and Last are the positions of the batch's first and last
+	// records.
+	First, Last Pos
 }
 
 // Stats are counters since Open.
@@ -533,7 +536,7 @@ func (l *Log) flush(all bool) {
 		l.spare = batch
 		l.deliver()
 		if err == nil && l.opts.OnSync != nil {
-			l.opts.OnSync(SyncStats{Records: len(batch.sizes), Bytes: len(batch.buf), Took: took})
+			l.opts.OnSync(SyncStats{Records: len(batch.sizes), Bytes: len(batch.buf), Took: took, First: batch.first, Last: last})
 		}
 	}
 }

@@ -107,6 +107,10 @@ type pending struct {
 	// t is the request's share of the budget, returned once the answer
 	// is written.
 	t *ticket
+	// series are the request's per-API series (nil: none kept), start
+	// when its frame was read.
+	series *apiSeries
+	start  time.Time
 }
 
 // stopReading makes the reader stop before its next request (Shutdown, or
@@ -225,6 +229,14 @@ func (c *conn) readLoop() {
 		var ok bool
 		if raw {
 			p, ok = c.rawToken(frame)
+		} else if m := c.s.cfg.Requests; m != nil {
+			start := time.Now()
+			if p, ok = c.handleFrame(t, frame); ok && !p.isRaw {
+				if p.series = m.series(p.h.key, p.h.version); p.series != nil {
+					p.series.requests.Inc()
+					p.start = start
+				}
+			}
 		} else {
 			p, ok = c.handleFrame(t, frame)
 		}
@@ -534,21 +546,21 @@ func resolveReply(key, version int16, reply Reply) (resp kmsg.Response, err erro
 // the version cannot carry) so that a handler bug closes one connection,
 // not the process. A nil frame with a nil error means no response (Produce
 // acks=0).
-func encodeReply(dst []byte, p pending) (frame []byte, err error) {
+func encodeReply(dst []byte, p pending) (frame []byte, resp kmsg.Response, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			frame, err = nil, fmt.Errorf("encode panic: %v\n%s", r, debug.Stack())
+			frame, resp, err = nil, nil, fmt.Errorf("encode panic: %v\n%s", r, debug.Stack())
 		}
 	}()
 	if p.isRaw {
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(p.raw)))
-		return append(dst, p.raw...), nil
+		return append(dst, p.raw...), nil, nil
 	}
-	resp, err := resolveReply(p.h.key, p.h.version, p.reply)
+	resp, err = resolveReply(p.h.key, p.h.version, p.reply)
 	if err != nil || resp == nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return appendResponse(dst, p.h.correlationID, resp), nil
+	return appendResponse(dst, p.h.correlationID, resp), resp, nil
 }
 
 // writeBufs recycles response buffers, so that an idle connection keeps
@@ -573,7 +585,11 @@ func (c *conn) writeLoop() {
 			continue // drain so the reader never blocks
 		}
 		buf := writeBufs.Get().(*[]byte)
-		frame, err := encodeReply((*buf)[:0], p)
+		frame, resp, err := encodeReply((*buf)[:0], p)
+		if p.series != nil {
+			// Answered, dropped or failed: its time ends here.
+			c.s.cfg.Requests.answered(p.series, p.h.key, p.h.version, p.start, resp)
+		}
 		if err != nil {
 			writeBufs.Put(buf)
 			p.t.finish()

@@ -50,12 +50,12 @@ func (b *logBuffer) waitLog(t *testing.T, want map[string]any) map[string]any {
 // rawConn is a test's own end of a connection: hand-built frames in,
 // frames out.
 type rawConn struct {
-	t  *testing.T
+	t  testing.TB
 	nc net.Conn
 	br *bufio.Reader
 }
 
-func dialRaw(t *testing.T, addr string) *rawConn {
+func dialRaw(t testing.TB, addr string) *rawConn {
 	t.Helper()
 	nc, err := net.DialTimeout("tcp", addr, ioTimeout)
 	if err != nil {
@@ -65,7 +65,7 @@ func dialRaw(t *testing.T, addr string) *rawConn {
 	return newRawConn(t, nc)
 }
 
-func newRawConn(t *testing.T, nc net.Conn) *rawConn {
+func newRawConn(t testing.TB, nc net.Conn) *rawConn {
 	return &rawConn{t: t, nc: nc, br: bufio.NewReader(nc)}
 }
 
@@ -127,7 +127,7 @@ func frameOf(req kmsg.Request, corr int32) []byte {
 
 // decodeResponse parses a response frame as the response of req: header v1
 // (a tag section) for flexible responses except ApiVersions.
-func decodeResponse(t *testing.T, frame []byte, req kmsg.Request, corr int32) kmsg.Response {
+func decodeResponse(t testing.TB, frame []byte, req kmsg.Request, corr int32) kmsg.Response {
 	t.Helper()
 	if len(frame) < 4 {
 		t.Fatalf("response frame of %d bytes", len(frame))

@@ -70,6 +70,8 @@ type Config struct {
 	// Faults, when set, are the faults injected into this node on demand
 	// (faults.go): asked about every request while one is set.
 	Faults *faults.Node
+	// Requests, when set, are this node's per-API series (api_metrics.go).
+	Requests *NodeRequestMetrics
 	// Limits: the memory budget for requests in flight and the
 	// per-address connection limit.
 	Limits

@@ -688,6 +688,11 @@ func leadersCommand() *cli.Command {
 			if out == "json" {
 				return printJSON(c.App.Writer, leaders)
 			}
+			if coords, err := cl.Coordinators(ctx); err == nil && len(coords) > 1 && len(leaders) > 0 {
+				// Several coordinators: each sends the markers of its own
+				// partitions, so the queues below are this one's only.
+				fmt.Fprintf(c.App.Writer, "Marker sender of coordinator %d (each coordinator sends the markers of the partitions it owns: ask another with --admin URL).\n", leaders[0].Sender)
+			}
 			t := tableFor(c, "NodeId", "Addr", "KafkaVersion", "WriteTxnMarkers", "InUse", "Connected", "Queued", "Stuck", "LastError")
 			for _, l := range leaders {
 				t.Row(fmt.Sprint(l.NodeID), l.Addr, l.KafkaVersion,

@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txncoord/txncoord/integration/checker"
 )
 
 // Faults on demand against a running `txncoord up --leaders 4.2,4.1`,
@@ -353,8 +355,64 @@ func TestFaultsOnDemand(t *testing.T) {
 			if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
 				t.Fatalf("abort transaction 2: %v", err)
 			}
+			// The history checker over the partition, read_committed: a
+			// 4.2 leader refused the late marker, nothing is wrong; a 4.1
+			// leader applied it, and the aborted transaction 2's record
+			// stays visible, the one anomaly the late marker causes there.
+			late := checker.Partition{Topic: "late", Partition: p}
+			h := checker.History{Txns: []checker.Txn{
+				{ID: txnID + "/1", Producer: txnID, Outcome: checker.Committed, Writes: []checker.Write{{Value: "txn1", Partition: late}}},
+				{ID: txnID + "/2", Producer: txnID, Outcome: checker.Aborted, Writes: []checker.Write{{Value: "txn2", Partition: late}}},
+			}}
+			rep, err := checker.Check(h, readCommittedPartition(t, ctx, up.bootstrap, late))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("history checker: %s", rep.Summary())
+			want := map[checker.Anomaly]int{}
+			if tc.wantCode == 0 {
+				want[checker.AbortedRead] = 1
+			}
+			for _, a := range checker.Anomalies {
+				if rep.Counts[a] != want[a] {
+					t.Errorf("history checker: %d %s, want %d\n%s", rep.Counts[a], a, want[a], rep.Table())
+				}
+			}
 		})
 	}
+}
+
+// readCommittedPartition reads one partition read_committed from its start
+// until the fetches stay empty for two seconds (every transaction on it
+// has ended).
+func readCommittedPartition(t *testing.T, ctx context.Context, bootstrap string, p checker.Partition) checker.Reads {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{p.Topic: {p.Partition: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	reads := checker.Reads{p: nil}
+	for idle := 0; idle < 4; {
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			reads[p] = append(reads[p], checker.Record{Offset: r.Offset, Value: string(r.Value)})
+		})
+		if n == 0 {
+			idle++
+		} else {
+			idle = 0
+		}
+	}
+	return reads
 }
 
 // countValue counts the records of topic/partition from offset 0 up to

@@ -22,7 +22,6 @@ import (
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/node"
-	"github.com/txncoord/txncoord/ownership"
 	"github.com/txncoord/txncoord/security"
 	"github.com/txncoord/txncoord/topicconfig"
 	"github.com/txncoord/txncoord/wire"
@@ -92,7 +91,7 @@ func checkServerFlags(c *cli.Context) error {
 		}
 		return false
 	}
-	if has("etcd-lease-ttl") {
+	if has("etcd-lease-ttl") && c.IsSet("etcd-lease-ttl") {
 		if d := c.Duration("etcd-lease-ttl"); d < time.Second || d%time.Second != 0 {
 			return usagef("--etcd-lease-ttl %s: want whole seconds, at least 1s (etcd leases are granted in seconds)", d)
 		}
@@ -229,8 +228,8 @@ Prints one line "txncoord ready bootstrap=... admin=..." when every listener is 
 }
 
 func leaseTTLFlag() cli.Flag {
-	return &cli.DurationFlag{Name: "etcd-lease-ttl", Value: ownership.DefaultLeaseTTL, EnvVars: env("etcd-lease-ttl"),
-		Usage: "with etcd: the lease of a coordinator's __transaction_state partitions, how long a dead coordinator keeps them before another takes over (whole seconds, at least 1s)"}
+	return &cli.DurationFlag{Name: "etcd-lease-ttl", EnvVars: env("etcd-lease-ttl"), DefaultText: "the cluster file's etcd.lease_ttl_seconds, else 5s",
+		Usage: "with etcd: the lease of a coordinator's __transaction_state partitions, how long a dead coordinator keeps them before another takes over (whole seconds, at least 1s; it overrides the cluster file's etcd.lease_ttl_seconds, and must exceed etcd's election time)"}
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
@@ -300,6 +299,11 @@ func runUp(c *cli.Context) error {
 	if err != nil {
 		return usageError{fmt.Errorf("bad cluster settings: %w", err)}
 	}
+	if file.Etcd != nil && c.IsSet("etcd-lease-ttl") {
+		// Recorded in the data dir's cluster file, which separate
+		// coordinator processes read: every coordinator the same lease.
+		file.Etcd.LeaseTTLSeconds = int64(c.Duration("etcd-lease-ttl") / time.Second)
+	}
 	autoCreate := c.Bool("auto-create-topics-enable")
 	file.AutoCreateTopicsEnable = &autoCreate
 	delay := c.Int("group-initial-rebalance-delay-ms")
@@ -364,7 +368,7 @@ func runUp(c *cli.Context) error {
 		MarkerVersionDiscovery: c.Bool("marker-version-discovery"), UnsafeNoSync: c.Bool("unsafe-no-fsync"),
 		RetentionBytes: c.Int64("retention-bytes"), ProducerIDExpiration: c.Duration("producer-id-expiration"), Log: logger,
 		CleanerBackoff: c.Duration("log-cleaner-backoff"),
-		Limits:         lim, EtcdAddrs: etcdAddrs, LeaseTTL: c.Duration("etcd-lease-ttl"), MarkerRequestTimeout: c.Duration("marker-request-timeout"),
+		Limits:         lim, EtcdAddrs: etcdAddrs, MarkerRequestTimeout: c.Duration("marker-request-timeout"),
 	})
 	if err != nil {
 		return err
@@ -514,6 +518,9 @@ func coordinatorCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			// A paused coordinator on etcd stops its keepalives too, as
+			// a stopped process: its leases lapse, another takes over.
+			injected.SetLifecycle(faults.Lifecycle{Pause: func(_ int32, paused bool) { co.PauseLeases(paused) }})
 			if err := node.WriteLayout(c.String("data-dir"), node.NodeLayout(view.File(), int32(id), "coordinator")); err != nil {
 				co.Stop(context.Background())
 				return err
@@ -526,7 +533,11 @@ func coordinatorCommand() *cli.Command {
 					co.Stop(context.Background())
 					return err
 				}
-				if adm, err = admin.Start(a, co.AdminBackend(), metrics, admin.Auth{Token: token, Open: open}, logger); err != nil {
+				backend := co.AdminBackend()
+				if lag := admin.LagCollector(backend); lag != nil {
+					metrics.MustRegister(lag)
+				}
+				if adm, err = admin.Start(a, backend, metrics, admin.Auth{Token: token, Open: open}, logger); err != nil {
 					co.Stop(context.Background())
 					return err
 				}

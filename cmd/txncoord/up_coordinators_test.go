@@ -28,14 +28,15 @@ func TestUpSeveralCoordinators(t *testing.T) {
 	adminPort := freePortRun(t, 1)
 	dataDir := t.TempDir()
 	args := []string{"--data-dir", dataDir, "--listen", "127.0.0.1:" + strconv.Itoa(base), "--coordinators", "3",
-		"--admin-listen", "127.0.0.1:" + strconv.Itoa(adminPort), "--topics", "orders:3", "--transaction-state-partitions", "9"}
+		"--admin-listen", "127.0.0.1:" + strconv.Itoa(adminPort), "--topics", "orders:3", "--transaction-state-partitions", "9",
+		"--etcd-lease-ttl", "4s"}
 	first := startUpEnv(t, []string{"TXNCOORD_LOG_FORMAT=json", "TXNCOORD_LOG_LEVEL=debug"}, args...)
 	up := first.upProcess
 	file, err := os.ReadFile(filepath.Join(dataDir, "cluster.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"coordinators:", "node_id: 2", "node_id: 3", "http://127.0.0.1:" + strconv.Itoa(base+6), "transaction_state_partitions: 9"} {
+	for _, want := range []string{"coordinators:", "node_id: 2", "node_id: 3", "http://127.0.0.1:" + strconv.Itoa(base+6), "transaction_state_partitions: 9", "lease_ttl_seconds: 4"} {
 		if !strings.Contains(string(file), want) {
 			t.Fatalf("cluster.yaml lacks %q:\n%s", want, file)
 		}
@@ -50,6 +51,10 @@ func TestUpSeveralCoordinators(t *testing.T) {
 	// answered.
 	var atReady []admin.CoordinatorStatus
 	cliJSON(t, &atReady, "coordinators", "--admin", up.adminURL, "-o", "json")
+	// `leaders` says whose marker sender it shows: node 0's admin API.
+	if out, errOut, code := runCLI(t, "leaders", "--admin", up.adminURL); code != 0 || !strings.HasPrefix(out, "Marker sender of coordinator 0 ") {
+		t.Fatalf("leaders: exit %d, stdout %q, stderr %q: want it to name coordinator 0's marker sender first", code, out, errOut)
+	}
 	owned := 0
 	for _, c := range atReady {
 		owned += len(c.Partitions)
