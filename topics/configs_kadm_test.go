@@ -3,14 +3,11 @@ package topics_test
 import (
 	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/node"
@@ -23,30 +20,7 @@ import (
 // (node 0) here; node's TestControllerRequestsAtALeader sends them to
 // leaders, which describe and forward.
 func TestKadmConfigs(t *testing.T) {
-	lns := map[int32]net.Listener{}
-	for i := int32(0); i < 2; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i] = ln
-	}
-	spec := node.EmbeddedSpec{Listen: lns[0].Addr().String(), CoordinatorVersion: "4.2", LeaderVersions: []string{"4.2"}, DefaultPartitions: 1}
-	f, err := spec.ClusterFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Leaders[0].Addr = lns[1].Addr().String()
-	e, err := node.StartEmbedded(node.EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Stop(context.Background()) })
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.Coordinator.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	_, e, cl := startEmbedded(t, node.EmbeddedSpec{}, nil)
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -26,31 +24,7 @@ import (
 // to the current replica succeeds, another one is INVALID_REPLICA_ASSIGNMENT,
 // a cancellation NO_REASSIGNMENT_IN_PROGRESS, and none is ever listed.
 func TestKadmElectAndReassign(t *testing.T) {
-	lns := map[int32]net.Listener{}
-	for i := int32(0); i < 3; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i] = ln
-	}
-	spec := node.EmbeddedSpec{Listen: lns[0].Addr().String(), CoordinatorVersion: "4.2", LeaderVersions: []string{"4.2", "4.2"},
-		DefaultPartitions: 1, Topics: map[string]int32{"el": 2}}
-	f, err := spec.ClusterFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Leaders[0].Addr, f.Leaders[1].Addr = lns[1].Addr().String(), lns[2].Addr().String()
-	e, err := node.StartEmbedded(node.EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Stop(context.Background()) })
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.Coordinator.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	f, _, cl := startEmbedded(t, node.EmbeddedSpec{LeaderVersions: []string{"4.2", "4.2"}, Topics: map[string]int32{"el": 2}}, nil)
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -141,26 +115,7 @@ func TestKadmElectAndReassign(t *testing.T) {
 // one replica as leader and ISR, as Metadata does; ListConfigResources
 // lists the topics and brokers.
 func TestDescribeTopicPartitionsCursor(t *testing.T) {
-	lns := map[int32]net.Listener{}
-	for i := int32(0); i < 2; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i] = ln
-	}
-	spec := node.EmbeddedSpec{Listen: lns[0].Addr().String(), CoordinatorVersion: "4.2", LeaderVersions: []string{"4.2"},
-		DefaultPartitions: 1, Topics: map[string]int32{"a": 3, "b": 2, "c": 4}, OffsetsPartitions: 2}
-	f, err := spec.ClusterFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Leaders[0].Addr = lns[1].Addr().String()
-	e, err := node.StartEmbedded(node.EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Stop(context.Background()) })
+	f, _, _ := startEmbedded(t, node.EmbeddedSpec{Topics: map[string]int32{"a": 3, "b": 2, "c": 4}, OffsetsPartitions: 2}, nil)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(f.Leaders[0].Addr))
 	if err != nil {
 		t.Fatal(err)

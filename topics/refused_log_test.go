@@ -3,7 +3,6 @@ package topics_test
 import (
 	"bytes"
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txncoord/txncoord/node"
 )
@@ -45,32 +43,8 @@ func (b *syncBuffer) lines(substr string) []string {
 // refusal again on the connection is not (at info), and an existing topic
 // (how clients create idempotently) is not a refusal.
 func TestRefusedCreateTopicsLogged(t *testing.T) {
-	lns := map[int32]net.Listener{}
-	for i := int32(0); i < 2; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i] = ln
-	}
-	spec := node.EmbeddedSpec{Listen: lns[0].Addr().String(), CoordinatorVersion: "4.2", LeaderVersions: []string{"4.2"}, DefaultPartitions: 1}
-	f, err := spec.ClusterFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Leaders[0].Addr = lns[1].Addr().String()
 	var logs syncBuffer
-	e, err := node.StartEmbedded(node.EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns,
-		Log: zerolog.New(&logs).Level(zerolog.InfoLevel)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Stop(context.Background()) })
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.Coordinator.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	_, _, cl := startEmbedded(t, node.EmbeddedSpec{}, func(c *node.EmbeddedConfig) { c.Log = zerolog.New(&logs).Level(zerolog.InfoLevel) })
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/internal/freeport"
@@ -33,35 +30,12 @@ import (
 // create --config` and `topics alter-config` are the admin API and
 // IncrementalAlterConfigs (cmd/txncoord TestAlterCommands).
 func TestUnknownTopicConfigsRefused(t *testing.T) {
-	lns := map[int32]net.Listener{}
-	for i := int32(0); i < 2; i++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i] = ln
-	}
-	spec := node.EmbeddedSpec{Listen: lns[0].Addr().String(), CoordinatorVersion: "4.2", LeaderVersions: []string{"4.2"}, DefaultPartitions: 1}
-	f, err := spec.ClusterFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Leaders[0].Addr = lns[1].Addr().String()
 	port, err := freeport.Run(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	adminAddr := fmt.Sprintf("127.0.0.1:%d", port)
-	e, err := node.StartEmbedded(node.EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, AdminListen: adminAddr, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Stop(context.Background()) })
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.Coordinator.Addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	f, e, cl := startEmbedded(t, node.EmbeddedSpec{}, func(c *node.EmbeddedConfig) { c.AdminListen = adminAddr })
 	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
