@@ -92,7 +92,7 @@ func (c *Coordinator) snapshot() []snapshotRow {
 	rows := make([]snapshotRow, 0, len(entries))
 	for _, e := range entries {
 		e.mu.Lock()
-		e.settle(c.storeLog)
+		e.settleWrites(c.storeLog)
 		if e.md != nil && !e.deleted {
 			rows = append(rows, snapshotRow{md: e.md.Clone(), pending: e.pending(), stuck: e.stuck})
 		}
@@ -146,7 +146,7 @@ func (c *Coordinator) Describe(txnID string) (TxnDetail, bool) {
 		return TxnDetail{}, false
 	}
 	defer e.mu.Unlock()
-	e.settle(c.storeLog)
+	e.settleWrites(c.storeLog)
 	if e.md == nil {
 		return TxnDetail{}, false
 	}

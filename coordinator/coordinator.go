@@ -431,7 +431,7 @@ func (c *Coordinator) scan() {
 	for _, ie := range entries {
 		id, e := ie.id, ie.e
 		e.mu.Lock()
-		e.settle(c.storeLog)
+		e.settleWrites(c.storeLog)
 		if e.md != nil && !e.pending() && (txncore.TimedOut(e.md, now) || txncore.Expired(e.md, false, now, idle)) {
 			ids = append(ids, id)
 		}

@@ -86,6 +86,16 @@ func (q *idQueue) settle(log durable.Log) {
 
 func (q *idQueue) pending() bool { return len(q.writes) > 0 }
 
+// settleWrites is settle for an entry: once nothing is in flight and no
+// marker is outstanding, the marker sender's stuck reason no longer holds
+// (whoever settles first, the log's writer or a Describe, clears it).
+func (e *entry) settleWrites(log durable.Log) {
+	e.settle(log)
+	if e.stuck != "" && !e.pending() && e.md != nil && txncore.OutstandingMarkers(e.md) == nil {
+		e.stuck = ""
+	}
+}
+
 // last is the position of the last write in flight (0: none).
 func (q *idQueue) last() durable.Pos {
 	if len(q.writes) == 0 {
@@ -209,7 +219,7 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 	var cur *Metadata
 	pending, speculated := false, false
 	if e != nil {
-		e.settle(c.storeLog)
+		e.settleWrites(c.storeLog)
 		cur, pending, speculated = e.view(o.speculate)
 		d.changed = e.changedCh()
 	}
@@ -290,13 +300,9 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 func (c *Coordinator) written(id string, e *entry, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.settle(c.storeLog)
-	if !e.pending() {
-		if e.md == nil {
-			c.forget(id, e)
-		} else if txncore.OutstandingMarkers(e.md) == nil {
-			e.stuck = ""
-		}
+	e.settleWrites(c.storeLog)
+	if !e.pending() && e.md == nil {
+		c.forget(id, e)
 	}
 	e.notifyChanged()
 	if err != nil {
