@@ -116,7 +116,6 @@ func TestScaleoutShareGroupSurvivesSIGKILL(t *testing.T) {
 		again += len(cs) - 1
 	}
 	t.Logf("%d deliveries of %d records: %d redeliveries", len(got), n, again)
-	adm = kadm.NewClient(cl2)
 
 	// Every acknowledgement is in the share-partition start offsets, read
 	// by the new holder from the leader processes once the group is empty.
@@ -127,7 +126,25 @@ func TestScaleoutShareGroupSurvivesSIGKILL(t *testing.T) {
 	}
 	deadline = time.Now().Add(20 * time.Second)
 	for {
-		described := describeShareOffsets(ctx, t, adm, group)
+		// A fresh client each time: kgo keeps dialing a group
+		// coordinator it learned before the SIGKILL for a while.
+		fresh, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := kadm.NewClient(fresh).DescribeShareGroupOffsets(ctx, group)
+		fresh.Close()
+		if err == nil {
+			err = ds.Error()
+		}
+		if err != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("DescribeShareGroupOffsets after the SIGKILL: %v", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		described := ds[group].Offsets
 		var wrong []string
 		for p := range int32(3) {
 			end, _ := ends.Lookup(topic, p)
