@@ -98,9 +98,14 @@ func TestEtcd3TargetMeasured(t *testing.T) {
 	if e == nil || !(e.ProposalsPerTxn > 0) || !(e.PutsPerTxn > 0) || !(e.WALFsyncsPerSec > 0) {
 		t.Fatalf("etcd figures %+v: every committed transaction writes to etcd", e)
 	}
-	if c.CPUByComponent[compEtcdServer] <= 0 || c.CPUByComponent[compEtcdClient] <= 0 {
-		t.Errorf("CPU by component %v: no etcd server or client share", c.CPUByComponent)
+	// The embedded etcd member always takes a large share; the etcd
+	// client's is a few of the profile's 10 ms samples in this short
+	// window and can be none (testdata/scaleout.txt checks how client
+	// stacks are split).
+	if c.CPUByComponent[compEtcdServer] <= 0 {
+		t.Errorf("CPU by component %v: no etcd server share", c.CPUByComponent)
 	}
+	t.Logf("CPU by component: %v", c.CPUByComponent)
 	if _, err := os.Stat(filepath.Join(profiles, "txncoord-etcd3-p4-r1.pprof")); err != nil {
 		t.Error(err)
 	}
