@@ -51,20 +51,14 @@ func (s *State) RegisterForward(reg *wire.Registry, fwd ForwardFunc, synced func
 			if !clusterAllowed(req, op) {
 				return local(ctx, req)
 			}
+			after := synced
+			if op == kmsg.ACLOperationDescribe || op == kmsg.ACLOperationDescribeConfigs {
+				after = nil
+			}
 			return func() (kmsg.Response, error) {
-				ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
-				defer cancel()
-				req.Body.SetVersion(req.Version)
-				resp, err := fwd(ctx, req)
-				if err != nil || resp == nil || resp.Key() != req.Key {
-					req.Logger().Debug().AnErr("error", err).Msg("cannot forward to the controller: answering NOT_CONTROLLER")
-					return wire.UnservedResponse(req.Body, kerr.NotController.Code), nil
-				}
-				if synced != nil && op != kmsg.ACLOperationDescribe && op != kmsg.ACLOperationDescribeConfigs {
-					synced(ctx)
-				}
-				resp.SetVersion(req.Version)
-				return resp, nil
+				return wire.Forward(ctx, req, forwardTimeout, fwd, func() kmsg.Response {
+					return wire.UnservedResponse(req.Body, kerr.NotController.Code)
+				}, after)
 			}
 		})
 	}

@@ -45,20 +45,12 @@ func RegisterForward(reg *wire.Registry, fwd ForwardFunc, synced func(context.Co
 			continue
 		}
 		reg.Register(a.Key, a.Min, a.Max, func(ctx context.Context, req *wire.Request) wire.Reply {
+			after := synced
+			if !changed(req.Body) {
+				after = nil
+			}
 			return func() (kmsg.Response, error) {
-				ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
-				defer cancel()
-				req.Body.SetVersion(req.Version)
-				resp, err := fwd(ctx, req)
-				if err != nil || resp == nil || resp.Key() != req.Key {
-					req.Logger().Debug().AnErr("error", err).Msg("cannot forward to the controller: answering NOT_CONTROLLER")
-					return notController(req.Body), nil
-				}
-				if synced != nil && changed(req.Body) {
-					synced(ctx)
-				}
-				resp.SetVersion(req.Version)
-				return resp, nil
+				return wire.Forward(ctx, req, forwardTimeout, fwd, func() kmsg.Response { return notController(req.Body) }, after)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -130,3 +131,25 @@ func (c *Client) authenticate(ctx context.Context, addr string, mech sasl.Mechan
 // ErrAuthentication is matched by errors.Is for a failed DialWith whose
 // server refused the credentials.
 var ErrAuthentication = kerr.SaslAuthenticationFailed
+
+// Forward answers req with the answer of another node (the controller),
+// reached with fwd within timeout, at req's version: how a node serves a
+// request that only the controller decides. When the controller cannot
+// answer, the answer is unreachable(). synced, when set, runs before the
+// answer leaves, so this node shows the change already.
+func Forward(ctx context.Context, req *Request, timeout time.Duration, fwd func(context.Context, *Request) (kmsg.Response, error),
+	unreachable func() kmsg.Response, synced func(context.Context)) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req.Body.SetVersion(req.Version)
+	resp, err := fwd(ctx, req)
+	if err != nil || resp == nil || resp.Key() != req.Key {
+		req.Logger().Debug().AnErr("error", err).Msg("cannot forward to the controller: answering NOT_CONTROLLER")
+		return unreachable(), nil
+	}
+	if synced != nil {
+		synced(ctx)
+	}
+	resp.SetVersion(req.Version)
+	return resp, nil
+}
