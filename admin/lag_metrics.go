@@ -12,7 +12,7 @@ import (
 // kafka-consumer-groups.sh --describe computes it (the partition's log end
 // offset at its leader minus the group's committed offset), at every
 // scrape: the groups backend asks the leaders then (ListOffsets).
-type lagCollector struct{ groups GroupsBackend }
+type lagCollector struct{ backend func() Backend }
 
 // lagScrapeTimeout bounds one scrape's questions to the leaders.
 const lagScrapeTimeout = 5 * time.Second
@@ -24,24 +24,34 @@ var descGroupLag = prometheus.NewDesc("txncoord_consumer_group_lag",
 // LagCollector is the collector of txncoord_consumer_group_lag over b's
 // groups; nil when b serves no groups.
 func LagCollector(b Backend) prometheus.Collector {
-	gb, ok := b.(GroupsBackend)
-	if !ok {
+	if _, ok := b.(GroupsBackend); !ok {
 		return nil
 	}
-	return lagCollector{gb}
+	return lagCollector{func() Backend { return b }}
+}
+
+// LagCollectorOf is LagCollector over the backend current returns at each
+// scrape (a node restarted serves a new one; nil or one without groups:
+// no series).
+func LagCollectorOf(current func() Backend) prometheus.Collector {
+	return lagCollector{current}
 }
 
 func (c lagCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descGroupLag }
 
 func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
+	gb, ok := c.backend().(GroupsBackend)
+	if !ok {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), lagScrapeTimeout)
 	defer cancel()
-	groups, err := c.groups.Groups(ctx)
+	groups, err := gb.Groups(ctx)
 	if err != nil {
 		return
 	}
 	for _, g := range groups {
-		d, err := c.groups.Group(ctx, g.Group)
+		d, err := gb.Group(ctx, g.Group)
 		if err != nil {
 			continue
 		}

@@ -8,8 +8,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -35,6 +37,13 @@ type Server struct {
 	srv *http.Server
 	ln  net.Listener
 	log zerolog.Logger
+	// gatherer and routes serve the current backend: Rebind replaces
+	// them when the node behind the API is started again.
+	gatherer prometheus.Gatherer
+	routes   atomic.Pointer[http.Handler]
+	// down, while set, is why the node behind the API is not running:
+	// only what lives beside it (Survives) is served, the rest is 503.
+	down atomic.Pointer[error]
 }
 
 // Auth protects the API with a bearer token; Open lists paths served
@@ -56,9 +65,10 @@ func Start(addr string, b Backend, gatherer prometheus.Gatherer, auth Auth, log 
 	if gatherer == nil {
 		gatherer = prometheus.DefaultGatherer
 	}
-	s := &Server{ln: ln, log: log}
+	s := &Server{ln: ln, log: log, gatherer: gatherer}
+	s.Rebind(b)
 	s.srv = &http.Server{
-		Handler:           security.RequireBearer(auth.Token, append(console.Paths(), auth.Open...), Handler(b, gatherer)),
+		Handler:           security.RequireBearer(auth.Token, append(console.Paths(), auth.Open...), http.HandlerFunc(s.serve)),
 		ReadHeaderTimeout: timeouts.readHeader,
 		ReadTimeout:       timeouts.read,
 		WriteTimeout:      timeouts.write,
@@ -77,6 +87,47 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // URL is the base URL of the API.
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// Rebind serves b from now on (the node behind the API started again:
+// a new backend over its reopened state).
+func (s *Server) Rebind(b Backend) {
+	h := Handler(b, s.gatherer)
+	s.routes.Store(&h)
+}
+
+// Down says the node behind the API is not running (why), or running
+// again (nil). While it is down the listener keeps answering: the faults
+// (so a test ends the fault that stopped the node), /metrics, /healthz,
+// profiles and the console's files are served; every other path answers
+// 503 with why, as JSON.
+func (s *Server) Down(why error) {
+	if why == nil {
+		s.down.Store(nil)
+		return
+	}
+	s.down.Store(&why)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if why := s.down.Load(); why != nil && !Survives(r.URL.Path) {
+		writeError(w, http.StatusServiceUnavailable, *why)
+		return
+	}
+	(*s.routes.Load()).ServeHTTP(w, r)
+}
+
+// Survives reports whether path is served while the node behind the API
+// is down: what the process answers without it.
+func Survives(path string) bool {
+	if path == "/v1/faults" || strings.HasPrefix(path, "/v1/faults/") || strings.HasPrefix(path, "/debug/pprof/") {
+		return true
+	}
+	switch path {
+	case "/metrics", "/healthz":
+		return true
+	}
+	return slices.Contains(console.Paths(), path)
+}
 
 // Shutdown stops the server gracefully.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }

@@ -286,7 +286,7 @@ func (s *Set) check(sp Spec) error {
 		}
 		s.mu.Unlock()
 		if l.Killable == nil || !l.Killable(sp.Node) {
-			return bad("node %d cannot be killed here: kill takes a leader of txncoord up, or one of its coordinators other than node 0 (which serves the admin API)", sp.Node)
+			return bad("node %d cannot be killed here: kill takes a node this process runs (txncoord up's leaders and coordinators, or a coordinator or leader process's own node)", sp.Node)
 		}
 		if dup {
 			return bad("node %d is killed already", sp.Node)

@@ -60,6 +60,10 @@ func (c *inProcessCoordinator) bind(srv *wire.Server) {
 	c.client.Store(srv.Local(c.principal).WithClientID(cluster.LeaderClientID).Inline().FromLog(c.from))
 }
 
+// unbind makes every client answer as before bind: the coordinator is
+// stopped.
+func (c *inProcessCoordinator) unbind() { c.client.Store(nil) }
+
 // do sends req to the bound coordinator.
 func (c *inProcessCoordinator) do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	cl := c.client.Load()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -103,6 +104,16 @@ type Embedded struct {
 	// killed coordinator's restart.
 	leadersMu sync.Mutex
 	coordsMu  sync.Mutex
+	// backend is node 0's admin backend (nil while a fault kills it).
+	backend atomic.Pointer[admin.Backend]
+}
+
+// currentBackend is node 0's admin backend, nil while it is killed.
+func (e *Embedded) currentBackend() admin.Backend {
+	if b := e.backend.Load(); b != nil {
+		return *b
+	}
+	return nil
 }
 
 // cleanableRatio asks this process's leaders for a partition's cleanable
@@ -237,9 +248,8 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		co.Cleanable = e.cleanableRatio
 	}
 	backend := e.Coordinator.AdminBackend()
-	if lag := admin.LagCollector(backend); lag != nil {
-		e.Metrics.MustRegister(lag)
-	}
+	e.backend.Store(&backend)
+	e.Metrics.MustRegister(admin.LagCollectorOf(e.currentBackend))
 	if cfg.AdminListen != "" {
 		token, open, err := AdminToken(cfg.File)
 		if err != nil {
@@ -318,7 +328,14 @@ func (e *Embedded) RestartLeader(ctx context.Context, id int32, kafkaVersion str
 }
 
 // Bootstrap is the address clients bootstrap from (the coordinator's).
-func (e *Embedded) Bootstrap() string { return e.Coordinator.Server.Addr().String() }
+func (e *Embedded) Bootstrap() string { return e.controller().Server.Addr().String() }
+
+// controller is node 0's running coordinator (a restart replaces it).
+func (e *Embedded) controller() *Coordinator {
+	e.coordsMu.Lock()
+	defer e.coordsMu.Unlock()
+	return e.Coordinator
+}
 
 // Stop stops the admin API, the coordinators, then the leaders, then
 // the embedded etcd.

@@ -13,20 +13,22 @@ import (
 // killLifecycle lets a Kill fault stop a node of `txncoord up` and start it
 // again on its state, as a stopped and restarted process: while it is
 // down its address refuses connections. A leader's markers then reach it
-// over TCP (refused, retried) instead of in-process; a coordinator of the
-// etcd mode other than node 0 (which serves the admin API and the
-// controller) stops as a shutdown does, its leases revoked, and the others
-// take its partitions over; restarted, it claims its share again. A Pause
-// of an etcd-mode coordinator stops its etcd keepalives too, as SIGSTOP
-// would: its leases lapse and the others take over.
+// over TCP (refused, retried) instead of in-process. A coordinator stops
+// as a shutdown does: in the etcd mode its leases are revoked and the
+// others take its partitions over; restarted, it claims its share again.
+// Node 0 (the single coordinator, or the etcd mode's controller) reopens
+// its transactions, groups and topics from the process's store; the admin
+// API it serves keeps listening meanwhile (admin.Server.Down), so the
+// fault can be ended. A Pause of an etcd-mode coordinator stops its etcd
+// keepalives too, as SIGSTOP would: its leases lapse and the others take
+// over.
 func (e *Embedded) killLifecycle() faults.Lifecycle {
 	return faults.Lifecycle{
 		Killable: func(id int32) bool {
 			if _, ok := e.leaderIndex(id); ok {
 				return true
 			}
-			co := e.coordinatorByID(id)
-			return co != nil && co.Router != nil && co != e.Coordinator
+			return e.coordinatorByID(id) != nil
 		},
 		Stop: func(ctx context.Context, id int32) error {
 			if _, ok := e.leaderIndex(id); ok {
@@ -64,12 +66,26 @@ func (e *Embedded) killCoordinator(ctx context.Context, id int32) error {
 	if co == nil {
 		return fmt.Errorf("no coordinator %d", id)
 	}
+	if co == e.controller() {
+		e.backend.Store(nil)
+		if e.Admin != nil {
+			e.Admin.Down(fmt.Errorf("%w: node %d (the coordinator serving this API) is killed by a fault; GET /v1/faults lists it, DELETE /v1/faults/{id} restarts the node", errNodeDown, id))
+		}
+	}
+	// The leaders' and the other coordinators' in-process calls get the
+	// retriable COORDINATOR_NOT_AVAILABLE, as a refused connection.
+	e.byNode[id].unbind()
 	e.serve(co.Node, nil)
 	return co.Stop(ctx)
 }
 
+// errNodeDown is the admin API's answer (503) while the node behind it is
+// killed.
+var errNodeDown = errors.New("node down")
+
 // reviveCoordinator starts coordinator id again on the cluster file's
-// address (its state is in etcd and the shared store). Its metrics replace
+// address (its state is in etcd and the shared store; node 0's admin
+// API serves the new node's backend). Its metrics replace
 // those of the stopped one.
 func (e *Embedded) reviveCoordinator(id int32) error {
 	old := e.coordinatorByID(id)
@@ -90,10 +106,22 @@ func (e *Embedded) reviveCoordinator(id int32) error {
 			e.Coordinators[i] = co
 		}
 	}
+	controller := old == e.Coordinator
+	if controller {
+		e.Coordinator = co
+	}
 	e.coordsMu.Unlock()
 	e.byNode[id].bind(co.Server)
 	e.serve(co.Node, co.Server)
 	e.followGroupHolder()
+	if controller {
+		b := co.AdminBackend()
+		e.backend.Store(&b)
+		if e.Admin != nil {
+			e.Admin.Rebind(b)
+			e.Admin.Down(nil)
+		}
+	}
 	return nil
 }
 

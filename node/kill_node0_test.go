@@ -1,0 +1,283 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/faults"
+	"github.com/txncoord/txncoord/integration/checker"
+)
+
+// committer is a transactional producer committing (and every second time
+// aborting) in a loop, as an application would through a node's kill:
+// a transaction whose produce fails was never asked to commit (aborted by
+// the next client's InitProducerId); one whose commit fails is unknown.
+// After an error it starts a new client, as an application must once a
+// kgo transactional client gave up.
+type committer struct {
+	mu        sync.Mutex
+	h         checker.History
+	committed int
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+func startCommitter(t *testing.T, seeds []string, id string) *committer {
+	c := &committer{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		for n := 0; ; n++ {
+			select {
+			case <-c.stop:
+				return
+			default:
+			}
+			if err := c.client(seeds, id); err != nil {
+				t.Logf("%s: %v (a new client next)", id, err)
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+	}()
+	t.Cleanup(func() { c.finish() })
+	return c
+}
+
+// client runs transactions on one client until an error or stop.
+func (c *committer) client(seeds []string, id string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.TransactionTimeout(10*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		select {
+		case <-c.stop:
+			return nil
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		err := c.one(ctx, cl, id)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (c *committer) one(ctx context.Context, cl *kgo.Client, id string) error {
+	c.mu.Lock()
+	txn := checker.Txn{ID: fmt.Sprintf("%s/%d", id, len(c.h.Txns)), Producer: id, Outcome: checker.Aborted}
+	commit := len(c.h.Txns)%2 == 0
+	c.mu.Unlock()
+	record := func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.h.Txns = append(c.h.Txns, txn)
+		if txn.Outcome == checker.Committed {
+			c.committed++
+		}
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	for p := range int32(4) {
+		v := fmt.Sprintf("%s-%d", txn.ID, p)
+		txn.Writes = append(txn.Writes, checker.Write{Value: v, Partition: checker.Partition{Topic: "orders", Partition: p}})
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: p, Value: []byte(v)}).FirstErr(); err != nil {
+			record()
+			return fmt.Errorf("%s produce: %w", txn.ID, err)
+		}
+	}
+	err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit))
+	switch {
+	case err != nil && commit:
+		txn.Outcome = checker.Unknown
+	case err == nil && commit:
+		txn.Outcome = checker.Committed
+	}
+	record()
+	if err != nil {
+		return fmt.Errorf("%s end: %w", txn.ID, err)
+	}
+	return nil
+}
+
+// commits is the number of transactions committed so far.
+func (c *committer) commits() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.committed
+}
+
+// waitCommits waits until n more transactions than from committed.
+func (c *committer) waitCommits(t *testing.T, from, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for c.commits() < from+n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d transactions committed, want %d", c.commits(), from+n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// finish stops the loop and returns the history.
+func (c *committer) finish() checker.History {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	<-c.done
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.h
+}
+
+// refused fails unless addr refuses connections.
+func refused(t *testing.T, addr string) {
+	t.Helper()
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("killed node still accepts connections on %s", addr)
+	}
+}
+
+// getStatus is GET url's status and its JSON error, if any.
+func getStatus(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body admin.ErrorBody
+	json.NewDecoder(resp.Body).Decode(&body)
+	return resp.StatusCode, body.Error
+}
+
+// TestFaultsKillNode0Single: a kill of the single coordinator of `up`
+// through the admin API, from kgo's side. While node 0 is down its Kafka
+// address refuses connections, the admin API keeps answering (/v1/faults,
+// /metrics) and what needs the node answers 503 with a JSON error; ending
+// the fault with DELETE restarts it on its state: a group's offset and a
+// topic created before the kill are there, and the producer that kept
+// committing through the kill (new clients after errors) leaves a history
+// with 0 anomalies, every value committed before the kill read after it.
+func TestFaultsKillNode0Single(t *testing.T) {
+	f, lns := twoLeaderFile(t)
+	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, AdminListen: "127.0.0.1:0",
+		MarkerVersionDiscovery: true, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopWithin(t, e.Stop) })
+	seeds := []string{f.Coordinator.Addr, f.Leaders[0].Addr, f.Leaders[1].Addr}
+	killNode0(t, e, seeds, "kill-node0")
+}
+
+// TestFaultsKillNode0Etcd is TestFaultsKillNode0Single for the etcd mode's
+// node 0 (the topic controller, serving the admin API): its partitions
+// move to the others while it is down.
+func TestFaultsKillNode0Etcd(t *testing.T) {
+	e := startSeveralCoordinators(t)
+	adm, err := admin.Start("127.0.0.1:0", e.Coordinator.AdminBackend(), e.Metrics, admin.Auth{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Admin = adm
+	waitOwned(t, e, 12)
+	var seeds []string
+	for _, n := range e.View.File().Coordinators {
+		seeds = append(seeds, n.Addr)
+	}
+	// The producer's id is node 0's: its commits go on through the
+	// coordinator that takes the partition over.
+	killNode0(t, e, seeds, idOwnedBy(t, e, 0))
+}
+
+// killNode0 kills node 0 through the admin API while producer id commits
+// in a loop, checks what answers meanwhile, restarts it, and checks its
+// state and the history.
+func killNode0(t *testing.T, e *Embedded, seeds []string, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, 2, 1, nil, "made-before"); err != nil {
+		t.Fatal(err)
+	}
+	offsets := kadm.Offsets{}
+	offsets.Add(kadm.Offset{Topic: "orders", Partition: 1, At: 7, LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(ctx, "kept-group", offsets); err != nil {
+		t.Fatal(err)
+	}
+
+	c := startCommitter(t, seeds, id)
+	c.waitCommits(t, 0, 3)
+	api := admin.NewClient(e.Admin.URL())
+	kill, err := api.AddFault(ctx, faults.Spec{Kind: faults.Kill, Node: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := c.commits()
+	refused(t, e.View.Coordinator().Addr)
+	list, err := api.Faults(ctx)
+	if err != nil {
+		t.Fatalf("GET /v1/faults while node 0 is killed: %v", err)
+	}
+	if len(list.Faults) != 1 || list.Faults[0].Kind != faults.Kill {
+		t.Fatalf("GET /v1/faults while node 0 is killed: %+v, want the kill", list.Faults)
+	}
+	if code, msg := getStatus(t, e.Admin.URL()+"/v1/transactions"); code != http.StatusServiceUnavailable || msg == "" {
+		t.Fatalf("GET /v1/transactions while node 0 is killed: %d %q, want 503 with an error", code, msg)
+	}
+	if code, _ := getStatus(t, e.Admin.URL()+"/readyz"); code != http.StatusServiceUnavailable {
+		t.Fatalf("GET /readyz while node 0 is killed: %d, want 503", code)
+	}
+	if code, _ := getStatus(t, e.Admin.URL()+"/metrics"); code != http.StatusOK {
+		t.Fatalf("GET /metrics while node 0 is killed: %d, want 200", code)
+	}
+	time.Sleep(time.Second) // the producer meets the dead node
+	if _, err := api.RemoveFault(ctx, kill.ID); err != nil {
+		t.Fatalf("DELETE /v1/faults/%d: %v", kill.ID, err)
+	}
+	if code, msg := getStatus(t, e.Admin.URL()+"/v1/transactions"); code != http.StatusOK {
+		t.Fatalf("GET /v1/transactions after the restart: %d %q", code, msg)
+	}
+	c.waitCommits(t, before, 3)
+	h := c.finish()
+
+	topics, err := adm.ListTopics(ctx, "made-before")
+	if err != nil || !topics.Has("made-before") {
+		t.Fatalf("topic made-before after node 0's restart: %v %v", topics, err)
+	}
+	fetched, err := adm.FetchOffsets(ctx, "kept-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := fetched.Lookup("orders", 1); !ok || o.At != 7 || o.Err != nil {
+		t.Fatalf("kept-group's offset on orders/1 after node 0's restart: %+v %v, want 7", o, ok)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatal(ctx.Err())
+	}
+	checkHistory(t, seeds[0], h)
+}
