@@ -9,6 +9,10 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
 	"github.com/txncoord/txncoord/faults"
 )
 
@@ -40,6 +44,11 @@ func faultRoutes(mux *http.ServeMux, b Backend) {
 	if fb, ok := b.(FaultsBackend); ok {
 		set = fb.FaultSet()
 	}
+	faultRoutesOf(mux, set)
+}
+
+// faultRoutesOf serves set's routes (nil: 404 saying so).
+func faultRoutesOf(mux *http.ServeMux, set *faults.Set) {
 	serve := servedIf(set != nil, errNoFaults)
 	mux.HandleFunc("GET /v1/faults", serve(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, set.List())
@@ -88,6 +97,23 @@ func faultRoutes(mux *http.ServeMux, b Backend) {
 		}
 		writeJSON(w, http.StatusOK, res)
 	}))
+}
+
+// StartFaults listens on addr and serves only set's faults, /metrics from
+// gatherer and /healthz: the admin listener of a process whose node has
+// no admin backend (`txncoord leader`), so that a test can kill, restart
+// or pause that node over HTTP. Every other path answers 404 saying so.
+func StartFaults(addr string, set *faults.Set, gatherer prometheus.Gatherer, auth Auth, log zerolog.Logger) (*Server, error) {
+	mux := http.NewServeMux()
+	faultRoutesOf(mux, set)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Errorf("no such endpoint: %s %s (this process serves only /v1/faults, /metrics and /healthz)", r.Method, r.URL.Path))
+	})
+	return listenAndServe(addr, mux, auth, log)
 }
 
 func writeFaultError(w http.ResponseWriter, err error) {

@@ -58,17 +58,27 @@ type Auth struct {
 // Start listens on addr and serves the admin API and the console for b.
 // gatherer serves /metrics (nil: prometheus.DefaultGatherer).
 func Start(addr string, b Backend, gatherer prometheus.Gatherer, auth Auth, log zerolog.Logger) (*Server, error) {
+	if gatherer == nil {
+		gatherer = prometheus.DefaultGatherer
+	}
+	s := &Server{gatherer: gatherer}
+	s.Rebind(b)
+	return s.listen(addr, http.HandlerFunc(s.serve), auth, log)
+}
+
+// listenAndServe serves h on addr behind auth.
+func listenAndServe(addr string, h http.Handler, auth Auth, log zerolog.Logger) (*Server, error) {
+	return (&Server{}).listen(addr, h, auth, log)
+}
+
+func (s *Server) listen(addr string, h http.Handler, auth Auth, log zerolog.Logger) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("admin: listen %s: %w", addr, err)
 	}
-	if gatherer == nil {
-		gatherer = prometheus.DefaultGatherer
-	}
-	s := &Server{ln: ln, log: log, gatherer: gatherer}
-	s.Rebind(b)
+	s.ln, s.log = ln, log
 	s.srv = &http.Server{
-		Handler:           security.RequireBearer(auth.Token, append(console.Paths(), auth.Open...), http.HandlerFunc(s.serve)),
+		Handler:           security.RequireBearer(auth.Token, append(console.Paths(), auth.Open...), h),
 		ReadHeaderTimeout: timeouts.readHeader,
 		ReadTimeout:       timeouts.read,
 		WriteTimeout:      timeouts.write,
@@ -89,7 +99,7 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
 
 // Rebind serves b from now on (the node behind the API started again:
-// a new backend over its reopened state).
+// a new backend over its reopened state). Not for a StartFaults server.
 func (s *Server) Rebind(b Backend) {
 	h := Handler(b, s.gatherer)
 	s.routes.Store(&h)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,135 +15,8 @@ import (
 
 	"github.com/txncoord/txncoord/admin"
 	"github.com/txncoord/txncoord/faults"
-	"github.com/txncoord/txncoord/integration/checker"
+	"github.com/txncoord/txncoord/internal/historytest"
 )
-
-// committer is a transactional producer committing (and every second time
-// aborting) in a loop, as an application would through a node's kill:
-// a transaction whose produce fails was never asked to commit (aborted by
-// the next client's InitProducerId); one whose commit fails is unknown.
-// After an error it starts a new client, as an application must once a
-// kgo transactional client gave up.
-type committer struct {
-	mu        sync.Mutex
-	h         checker.History
-	committed int
-	stop      chan struct{}
-	done      chan struct{}
-}
-
-func startCommitter(t *testing.T, seeds []string, id string) *committer {
-	c := &committer{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		for n := 0; ; n++ {
-			select {
-			case <-c.stop:
-				return
-			default:
-			}
-			if err := c.client(seeds, id); err != nil {
-				t.Logf("%s: %v (a new client next)", id, err)
-				time.Sleep(200 * time.Millisecond)
-			}
-		}
-	}()
-	t.Cleanup(func() { c.finish() })
-	return c
-}
-
-// client runs transactions on one client until an error or stop.
-func (c *committer) client(seeds []string, id string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.TransactionalID(id), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.TransactionTimeout(10*time.Second))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	for {
-		select {
-		case <-c.stop:
-			return nil
-		default:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		err := c.one(ctx, cl, id)
-		cancel()
-		if err != nil {
-			return err
-		}
-	}
-}
-
-func (c *committer) one(ctx context.Context, cl *kgo.Client, id string) error {
-	c.mu.Lock()
-	txn := checker.Txn{ID: fmt.Sprintf("%s/%d", id, len(c.h.Txns)), Producer: id, Outcome: checker.Aborted}
-	commit := len(c.h.Txns)%2 == 0
-	c.mu.Unlock()
-	record := func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.h.Txns = append(c.h.Txns, txn)
-		if txn.Outcome == checker.Committed {
-			c.committed++
-		}
-	}
-	if err := cl.BeginTransaction(); err != nil {
-		return err
-	}
-	for p := range int32(4) {
-		v := fmt.Sprintf("%s-%d", txn.ID, p)
-		txn.Writes = append(txn.Writes, checker.Write{Value: v, Partition: checker.Partition{Topic: "orders", Partition: p}})
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "orders", Partition: p, Value: []byte(v)}).FirstErr(); err != nil {
-			record()
-			return fmt.Errorf("%s produce: %w", txn.ID, err)
-		}
-	}
-	err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit))
-	switch {
-	case err != nil && commit:
-		txn.Outcome = checker.Unknown
-	case err == nil && commit:
-		txn.Outcome = checker.Committed
-	}
-	record()
-	if err != nil {
-		return fmt.Errorf("%s end: %w", txn.ID, err)
-	}
-	return nil
-}
-
-// commits is the number of transactions committed so far.
-func (c *committer) commits() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.committed
-}
-
-// waitCommits waits until n more transactions than from committed.
-func (c *committer) waitCommits(t *testing.T, from, n int) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for c.commits() < from+n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d transactions committed, want %d", c.commits(), from+n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// finish stops the loop and returns the history.
-func (c *committer) finish() checker.History {
-	select {
-	case <-c.stop:
-	default:
-		close(c.stop)
-	}
-	<-c.done
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.h
-}
 
 // refused fails unless addr refuses connections.
 func refused(t *testing.T, addr string) {
@@ -230,14 +101,14 @@ func killNode0(t *testing.T, e *Embedded, seeds []string, id string) {
 		t.Fatal(err)
 	}
 
-	c := startCommitter(t, seeds, id)
-	c.waitCommits(t, 0, 3)
+	c := historytest.Start(t, seeds, id)
+	c.WaitCommits(t, 0, 3)
 	api := admin.NewClient(e.Admin.URL())
 	kill, err := api.AddFault(ctx, faults.Spec{Kind: faults.Kill, Node: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := c.commits()
+	before := c.Commits()
 	refused(t, e.View.Coordinator().Addr)
 	list, err := api.Faults(ctx)
 	if err != nil {
@@ -262,8 +133,8 @@ func killNode0(t *testing.T, e *Embedded, seeds []string, id string) {
 	if code, msg := getStatus(t, e.Admin.URL()+"/v1/transactions"); code != http.StatusOK {
 		t.Fatalf("GET /v1/transactions after the restart: %d %q", code, msg)
 	}
-	c.waitCommits(t, before, 3)
-	h := c.finish()
+	c.WaitCommits(t, before, 3)
+	h := c.Finish()
 
 	topics, err := adm.ListTopics(ctx, "made-before")
 	if err != nil || !topics.Has("made-before") {

@@ -69,7 +69,7 @@ func (e *Embedded) killCoordinator(ctx context.Context, id int32) error {
 	if co == e.controller() {
 		e.backend.Store(nil)
 		if e.Admin != nil {
-			e.Admin.Down(fmt.Errorf("%w: node %d (the coordinator serving this API) is killed by a fault; GET /v1/faults lists it, DELETE /v1/faults/{id} restarts the node", errNodeDown, id))
+			e.Admin.Down(killedError(id, "coordinator"))
 		}
 	}
 	// The leaders' and the other coordinators' in-process calls get the
@@ -78,10 +78,6 @@ func (e *Embedded) killCoordinator(ctx context.Context, id int32) error {
 	e.serve(co.Node, nil)
 	return co.Stop(ctx)
 }
-
-// errNodeDown is the admin API's answer (503) while the node behind it is
-// killed.
-var errNodeDown = errors.New("node down")
 
 // reviveCoordinator starts coordinator id again on the cluster file's
 // address (its state is in etcd and the shared store; node 0's admin

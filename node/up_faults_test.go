@@ -12,6 +12,7 @@ import (
 
 	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/integration/checker"
+	"github.com/txncoord/txncoord/internal/historytest"
 )
 
 // ownerOf is the running coordinator serving id's partition, and its
@@ -146,52 +147,7 @@ func runRecorded(t *testing.T, bootstrap, id string, txns int, h *checker.Histor
 // and fails on any anomaly the history checker finds.
 func checkHistory(t *testing.T, bootstrap string, h checker.History) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	offsets := map[int32]kgo.Offset{}
-	for p := range int32(4) {
-		offsets[p] = kgo.NewOffset().AtStart()
-	}
-	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{"orders": offsets})
-	// Every transaction ended before this read: it is complete once the
-	// fetches stay empty for a while (a write missing from it is a
-	// lost-write).
-	reads := checker.Reads{}
-	for idle := 0; idle < 4; {
-		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		fs := cl.PollFetches(pctx)
-		pcancel()
-		if ctx.Err() != nil {
-			t.Fatal(ctx.Err())
-		}
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			p := checker.Partition{Topic: r.Topic, Partition: r.Partition}
-			reads[p] = append(reads[p], checker.Record{Offset: r.Offset, Value: string(r.Value)})
-		})
-		if n == 0 {
-			idle++
-		} else {
-			idle = 0
-		}
-	}
-	rep, err := checker.Check(h, reads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Anomalies() != 0 {
-		t.Fatalf("history checker: %d anomalies\n%s", rep.Anomalies(), rep.Table())
-	}
-	t.Logf("history checker: %s", rep.Summary())
-	if rep.TxnsCommitted == 0 || rep.TxnsAborted == 0 {
-		t.Fatalf("history of %d committed and %d aborted transactions: want both", rep.TxnsCommitted, rep.TxnsAborted)
-	}
+	historytest.Check(t, bootstrap, h)
 }
 
 // waitTakeover waits until a coordinator other than from serves id's

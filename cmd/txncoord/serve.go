@@ -510,7 +510,9 @@ func coordinatorCommand() *cli.Command {
 			injected := faults.New(func(n int32) bool { return n == int32(id) },
 				func(n int32) bool { _, ok := view.Node(n); return ok }, metrics, logger)
 			defer injected.Close()
-			co, err := node.StartCoordinator(node.CoordinatorConfig{
+			// A kill fault stops the node and its restart reopens it,
+			// the process and its admin listener staying up.
+			own, err := node.StartOwnCoordinator(node.CoordinatorConfig{
 				View: view, DataDir: c.String("data-dir"), MarkerVersionDiscovery: c.Bool("marker-version-discovery"),
 				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: metrics, Limits: lim, Faults: injected,
 				NodeID: int32(id), LeaseTTL: c.Duration("etcd-lease-ttl"), MarkerRequestTimeout: c.Duration("marker-request-timeout"),
@@ -518,11 +520,9 @@ func coordinatorCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			// A paused coordinator on etcd stops its keepalives too, as
-			// a stopped process: its leases lapse, another takes over.
-			injected.SetLifecycle(faults.Lifecycle{Pause: func(_ int32, paused bool) { co.PauseLeases(paused) }})
+			co := own.Current()
 			if err := node.WriteLayout(c.String("data-dir"), node.NodeLayout(view.File(), int32(id), "coordinator")); err != nil {
-				co.Stop(context.Background())
+				own.Stop(context.Background())
 				return err
 			}
 			adminURL := "none"
@@ -530,17 +530,15 @@ func coordinatorCommand() *cli.Command {
 			if a := c.String("admin-listen"); a != "" {
 				token, open, err := node.AdminToken(view.File())
 				if err != nil {
-					co.Stop(context.Background())
+					own.Stop(context.Background())
 					return err
 				}
-				backend := co.AdminBackend()
-				if lag := admin.LagCollector(backend); lag != nil {
-					metrics.MustRegister(lag)
-				}
-				if adm, err = admin.Start(a, backend, metrics, admin.Auth{Token: token, Open: open}, logger); err != nil {
-					co.Stop(context.Background())
+				metrics.MustRegister(admin.LagCollectorOf(own.Backend))
+				if adm, err = admin.Start(a, own.Backend(), metrics, admin.Auth{Token: token, Open: open}, logger); err != nil {
+					own.Stop(context.Background())
 					return err
 				}
+				own.ServeAdmin(adm)
 				adminURL = adm.URL()
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				if err := co.PublishAdminURL(ctx, adminURL); err != nil {
@@ -554,7 +552,7 @@ func coordinatorCommand() *cli.Command {
 					adm.Shutdown(ctx)
 				}
 				injected.Close()
-				return co.Stop(ctx)
+				return own.Stop(ctx)
 			})
 		},
 	}
@@ -571,6 +569,7 @@ func leaderCommand() *cli.Command {
 			&cli.IntFlag{Name: "node-id", Value: -1, EnvVars: env("node-id"), Usage: "this leader's node id in the cluster file"},
 			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir")},
 			&cli.StringFlag{Name: "kafka-version", EnvVars: env("kafka-version"), Usage: "override this leader's kafka_version (rolling upgrade or downgrade)"},
+			&cli.StringFlag{Name: "admin-listen", EnvVars: env("admin-listen"), Usage: `address of this leader's admin listener: /v1/faults, /metrics, /healthz ("" (default): none)`},
 			noSyncFlag(), retentionFlag(), producerExpirationFlag(), cleanerBackoffFlag(),
 		}, limitsFlags()...),
 		Action: func(c *cli.Context) error {
@@ -594,12 +593,20 @@ func leaderCommand() *cli.Command {
 			if err := checkNodeLayout(c.String("data-dir"), layout); err != nil {
 				return err
 			}
-			l, err := node.StartLeader(node.LeaderConfig{
-				View: view, NodeID: int32(c.Int("node-id")), KafkaVersion: c.String("kafka-version"),
+			id := int32(c.Int("node-id"))
+			metrics := node.NewMetrics()
+			// Faults on demand reach this node's listener through its
+			// admin listener: a kill stops the node and its restart
+			// reopens it, the process staying up. A leader process sends
+			// no markers: it holds none.
+			injected := faults.New(func(n int32) bool { return n == id }, func(int32) bool { return false }, metrics, logger)
+			defer injected.Close()
+			own, err := node.StartOwnLeader(node.LeaderConfig{
+				View: view, NodeID: id, KafkaVersion: c.String("kafka-version"),
 				DataDir: c.String("data-dir"), RetentionBytes: c.Int64("retention-bytes"),
 				ProducerIDExpiration: c.Duration("producer-id-expiration"),
 				CleanerBackoff:       c.Duration("log-cleaner-backoff"),
-				UnsafeNoSync:         c.Bool("unsafe-no-fsync"), Log: logger, Metrics: node.NewMetrics(), Limits: lim,
+				UnsafeNoSync:         c.Bool("unsafe-no-fsync"), Log: logger, Metrics: metrics, Limits: lim, Faults: injected,
 			})
 			if err != nil {
 				if strings.Contains(err.Error(), "not a leader") {
@@ -607,12 +614,33 @@ func leaderCommand() *cli.Command {
 				}
 				return err
 			}
+			l := own.Current()
 			if err := node.WriteLayout(c.String("data-dir"), layout); err != nil {
-				l.Stop(context.Background())
+				own.Stop(context.Background())
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "txncoord ready leader=%d addr=%s\n", l.Node.NodeID, l.Server.Addr())
-			return waitAndStop(sigs, l.Stop)
+			var adm *admin.Server
+			if a := c.String("admin-listen"); a != "" {
+				token, open, err := node.AdminToken(view.File())
+				if err != nil {
+					own.Stop(context.Background())
+					return err
+				}
+				if adm, err = admin.StartFaults(a, injected, metrics, admin.Auth{Token: token, Open: open}, logger); err != nil {
+					own.Stop(context.Background())
+					return err
+				}
+				fmt.Fprintf(c.App.Writer, "txncoord ready leader=%d addr=%s admin=%s\n", l.Node.NodeID, l.Server.Addr(), adm.URL())
+			} else {
+				fmt.Fprintf(c.App.Writer, "txncoord ready leader=%d addr=%s\n", l.Node.NodeID, l.Server.Addr())
+			}
+			return waitAndStop(sigs, func(ctx context.Context) error {
+				if adm != nil {
+					adm.Shutdown(ctx)
+				}
+				injected.Close()
+				return own.Stop(ctx)
+			})
 		},
 	}
 }
