@@ -7,7 +7,9 @@
 # Python consumer (Debian's python3-confluent-kafka, assign()). Installs
 # what it needs: apt-get install kcat python3-confluent-kafka chromium (as
 # root), npm install kafkajs into this directory. Then faults.py (Python,
-# standard library only) injects a fault over HTTP that kcat must see, and
+# standard library only) injects a fault over HTTP that kcat must see,
+# faults_etcd.sh pauses a coordinator of `up --coordinators 3` under a
+# confluent-kafka transactional producer (faults_etcd.py), and
 # last the web console's browser tests (console/browser_test.go) run in
 # headless Chromium. Exits non-zero on any failure.
 #
@@ -207,6 +209,9 @@ grep -q 'Topic authorization failed' "$WORK/kcat-fault.err" || { cat "$WORK/kcat
 /usr/bin/python3 "$HERE/faults.py" "$ADMIN" clear >/dev/null || fail "faults.py clear"
 printf 'accepted\n' | timeout 60 kcat -P -b "$BOOT" -t "$FTOPIC" -p 0 || fail "kcat produce after the faults were cleared"
 log "faults over HTTP (faults.py): kcat saw the injected TOPIC_AUTHORIZATION_FAILED, then produced once cleared"
+# The etcd mode's faults from confluent-kafka (its own up --coordinators 3):
+# a paused coordinator, the producer's commit through its successor.
+bash "$HERE/faults_etcd.sh" "$WORK/txncoord" "$VERIFY" || fail "etcd-mode faults from confluent-kafka (faults_etcd.sh)"
 
 # --- up --secure: the kcat recipe it prints, run as printed --------------
 bash "$HERE/secure_kcat.sh" "$WORK/txncoord" "$VERIFY" "$WORK" || fail "the printed --secure kcat recipe"
