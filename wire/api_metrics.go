@@ -19,9 +19,11 @@ import (
 // ErrorsPerSec, TotalTimeMs per request type and version). They sit on
 // every request's path, so a node resolves each (api, version) child once,
 // on its first request, and keeps it in a fixed table read with one atomic
-// load: a request allocates nothing for them. Only requests read from a
-// connection are counted, not the in-process calls between the nodes of
-// one process (LocalClient), which in separate processes are connections.
+// load: a request allocates nothing for them. The in-process calls
+// between the nodes of one process (LocalClient: a leader's registrations,
+// the markers, the controller's forwards in `txncoord up`) are counted in
+// the same series as requests read from a connection, as they are
+// connections between separate processes.
 
 // RequestMetrics are a process's per-API series, labelled by node; one per
 // registry (every node of `txncoord up` shares it).
@@ -38,7 +40,7 @@ func NewRequestMetrics(reg prometheus.Registerer) *RequestMetrics {
 	labels := []string{"node", "api", "version"}
 	m := &RequestMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "txncoord_requests_total",
-			Help: "Kafka requests read from a connection and queued for an answer, by node, API and version."}, labels),
+			Help: "Kafka requests read from a connection (or called in-process by another node of the process) and queued for an answer, by node, API and version."}, labels),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "txncoord_request_errors_total",
 			Help: "Error codes other than NONE in the responses, by node, API, version and error: one per partition, transaction or group entry that carries it, as Kafka's ErrorsPerSec counts."},
 			append(labels, "error")),

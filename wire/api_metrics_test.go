@@ -80,6 +80,39 @@ func TestRequestMetrics(t *testing.T) {
 	if got := valueOf(t, reg, "txncoord_request_errors_total", node, "AddPartitionsToTxn", "3", "CONCURRENT_TRANSACTIONS"); got != 6 {
 		t.Errorf("CONCURRENT_TRANSACTIONS %v, want 6 (2 partitions x 3 requests)", got)
 	}
+	if observed := latencySamples(t, reg, "AddPartitionsToTxn"); observed != 3 {
+		t.Errorf("latency samples of AddPartitionsToTxn %d, want 3", observed)
+	}
+}
+
+// TestRequestMetricsInProcess: a call through LocalClient (how the nodes
+// of `txncoord up` reach each other) counts in the same series as a
+// request over a connection: its request, its latency, each error code.
+func TestRequestMetricsInProcess(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := startWithRequestMetrics(t, reg)
+	local := c.Coordinator().Server.Local("")
+	for range 2 {
+		if _, err := local.Do(context.Background(), addPartitionsRequest()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn := dialRaw(t, c.Coordinator().Server.Addr().String())
+	conn.roundTrip(addPartitionsRequest(), 1)
+	if got := valueOf(t, reg, "txncoord_requests_total", "0", "AddPartitionsToTxn", "3", ""); got != 3 {
+		t.Errorf("AddPartitionsToTxn v3 requests %v, want 3 (2 in-process, 1 over a connection)", got)
+	}
+	if got := valueOf(t, reg, "txncoord_request_errors_total", "0", "AddPartitionsToTxn", "3", "CONCURRENT_TRANSACTIONS"); got != 6 {
+		t.Errorf("CONCURRENT_TRANSACTIONS %v, want 6 (2 partitions x 3 calls)", got)
+	}
+	if got := latencySamples(t, reg, "AddPartitionsToTxn"); got != 3 {
+		t.Errorf("latency samples of AddPartitionsToTxn %d, want 3", got)
+	}
+}
+
+// latencySamples is the number of latency samples of api in reg.
+func latencySamples(t *testing.T, reg *prometheus.Registry, api string) uint64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -90,14 +123,12 @@ func TestRequestMetrics(t *testing.T) {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if labelsOf(m.GetLabel())["api"] == "AddPartitionsToTxn" {
+			if labelsOf(m.GetLabel())["api"] == api {
 				observed += m.GetHistogram().GetSampleCount()
 			}
 		}
 	}
-	if observed != 3 {
-		t.Errorf("latency samples of AddPartitionsToTxn %d, want 3", observed)
-	}
+	return observed
 }
 
 type labelPair interface {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -39,14 +40,44 @@ import (
 
 // resolveLocal runs an in-process call's Reply and ends the call (a
 // method, not a closure: the inline path is every registration of `up`).
-func (s *Server) resolveLocal(r *Request, reply Reply) (kmsg.Response, error) {
+func (s *Server) resolveLocal(r *Request, reply Reply, m localMetrics) (kmsg.Response, error) {
 	defer s.wg.Done()
 	resp, err := resolveReply(r.Key, r.Version, reply)
+	m.answered(resp)
 	if err != nil {
 		r.Logger().Error().Err(err).Str("reason", "request failed").Msg("in-process request failed")
 		return nil, fmt.Errorf("wire: in-process %s: %w", kmsg.NameForKey(r.Key), err)
 	}
 	return resp, nil
+}
+
+// localMetrics are an in-process call's per-API series: counted as a
+// request read from a connection is, so a node's series show the calls of
+// the other nodes of its process (registrations, markers, forwards) as
+// they would show them from separate processes.
+type localMetrics struct {
+	n      *NodeRequestMetrics
+	series *apiSeries
+	key    int16
+	ver    int16
+	start  time.Time
+}
+
+func (s *Server) localMetrics(key, version int16) localMetrics {
+	series := s.cfg.Requests.series(key, version)
+	if series == nil {
+		return localMetrics{}
+	}
+	series.requests.Inc()
+	return localMetrics{n: s.cfg.Requests, series: series, key: key, ver: version, start: time.Now()}
+}
+
+// answered ends the call's time and counts resp's error codes (nil: none
+// answered).
+func (m localMetrics) answered(resp kmsg.Response) {
+	if m.series != nil {
+		m.n.answered(m.series, m.key, m.ver, m.start, resp)
+	}
 }
 
 // ErrServerClosed is returned by LocalClient.Do once the server's Shutdown
@@ -288,6 +319,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	s.mu.Unlock()
 
 	req.SetVersion(version)
+	m := s.localMetrics(key, version)
 	r := &Request{
 		Body: req, Key: key, Version: version, Remote: localAddr{}, ConnID: connIDs.Add(1), Principal: c.principal,
 		ClientID: c.clientID, Stopping: s.draining, Log: s.cfg.Log, sec: s.sec, inProcess: true, callerLog: c.from,
@@ -298,6 +330,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		var answer Reply
 		var drop bool
 		if fault, answer, drop = s.faultBefore(ctx.Done(), r, req); drop {
+			m.answered(nil)
 			s.wg.Done()
 			return nil, fmt.Errorf("wire: in-process %s: dropped by an injected fault", kmsg.NameForKey(key))
 		}
@@ -313,6 +346,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	default:
 		var err error
 		if reply, err = s.callHandler(callerValues{Context: s.ctx, caller: ctx}, r); err != nil {
+			m.answered(nil)
 			s.wg.Done()
 			r.Logger().Error().Err(err).Str("reason", "handler failed").Msg("in-process request failed")
 			return nil, fmt.Errorf("wire: in-process %s: %w", kmsg.NameForKey(key), err)
@@ -320,7 +354,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	}
 	reply = s.faultAfter(fault, ctx.Done(), reply)
 	if ctx.Done() == nil || c.inline {
-		return s.resolveLocal(r, reply)
+		return s.resolveLocal(r, reply, m)
 	}
 	type result struct {
 		resp kmsg.Response
@@ -328,7 +362,7 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	}
 	done := make(chan result, 1)
 	go func() {
-		resp, err := s.resolveLocal(r, reply)
+		resp, err := s.resolveLocal(r, reply, m)
 		done <- result{resp, err}
 	}()
 	select {
