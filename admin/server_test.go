@@ -326,3 +326,41 @@ func TestServerTimeouts(t *testing.T) {
 		t.Fatalf("idle connection closed after %v, idle timeout 200ms", idle)
 	}
 }
+
+// TestDownAndRebind: while the node behind the API is down, the paths
+// that live beside it answer and every other one is 503 with the reason
+// as JSON (the token still required); Rebind serves a new backend.
+func TestDownAndRebind(t *testing.T) {
+	old := &fakeBackend{txns: map[string]Txn{"old": {TransactionalID: "old", State: "Ongoing"}}}
+	s, err := Start("127.0.0.1:0", old, prometheus.NewRegistry(), Auth{Token: "s3cret"}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	ctx := context.Background()
+	api := NewClientWithToken(s.URL(), "s3cret")
+	s.Down(errors.New("node 0 is killed"))
+	var apiErr *APIError
+	if _, err := api.Transactions(ctx, ListFilter{}); !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable || !strings.Contains(err.Error(), "node 0 is killed") {
+		t.Fatalf("GET /v1/transactions while down: %v, want 503 naming why", err)
+	}
+	if _, err := NewClient(s.URL()).Transactions(ctx, ListFilter{}); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("without token while down: %v, want HTTP 401", err)
+	}
+	for _, path := range []string{"/metrics", "/healthz"} {
+		if _, err := api.Raw(ctx, path); err != nil {
+			t.Errorf("GET %s while down: %v", path, err)
+		}
+	}
+	// /v1/faults survives: the fake backend takes no faults, so it is the
+	// routes' own 404, not the 503.
+	if _, err := api.Faults(ctx); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Fatalf("GET /v1/faults while down: %v, want the routes' 404", err)
+	}
+	s.Rebind(&fakeBackend{txns: map[string]Txn{"new": {TransactionalID: "new", State: "Ongoing"}}})
+	s.Down(nil)
+	txns, err := api.Transactions(ctx, ListFilter{})
+	if err != nil || len(txns) != 1 || txns[0].TransactionalID != "new" {
+		t.Fatalf("after Rebind: %+v %v, want the new backend's", txns, err)
+	}
+}
