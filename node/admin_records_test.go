@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txncoord/txncoord/admin"
@@ -23,13 +22,7 @@ import (
 // (DescribeProducers at the leader). A page of the transactions list
 // comes from the node's own pager, with the totals of every match.
 func TestRecordBrowserAdmin(t *testing.T) {
-	f, lns := twoLeaderFile(t)
-	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, AdminListen: "127.0.0.1:0",
-		MarkerVersionDiscovery: true, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopWithin(t, e.Stop) })
+	_, e := startTwoLeadersAdmin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	produce := func(id string, commit *bool) {
@@ -72,6 +65,7 @@ func TestRecordBrowserAdmin(t *testing.T) {
 	}
 	// The markers are written after EndTxn answers: wait for both.
 	var page admin.RecordPage
+	var err error
 	want := "0:rb-commit-0=committed 1:rb-commit-1=committed 2:COMMIT 3:rb-abort-0=aborted 4:rb-abort-1=aborted 5:ABORT 6:rb-open-0=open 7:rb-open-1=open "
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		page, err = api.Records(ctx, admin.RecordsQuery{Topic: "orders", Partition: 0, Offset: -1})

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txncoord/txncoord/admin"
@@ -17,13 +16,7 @@ import (
 // LSO stays at the transaction's first offset below the HW; after the
 // commit (its marker written) LSO and HW are equal past the marker.
 func TestTopicOffsetsAdmin(t *testing.T) {
-	f, lns := twoLeaderFile(t)
-	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, AdminListen: "127.0.0.1:0",
-		MarkerVersionDiscovery: true, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopWithin(t, e.Stop) })
+	_, e := startTwoLeadersAdmin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Bootstrap()), kgo.TransactionalID("offsets-txn"), kgo.DefaultProduceTopic("orders"),

@@ -49,13 +49,7 @@ func getStatus(t *testing.T, url string) (int, string) {
 // committing through the kill (new clients after errors) leaves a history
 // with 0 anomalies, every value committed before the kill read after it.
 func TestFaultsKillNode0Single(t *testing.T) {
-	f, lns := twoLeaderFile(t)
-	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, AdminListen: "127.0.0.1:0",
-		MarkerVersionDiscovery: true, Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopWithin(t, e.Stop) })
+	f, e := startTwoLeadersAdmin(t)
 	seeds := []string{f.Coordinator.Addr, f.Leaders[0].Addr, f.Leaders[1].Addr}
 	killNode0(t, e, seeds, "kill-node0")
 }

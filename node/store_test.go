@@ -55,6 +55,20 @@ func startTwoLeaders(t *testing.T) (*cluster.File, *Embedded) {
 	return f, e
 }
 
+// startTwoLeadersAdmin is startTwoLeaders with the admin API on a free
+// loopback port and marker version discovery on.
+func startTwoLeadersAdmin(t *testing.T) (*cluster.File, *Embedded) {
+	t.Helper()
+	f, lns := twoLeaderFile(t)
+	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: lns, AdminListen: "127.0.0.1:0",
+		MarkerVersionDiscovery: true, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopWithin(t, e.Stop) })
+	return f, e
+}
+
 func stopWithin(t *testing.T, stop func(context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -39,23 +38,8 @@ transaction_state_partitions: 6
 	}
 	adminURL := func(id int) string { return "http://127.0.0.1:" + strconv.Itoa(base+3+id) }
 	for id := range 2 {
-		cmd := exec.Command(txncoordBinary(t), "coordinator", "--cluster", file, "--node-id", strconv.Itoa(id),
+		startNodeProcess(t, fmt.Sprintf("coordinator %d", id), "coordinator", "--cluster", file, "--node-id", strconv.Itoa(id),
 			"--data-dir", filepath.Join(dir, "data-"+strconv.Itoa(id)), "--admin-listen", strings.TrimPrefix(adminURL(id), "http://"))
-		cmd.Env = envWithout()
-		stderr := &strings.Builder{}
-		cmd.Stderr = &lockedWriter{w: stderr}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			<-done
-			if t.Failed() {
-				t.Logf("coordinator %d stderr:\n%s", id, stderr.String())
-			}
-		})
 	}
 	owned := func() map[int32]int {
 		var cs []admin.CoordinatorStatus

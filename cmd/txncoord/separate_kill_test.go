@@ -45,22 +45,7 @@ topics:
 	run := func(id int, args ...string) {
 		args = append(args, "--cluster", file, "--data-dir", filepath.Join(dir, "data-"+strconv.Itoa(id)),
 			"--admin-listen", strings.TrimPrefix(adminURL(id), "http://"))
-		cmd := exec.Command(txncoordBinary(t), args...)
-		cmd.Env = envWithout()
-		stderr := &strings.Builder{}
-		cmd.Stderr = &lockedWriter{w: stderr}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			<-done
-			if t.Failed() {
-				t.Logf("node %d stderr:\n%s", id, stderr.String())
-			}
-		})
+		startNodeProcess(t, fmt.Sprintf("node %d", id), args...)
 		waitFor(t, fmt.Sprintf("node %d's admin listener", id), func() bool {
 			resp, err := http.Get(adminURL(id) + "/healthz")
 			if err != nil {
@@ -102,4 +87,26 @@ topics:
 		t.Errorf("a leader's admin listener answered GET /v1/transactions with %d, want 404 (it serves only faults, metrics, health)", code)
 	}
 	historytest.Check(t, addr(0), c.Finish())
+}
+
+// startNodeProcess runs txncoord with args until the test ends (SIGKILL
+// then), its stderr logged as label's if the test failed.
+func startNodeProcess(t *testing.T, label string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(txncoordBinary(t), args...)
+	cmd.Env = envWithout()
+	stderr := &strings.Builder{}
+	cmd.Stderr = &lockedWriter{w: stderr}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", label, stderr.String())
+		}
+	})
 }

@@ -526,18 +526,14 @@ func coordinatorCommand() *cli.Command {
 				return err
 			}
 			adminURL := "none"
-			var adm *admin.Server
-			if a := c.String("admin-listen"); a != "" {
-				token, open, err := node.AdminToken(view.File())
-				if err != nil {
-					own.Stop(context.Background())
-					return err
-				}
+			adm, err := startProcessAdmin(c, view, own.Stop, func(a string, auth admin.Auth) (*admin.Server, error) {
 				metrics.MustRegister(admin.LagCollectorOf(own.Backend))
-				if adm, err = admin.Start(a, own.Backend(), metrics, admin.Auth{Token: token, Open: open}, logger); err != nil {
-					own.Stop(context.Background())
-					return err
-				}
+				return admin.Start(a, own.Backend(), metrics, auth, logger)
+			})
+			if err != nil {
+				return err
+			}
+			if adm != nil {
 				own.ServeAdmin(adm)
 				adminURL = adm.URL()
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -619,17 +615,13 @@ func leaderCommand() *cli.Command {
 				own.Stop(context.Background())
 				return err
 			}
-			var adm *admin.Server
-			if a := c.String("admin-listen"); a != "" {
-				token, open, err := node.AdminToken(view.File())
-				if err != nil {
-					own.Stop(context.Background())
-					return err
-				}
-				if adm, err = admin.StartFaults(a, injected, metrics, admin.Auth{Token: token, Open: open}, logger); err != nil {
-					own.Stop(context.Background())
-					return err
-				}
+			adm, err := startProcessAdmin(c, view, own.Stop, func(a string, auth admin.Auth) (*admin.Server, error) {
+				return admin.StartFaults(a, injected, metrics, auth, logger)
+			})
+			if err != nil {
+				return err
+			}
+			if adm != nil {
 				fmt.Fprintf(c.App.Writer, "txncoord ready leader=%d addr=%s admin=%s\n", l.Node.NodeID, l.Server.Addr(), adm.URL())
 			} else {
 				fmt.Fprintf(c.App.Writer, "txncoord ready leader=%d addr=%s\n", l.Node.NodeID, l.Server.Addr())
@@ -643,6 +635,25 @@ func leaderCommand() *cli.Command {
 			})
 		},
 	}
+}
+
+// startProcessAdmin starts the admin listener of a coordinator or leader
+// process on --admin-listen (none when it is ""), behind the cluster
+// file's token; on an error it stops the node.
+func startProcessAdmin(c *cli.Context, view *cluster.View, stop func(context.Context) error, start func(addr string, auth admin.Auth) (*admin.Server, error)) (*admin.Server, error) {
+	a := c.String("admin-listen")
+	if a == "" {
+		return nil, nil
+	}
+	token, open, err := node.AdminToken(view.File())
+	if err == nil {
+		var adm *admin.Server
+		if adm, err = start(a, admin.Auth{Token: token, Open: open}); err == nil {
+			return adm, nil
+		}
+	}
+	stop(context.Background())
+	return nil, err
 }
 
 // checkNodeLayout refuses to start a coordinator or leader process on a data

@@ -29,29 +29,28 @@ class Protocol(logging.Handler):
             self.errors.append(msg)
 
 
-def main():
-    bootstrap, topic, partitions = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    log = logging.getLogger("librdkafka")
-    log.setLevel(logging.DEBUG)
-    proto = Protocol()
-    log.addHandler(proto)
-    c = Consumer({
+def read_committed(bootstrap, topic, partitions, group, timeout=60, logger=None, failed=lambda: None):
+    """Reads every partition of topic read_committed from the beginning
+    (assign()) until each reported EOF; returns the values. Raises
+    RuntimeError on a consumer error, when failed() names one, or without
+    EOF within timeout seconds."""
+    conf = {
         "bootstrap.servers": bootstrap,
-        "group.id": "interop-confluent-consumer",  # needed by the client; assign() uses no group
+        "group.id": group,  # needed by the client; assign() uses no group
         "isolation.level": "read_committed",
         "enable.partition.eof": True,
         "enable.auto.commit": False,
-    }, logger=log)
+    }
+    c = Consumer(conf, logger=logger) if logger else Consumer(conf)
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    eof = set()
-    deadline = time.monotonic() + 60
+    eof, values = set(), []
+    deadline = time.monotonic() + timeout
     while len(eof) < partitions:
         if time.monotonic() > deadline:
-            print(f"no EOF on partitions {sorted(set(range(partitions)) - eof)} within 60 s", file=sys.stderr)
-            return 1
-        if proto.errors:
-            print(f"librdkafka protocol error: {proto.errors[0]}", file=sys.stderr)
-            return 1
+            raise RuntimeError(f"no EOF on partitions {sorted(set(range(partitions)) - eof)} within {timeout} s")
+        why = failed()
+        if why:
+            raise RuntimeError(why)
         m = c.poll(0.5)
         if m is None:
             continue
@@ -59,13 +58,29 @@ def main():
             if m.error().code() == KafkaError._PARTITION_EOF:
                 eof.add(m.partition())
                 continue
-            print(f"consumer error: {m.error()}", file=sys.stderr)
-            return 1
-        print(m.value().decode())
+            raise RuntimeError(f"consumer error: {m.error()}")
+        values.append(m.value().decode())
     c.close()
-    if proto.errors:
-        print(f"librdkafka protocol error: {proto.errors[0]}", file=sys.stderr)
+    why = failed()
+    if why:
+        raise RuntimeError(why)
+    return values
+
+
+def main():
+    bootstrap, topic, partitions = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    log = logging.getLogger("librdkafka")
+    log.setLevel(logging.DEBUG)
+    proto = Protocol()
+    log.addHandler(proto)
+    try:
+        values = read_committed(bootstrap, topic, partitions, "interop-confluent-consumer", logger=log,
+                                failed=lambda: proto.errors and f"librdkafka protocol error: {proto.errors[0]}")
+    except RuntimeError as e:
+        print(e, file=sys.stderr)
         return 1
+    for v in values:
+        print(v)
     return 0
 
 

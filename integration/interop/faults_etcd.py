@@ -19,8 +19,9 @@ or not at all. Exits 1 on any failure.
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition, OFFSET_BEGINNING
+from confluent_kafka import KafkaException, Producer
 
+from confluent_consumer import read_committed
 from faults import call
 
 TID = "interop-etcd-faults"
@@ -95,32 +96,6 @@ class Run:
             self.new_producer()
             return False
 
-    def read_committed(self):
-        c = Consumer({
-            "bootstrap.servers": self.bootstrap,
-            "group.id": "interop-etcd-faults-check",  # needed by the client; assign() uses no group
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        })
-        c.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in range(self.partitions)])
-        eof, read = set(), []
-        deadline = time.monotonic() + 90
-        while len(eof) < self.partitions:
-            if time.monotonic() > deadline:
-                fail(f"no EOF on partitions {sorted(set(range(self.partitions)) - eof)} within 90 s")
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            if m.error():
-                if m.error().code() == KafkaError._PARTITION_EOF:
-                    eof.add(m.partition())
-                    continue
-                fail(f"consumer error: {m.error()}")
-            read.append(m.value().decode())
-        c.close()
-        return read
-
 
 def coordinator_of(admin):
     return call(admin, "GET", "/v1/transactions/" + TID)["coordinator_id"]
@@ -153,7 +128,10 @@ def main():
         fail("faults left after DELETE /v1/faults")
     run.txn(commit=False)
     run.txn(commit=True)
-    read = run.read_committed()
+    try:
+        read = read_committed(bootstrap, topic, partitions, "interop-etcd-faults-check", timeout=90)
+    except RuntimeError as e:
+        fail(str(e))
     counts = {}
     for v in read:
         counts[v] = counts.get(v, 0) + 1
