@@ -36,6 +36,8 @@ func faultCommand() *cli.Command {
 					"   txncoord fault add --kind drop_response --node 1 --api-key 0 --count 1            # the write happens, the answer is lost\n" +
 					"   txncoord fault add --kind pause --node 2 --for 30s\n" +
 					"   txncoord fault add --kind kill --node 1                                           # up: leader 1 down until fault clear\n" +
+					"   txncoord fault add --kind kill --node 0                                           # node 0 down; this API answers the faults, 503 elsewhere\n" +
+					"   txncoord fault add --admin http://127.0.0.1:9645 --kind kill --node 2             # a leader process (leader --admin-listen 127.0.0.1:9645)\n" +
 					"   txncoord fault add --kind hold_markers --node 1                                   # then: fault list, fault clear --id N, fault replay --marker M",
 				Flags: adminFlags(
 					&cli.StringFlag{Name: "kind", EnvVars: env("kind"), Usage: "one of " + strings.Join(kinds, ", ")},
