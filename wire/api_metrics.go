@@ -23,7 +23,9 @@ import (
 // between the nodes of one process (LocalClient: a leader's registrations,
 // the markers, the controller's forwards in `txncoord up`) are counted in
 // the same series as requests read from a connection, as they are
-// connections between separate processes.
+// connections between separate processes; so are a node's calls to
+// itself (markers to its own __consumer_offsets, the group coordinator's
+// AddPartitionsToTxn), which Kafka's broker sends over its network client.
 
 // RequestMetrics are a process's per-API series, labelled by node; one per
 // registry (every node of `txncoord up` shares it).
