@@ -3,6 +3,7 @@ package topics
 import (
 	"fmt"
 
+	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/storage"
 )
 
@@ -124,4 +125,26 @@ func (c *Controller) loadRecords(recs Records) (map[string]state, error) {
 		return nil
 	})
 	return out, err
+}
+
+// Show puts one record into v as a controller publishes it: for a node
+// that shows records it does not write (a process's view loaded from etcd
+// before its leaders recover, while no controller has loaded them yet).
+func Show(v *cluster.View, raw []byte) error {
+	if len(raw) > 0 && raw[0] == groupConfigVersion {
+		group, configs, err := decodeGroupConfigs(raw)
+		if err != nil {
+			return err
+		}
+		if len(configs) > 0 {
+			v.SetGroupConfigs(group, configs)
+		}
+		return nil
+	}
+	s, err := decodeState(raw)
+	if err != nil {
+		return err
+	}
+	(&Controller{view: v}).publish(s)
+	return nil
 }
