@@ -88,17 +88,43 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	parts := cfg.View.TransactionStatePartitions()
 	c.Etcd = txnetcd.NewStore(c.etcdClient, txnetcd.Options{Layout: layout, Partitions: parts})
 
-	controller := self.NodeID == cfg.View.Coordinator().NodeID
+	node0 := self.NodeID == cfg.View.Coordinator().NodeID
+	// leased: the controller moves between coordinators under its etcd
+	// lease (its records in etcd); otherwise (a controller passed in)
+	// node 0 runs it and the others forward to node 0.
+	leased := cfg.Controller == nil
+	controller := node0 && !leased
 	var ownServer atomic.Pointer[wire.Server]
-	if controller {
+	switch {
+	case controller:
 		if err := c.openController(cfg, log); err != nil {
 			return nil, err
 		}
 		cleanup = append(cleanup, c.closeController)
-		if err := c.adoptSingleCoordinatorIDs(cfg, log); err != nil {
-			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
+	case node0 && cfg.Shared == nil:
+		// Node 0's data dir keeps the security metadata (ACLs, SCRAM
+		// credentials, quotas, features), served by node 0 alone; its
+		// topics, if a single coordinator wrote them, are copied into
+		// etcd once.
+		if c.ownStore, err = openCoordinatorStore(cfg); err != nil {
+			return nil, fmt.Errorf("coordinator: %w", err)
 		}
-	} else if cfg.Shared == nil {
+		cleanup = append(cleanup, func() { c.ownStore.Close(); c.ownStore = nil })
+		if err := cfg.View.AuthMeta().Open(c.ownStore, log); err != nil {
+			return nil, fmt.Errorf("coordinator: %w", err)
+		}
+		cleanup = append(cleanup, func() { cfg.View.AuthMeta().Close() })
+		c.ownAuth = true
+		recs, err := topics.SpaceRecords(c.ownStore)
+		if err != nil {
+			return nil, fmt.Errorf("coordinator: %w", err)
+		}
+		err = seedControllerRecords(c.etcdClient, cfg.View, recs, log)
+		recs.Close()
+		if err != nil {
+			log.Warn().Err(err).Msg("the topics of this data dir's single coordinator were not copied into etcd: they stay behind")
+		}
+	case cfg.Shared == nil:
 		// Its data dir holds no state, but it is this node's: created and
 		// locked as node 0's, so two processes never share one (and the
 		// layout guard's meta.properties sits beside the lock).
@@ -106,16 +132,47 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
 		}
 		cleanup = append(cleanup, func() { c.dirLock.Close() })
+		relaySCRAM(sec, cfg.View, dial)
+	}
+	if node0 {
+		if err := c.adoptSingleCoordinatorIDs(cfg, log); err != nil {
+			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
+		}
+	}
+	if leased {
+		if c.ctl, err = startControllerHolder(c.etcdClient, cfg.View, self, cfg.LeaseTTL, log); err != nil {
+			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
+		}
+		cleanup = append(cleanup, func() { c.ctl.Close() })
+	}
+	if cfg.Shared == nil && !controller {
 		// A process of its own learns topics from the controller (the
 		// marker sender needs every partition's leader), as a leader
-		// process does: one sync before serving, best effort.
-		c.follower = topics.NewFollower(topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log})
-		relaySCRAM(sec, cfg.View, dial)
+		// process does, while it does not run the controller itself:
+		// one sync before serving, best effort.
+		fc := topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log}
+		if leased {
+			fc.Target = c.ctl.holderAddr
+			fc.Serving = func() bool { return c.ctl.Current() != nil }
+		}
+		c.follower = topics.NewFollower(fc)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		c.follower.Sync(ctx, nil, nil)
 		cancel()
 		c.follower.Start(func() map[string]int32 { return nil }, func(string) error { return nil })
 		cleanup = append(cleanup, c.follower.Close)
+		if leased {
+			// Auto-creation: by the controller this node runs, else
+			// asked of the holder.
+			follower := c.follower
+			cfg.View.SetCreator(func(name string) (cluster.Topic, error) {
+				if ctl := c.ctl.Current(); ctl != nil {
+					return ctl.AutoCreate(name)
+				}
+				return follower.AutoCreate(name)
+			})
+			cfg.View.SetController(c.ctl.holderNode)
+		}
 	}
 
 	if c.Member, err = ownership.Start(ownership.Config{Client: c.etcdClient, Layout: layout, NodeID: self.NodeID,
@@ -158,9 +215,15 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		cfg.View.SetLiveCoordinators(c.liveCoordinators)
 	}
 
+	// The security metadata's requests go to node 0; the controller's
+	// to the holder of its lease (leased) or node 0.
 	forward, synced := cfg.Forward, func(context.Context) {}
 	if forward == nil {
 		forward = topics.DialForward(cfg.View.Coordinator().Addr, dial)
+	}
+	ctlForward := forward
+	if leased && cfg.Forward == nil {
+		ctlForward = topics.DialForwardTo(c.ctl.forwardAddr(self), dial)
 	}
 	if c.follower != nil {
 		synced = func(ctx context.Context) { c.follower.Refresh(ctx) }
@@ -168,13 +231,16 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	c.Server, err = listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, requestMetrics(cfg.Requests, cfg.Metrics), log, func(reg *wire.Registry) {
 		c.Router.Register(reg)
 		groups.RegisterSwitch(reg, self.KafkaVersion, c.groups.Current)
-		if controller {
+		switch {
+		case controller:
 			c.Controller.Register(reg)
-		} else {
+		case leased:
+			topics.RegisterSwitch(reg, c.ctl.Current, ctlForward, synced)
+		default:
 			topics.RegisterForward(reg, forward, synced)
-			if c.follower != nil { // a process of its own: the security metadata is the controller's
-				cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(forward), synced)
-			}
+		}
+		if c.follower != nil && !node0 { // a process of its own: the security metadata is node 0's
+			cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(forward), synced)
 		}
 	})
 	if err != nil {

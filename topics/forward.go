@@ -100,12 +100,22 @@ func changed(body kmsg.Request) bool {
 // connection to the controller at addr per request (these requests are
 // rare), with the cluster's dial settings, carrying the client's id.
 func DialForward(addr string, dial wire.DialConfig) ForwardFunc {
+	return DialForwardTo(func() (string, error) { return addr, nil }, dial)
+}
+
+// DialForwardTo is DialForward to the address addr names at each request
+// (the holder of the controller's lease); its error fails the forward.
+func DialForwardTo(addr func() (string, error), dial wire.DialConfig) ForwardFunc {
 	return func(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
 		clientID := "txncoord-forward"
 		if req.ClientID != nil && *req.ClientID != "" {
 			clientID = *req.ClientID
 		}
-		cl, err := wire.DialWith(ctx, addr, clientID, dial)
+		to, err := addr()
+		if err != nil {
+			return nil, err
+		}
+		cl, err := wire.DialWith(ctx, to, clientID, dial)
 		if err != nil {
 			return nil, err
 		}

@@ -29,6 +29,12 @@ type FollowerConfig struct {
 	View *cluster.View
 	// Addr is the controller's (the coordinator node's) address.
 	Addr string
+	// Target, optional, names the controller's address now (the holder
+	// of the controller's etcd lease); false: Addr.
+	Target func() (string, bool)
+	// Serving, optional, reports that this process runs the controller
+	// now: the follower then neither polls nor auto-creates through it.
+	Serving func() bool
 	Dial wire.DialConfig
 	// Interval between polls (default 250 ms): a topic the controller
 	// created shows in this node's Metadata within about that long, a
@@ -62,8 +68,9 @@ type Follower struct {
 	cfg FollowerConfig
 	log zerolog.Logger
 
-	mu    sync.Mutex // one exchange at a time; guards cl and seen
-	cl    *wire.Client
+	mu     sync.Mutex // one exchange at a time; guards cl and seen
+	cl     *wire.Client
+	clAddr string // the address cl is connected to
 	seen  map[string][16]byte // topics as the controller last listed them
 	first bool                // the first successful sync is still to come
 	polls int                 // syncs so far: every configEvery-th fetches every topic's configs
@@ -88,7 +95,7 @@ func NewFollower(cfg FollowerConfig) *Follower {
 // those the controller does not know, and drop is called for those it
 // deleted that are not in the view.
 func (f *Follower) Start(held func() map[string]int32, drop func(topic string) error) {
-	f.cfg.View.SetCreator(f.autoCreate)
+	f.cfg.View.SetCreator(f.AutoCreate)
 	f.cfg.View.SetMissHook(func(string) { f.Kick() })
 	go f.loop(held, drop)
 }
@@ -126,15 +133,18 @@ func (f *Follower) loop(held func() map[string]int32, drop func(string) error) {
 	defer tick.Stop()
 	failing := false
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := f.Sync(ctx, held, drop)
-		cancel()
+		var err error
+		if f.cfg.Serving == nil || !f.cfg.Serving() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err = f.Sync(ctx, held, drop)
+			cancel()
+		}
 		switch {
 		case err != nil && !failing:
-			f.log.Warn().Err(err).Str("controller", f.cfg.Addr).Msg("cannot learn topics from the controller; retrying")
+			f.log.Warn().Err(err).Str("controller", f.addr()).Msg("cannot learn topics from the controller; retrying")
 			failing = true
 		case err == nil && failing:
-			f.log.Info().Str("controller", f.cfg.Addr).Msg("learning topics from the controller again")
+			f.log.Info().Str("controller", f.addr()).Msg("learning topics from the controller again")
 			failing = false
 		}
 		select {
@@ -152,22 +162,37 @@ func (f *Follower) loop(held func() map[string]int32, drop func(string) error) {
 	}
 }
 
+// addr is the controller's address now.
+func (f *Follower) addr() string {
+	if f.cfg.Target != nil {
+		if a, ok := f.cfg.Target(); ok {
+			return a
+		}
+	}
+	return f.cfg.Addr
+}
+
 // do sends req to the controller, dialing if needed.
 func (f *Follower) do(ctx context.Context, req kmsg.Request, clientID string) (kmsg.Response, error) {
+	addr := f.addr()
 	if clientID != "" { // a connection of its own, for its client id
-		cl, err := wire.DialWith(ctx, f.cfg.Addr, clientID, f.cfg.Dial)
+		cl, err := wire.DialWith(ctx, addr, clientID, f.cfg.Dial)
 		if err != nil {
 			return nil, err
 		}
 		defer cl.Close()
 		return cl.Do(ctx, req)
 	}
+	if f.cl != nil && f.clAddr != addr { // the controller moved
+		f.cl.Close()
+		f.cl = nil
+	}
 	if f.cl == nil {
-		cl, err := wire.DialWith(ctx, f.cfg.Addr, "txncoord-topics-follower", f.cfg.Dial)
+		cl, err := wire.DialWith(ctx, addr, "txncoord-topics-follower", f.cfg.Dial)
 		if err != nil {
 			return nil, err
 		}
-		f.cl = cl
+		f.cl, f.clAddr = cl, addr
 	}
 	resp, err := f.cl.Do(ctx, req)
 	if err != nil {
@@ -462,9 +487,9 @@ func (f *Follower) adoptLocked(ctx context.Context, listed map[string]cluster.To
 	return nil
 }
 
-// autoCreate is the view's creator on a follower: the controller creates
+// AutoCreate is the view's creator on a follower: the controller creates
 // the topic (or refuses), and the view learns it from the answer.
-func (f *Follower) autoCreate(name string) (cluster.Topic, error) {
+func (f *Follower) AutoCreate(name string) (cluster.Topic, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	f.mu.Lock()
