@@ -165,17 +165,22 @@ func (e *Embedded) openLeasedController() error {
 }
 
 // controllerHolder is the coordinator of this process holding the
-// controller's lease as the first running coordinator's member sees it.
+// controller's lease: of the holders the running coordinators' members
+// see, the one at the highest epoch (a paused member still sees the
+// holder it knew).
 func (e *Embedded) controllerHolder() (int32, bool) {
 	e.coordsMu.Lock()
 	defer e.coordsMu.Unlock()
+	holder, best := int32(0), int32(-1)
 	for _, co := range e.Coordinators {
-		if co.ctl != nil && co.ctl.member.Err() == nil {
-			id, _, ok := co.ctl.Holder()
-			return id, ok
+		if co.ctl == nil || co.ctl.member.Err() != nil {
+			continue
+		}
+		if id, epoch, ok := co.ctl.Holder(); ok && epoch > best {
+			holder, best = id, epoch
 		}
 	}
-	return 0, false
+	return holder, best >= 0
 }
 
 // runningController is the controller a coordinator of this process runs.

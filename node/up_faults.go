@@ -14,8 +14,7 @@ import (
 // again on its state, as a stopped and restarted process: while it is
 // down its address refuses connections. A leader's markers then reach it
 // over TCP (refused, retried) instead of in-process; a coordinator of the
-// etcd mode other than node 0 (which serves the admin API and the
-// controller) stops as a shutdown does, its leases revoked, and the others
+// etcd mode other than node 0 (which serves the admin API) stops as a shutdown does, its leases revoked, and the others
 // take its partitions over; restarted, it claims its share again. A Pause
 // of an etcd-mode coordinator stops its etcd keepalives too, as SIGSTOP
 // would: its leases lapse and the others take over.
@@ -48,14 +47,18 @@ func (e *Embedded) killLifecycle() faults.Lifecycle {
 	}
 }
 
-// PauseLeases stops or resumes the node's etcd keepalives (partitions and
-// the group coordinator's lease); nothing without etcd.
+// PauseLeases stops or resumes the node's etcd keepalives (partitions,
+// the group coordinator's and the controller's leases); nothing without
+// etcd.
 func (c *Coordinator) PauseLeases(paused bool) {
 	if c.Member != nil {
 		c.Member.SetPaused(paused)
 	}
 	if c.groups != nil {
 		c.groups.member.SetPaused(paused)
+	}
+	if c.ctl != nil {
+		c.ctl.member.SetPaused(paused)
 	}
 }
 

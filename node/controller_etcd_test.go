@@ -1,0 +1,276 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/faults"
+)
+
+// waitController waits until a coordinator of e runs the controller and
+// returns its node id and lease epoch.
+func waitController(t *testing.T, e *Embedded, not int32) (int32, int32) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		for _, co := range e.Coordinators {
+			if co.ctl == nil || co.Node.NodeID == not {
+				continue
+			}
+			if co.ctl.Current() != nil {
+				if id, epoch, ok := co.ctl.Holder(); ok && id == co.Node.NodeID {
+					return id, epoch
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no coordinator (other than %d) runs the controller", not)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// adminAt is a kadm client bootstrapped from one node only.
+func adminAt(t *testing.T, addr string) (*kadm.Client, *kgo.Client) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl), cl
+}
+
+// createAt sends CreateTopics for name to node id itself (not to the
+// controller Metadata names): the node forwards it to the holder.
+func createAt(ctx context.Context, cl *kgo.Client, id int32, name string, configs map[string]string) (int16, error) {
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, 2, -1
+	for k, v := range configs {
+		c := kmsg.NewCreateTopicsRequestTopicConfig()
+		c.Name, c.Value = k, kmsg.StringPtr(v)
+		rt.Configs = append(rt.Configs, c)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
+	if err != nil {
+		return 0, err
+	}
+	return resp.Topics[0].ErrorCode, nil
+}
+
+// TestControllerTakeover: with three coordinators on etcd, the topic
+// controller runs on the holder of its lease, which every node's
+// Metadata names as ControllerID. A kadm client creates topics (each with
+// a config) in a loop while the holder is paused (the up faults' Pause,
+// as SIGSTOP: its lease lapses, and it still runs the controller it had,
+// whose writes the next holder's fence refuses), then while the next
+// holder is killed (the up faults' Kill: its node stops, its lease goes).
+// Each time another coordinator takes the lease at a higher epoch and
+// CreateTopics succeeds again; every topic created is there with its id
+// and config; a CreateTopics sent to each
+// live node itself is forwarded to the new holder; a kgo producer and
+// consumer use a topic created after the takeover.
+func TestControllerTakeover(t *testing.T) {
+	e := startSeveralCoordinators(t)
+	waitOwned(t, e, 12)
+	holder, epoch := waitController(t, e, -1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// Every node names the holder.
+	nodes := append(append([]int32{}, 0, 1, 2), 3, 4)
+	for _, id := range nodes {
+		n, _ := e.View.Node(id)
+		adm, _ := adminAt(t, n.Addr)
+		md, err := adm.BrokerMetadata(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if md.Controller != holder {
+			t.Fatalf("node %d's Metadata names controller %d, the lease's holder is %d", id, md.Controller, holder)
+		}
+	}
+
+	leader, _ := e.View.Node(3) // clients bootstrap from a leader, which is never killed
+	adm, _ := adminAt(t, leader.Addr)
+	var (
+		mu      sync.Mutex
+		created = map[string]kadm.CreateTopicResponse{}
+		failed  int
+	)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	createdN := func() int { mu.Lock(); defer mu.Unlock(); return len(created) }
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			name := fmt.Sprintf("ct-%d", i)
+			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+			resp, err := adm.CreateTopic(rctx, 2, -1, map[string]*string{"retention.ms": kmsg.StringPtr(fmt.Sprint(60000 + i))}, name)
+			rcancel()
+			mu.Lock()
+			if err == nil && resp.Err == nil {
+				created[name] = resp
+			} else {
+				failed++
+			}
+			mu.Unlock()
+			if err != nil {
+				// A request to a paused controller times out, and kgo
+				// keeps the controller it knows until its metadata
+				// ages: the application's next client asks Metadata.
+				adm, _ = adminAt(t, leader.Addr)
+			}
+		}
+	}()
+	// takeover injects fault into the holder while the loop creates, and
+	// waits until another coordinator holds the controller at a higher
+	// epoch and the loop has created five more topics.
+	takeover := func(kind faults.Kind) (faults.Fault, int32, int32) {
+		t.Helper()
+		before := createdN()
+		f, err := e.Faults.Add(faults.Spec{Kind: kind, Node: holder})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now()
+		next, nextEpoch := waitController(t, e, holder)
+		if nextEpoch <= epoch {
+			t.Fatalf("controller moved from %d (epoch %d) to %d at epoch %d: the epoch did not rise", holder, epoch, next, nextEpoch)
+		}
+		moved := time.Since(at)
+		deadline := time.Now().Add(30 * time.Second)
+		for createdN() < before+5 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d topics created before the %s, %d 30 s after", before, kind, createdN())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		mu.Lock()
+		t.Logf("%s of holder %d: the lease moved to %d (epoch %d to %d) %v after; the loop created again %v after (%d failed attempts so far)",
+			kind, holder, next, epoch, nextEpoch, moved.Round(time.Millisecond), time.Since(at).Round(time.Millisecond), failed)
+		mu.Unlock()
+		return f, next, nextEpoch
+	}
+	for createdN() < 5 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A paused holder (SIGSTOP): its lease lapses after the TTL, the next
+	// holder fences it out; resumed, it follows.
+	paused, next, nextEpoch := takeover(faults.Pause)
+	if err := e.Faults.Remove(paused.ID); err != nil {
+		t.Fatal(err)
+	}
+	holder, epoch = next, nextEpoch
+	// A killed holder: it stops, its lease goes at once.
+	killed := holder
+	k, next, nextEpoch := takeover(faults.Kill)
+	close(stop)
+	<-done
+	t.Logf("%d topics created, %d attempts failed", createdN(), failed)
+
+	// Every topic created is there, with its id and config, as the new
+	// holder answers through a surviving coordinator.
+	survivor, _ := e.View.Node(next)
+	sadm, _ := adminAt(t, survivor.Addr)
+	listed, err := sadm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for name, resp := range created {
+		got, ok := listed[name]
+		if !ok {
+			t.Fatalf("topic %s, created before, is gone", name)
+		}
+		if got.ID != resp.ID || len(got.Partitions) != 2 {
+			t.Fatalf("topic %s: id %v, %d partitions; created with id %v, 2 partitions", name, got.ID, len(got.Partitions), resp.ID)
+		}
+		names = append(names, name)
+	}
+	rcs, err := sadm.DescribeTopicConfigs(ctx, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range rcs {
+		var i int
+		fmt.Sscanf(rc.Name, "ct-%d", &i)
+		found := false
+		for _, c := range rc.Configs {
+			if c.Key == "retention.ms" {
+				found = c.Value != nil && *c.Value == fmt.Sprint(60000+i) && c.Source == kmsg.ConfigSourceDynamicTopicConfig
+			}
+		}
+		if rc.Err != nil || !found {
+			t.Fatalf("topic %s: configs %+v (%v), want retention.ms %d of its own", rc.Name, rc.Configs, rc.Err, 60000+i)
+		}
+	}
+
+	// Each live node forwards a CreateTopics sent to it to the holder,
+	// and names the new holder.
+	for _, id := range nodes {
+		if id == killed {
+			continue
+		}
+		n, _ := e.View.Node(id)
+		nadm, ncl := adminAt(t, n.Addr)
+		md, err := nadm.BrokerMetadata(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if md.Controller != next {
+			t.Fatalf("node %d names controller %d after the takeover, the holder is %d", id, md.Controller, next)
+		}
+		code, err := createAt(ctx, ncl, id, fmt.Sprintf("after-%d", id), map[string]string{"cleanup.policy": "delete"})
+		if err != nil || code != 0 {
+			t.Fatalf("CreateTopics sent to node %d: code %d, %v", id, code, err)
+		}
+	}
+
+	// A topic created after the takeover carries records.
+	topic := fmt.Sprintf("after-%d", leader.NodeID)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(leader.Addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	want := map[string]bool{}
+	for i := range 10 {
+		v := fmt.Sprintf("v%d", i)
+		want[v] = true
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("produce to %s: %v", topic, err)
+		}
+	}
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consume %s: %d records not read: %v", topic, len(want), err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { delete(want, string(r.Value)) })
+	}
+
+	// The killed coordinator comes back as a follower of the new holder.
+	if err := e.Faults.Remove(k.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitServes(t, e, killed)
+	if id, _, ok := e.coordinatorByID(killed).ctl.Holder(); !ok || id != next {
+		t.Fatalf("the revived coordinator %d sees holder %d (%v), want %d", killed, id, ok, next)
+	}
+}
