@@ -131,7 +131,7 @@ type Coordinator struct {
 	view          *cluster.View
 	lg            zerolog.Logger
 	ownController bool
-	ownAuth       bool // it opened the view's security metadata (etcd mode, node 0)
+	ownAuth       bool           // it opened the view's security metadata (etcd mode, node 0)
 	ownStore      *storage.Store // the process's store (no Shared): closed last
 	etcdClient    *clientv3.Client
 	// groups holds the group coordinator when this node has its lease

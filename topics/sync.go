@@ -35,7 +35,7 @@ type FollowerConfig struct {
 	// Serving, optional, reports that this process runs the controller
 	// now: the follower then neither polls nor auto-creates through it.
 	Serving func() bool
-	Dial wire.DialConfig
+	Dial    wire.DialConfig
 	// Interval between polls (default 250 ms): a topic the controller
 	// created shows in this node's Metadata within about that long, a
 	// deleted one leaves it as fast.
@@ -70,10 +70,10 @@ type Follower struct {
 
 	mu     sync.Mutex // one exchange at a time; guards cl and seen
 	cl     *wire.Client
-	clAddr string // the address cl is connected to
-	seen  map[string][16]byte // topics as the controller last listed them
-	first bool                // the first successful sync is still to come
-	polls int                 // syncs so far: every configEvery-th fetches every topic's configs
+	clAddr string              // the address cl is connected to
+	seen   map[string][16]byte // topics as the controller last listed them
+	first  bool                // the first successful sync is still to come
+	polls  int                 // syncs so far: every configEvery-th fetches every topic's configs
 
 	kick chan struct{}
 	stop chan struct{}
