@@ -51,8 +51,7 @@ var errNotController = fmt.Errorf("%w: topics are administered by the controller
 
 // controller is the topic controller this backend administers, or nil.
 func (b *adminBackend) controller() *topics.Controller {
-	ctl := b.controller()
-	if ctl == nil {
+	if b.topics == nil {
 		return nil
 	}
 	return b.topics()

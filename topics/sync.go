@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -35,6 +36,11 @@ type FollowerConfig struct {
 	// Serving, optional, reports that this process runs the controller
 	// now: the follower then neither polls nor auto-creates through it.
 	Serving func() bool
+	// Track, without Target (a process without an etcd client, with
+	// several coordinators): the controller is the node the last
+	// Metadata answer named as ControllerID; when it cannot be reached
+	// the follower asks the next coordinator, which names the holder.
+	Track bool
 	Dial    wire.DialConfig
 	// Interval between polls (default 250 ms): a topic the controller
 	// created shows in this node's Metadata within about that long, a
@@ -68,6 +74,10 @@ type Follower struct {
 	cfg FollowerConfig
 	log zerolog.Logger
 
+	// tracked is the controller's node id as Metadata last named it
+	// (Track; -1: none yet, Addr).
+	tracked atomic.Int32
+
 	mu     sync.Mutex // one exchange at a time; guards cl and seen
 	cl     *wire.Client
 	clAddr string              // the address cl is connected to
@@ -85,8 +95,54 @@ func NewFollower(cfg FollowerConfig) *Follower {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 250 * time.Millisecond
 	}
-	return &Follower{cfg: cfg, log: cfg.Log.With().Str("component", "topics-follower").Logger(),
+	f := &Follower{cfg: cfg, log: cfg.Log.With().Str("component", "topics-follower").Logger(),
 		seen: map[string][16]byte{}, first: true, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	f.tracked.Store(-1)
+	return f
+}
+
+// Controller is the controller's node as this follower knows it: Target's,
+// the one Metadata last named (Track), or the node at Addr.
+func (f *Follower) Controller() (cluster.Node, bool) {
+	addr := f.addr()
+	for _, n := range f.cfg.View.Coordinators() {
+		if n.Addr == addr {
+			return n, true
+		}
+	}
+	return cluster.Node{}, false
+}
+
+// ControllerAddr is the controller's address as this follower knows it (a
+// ForwardFunc's target: DialForwardTo).
+func (f *Follower) ControllerAddr() (string, error) { return f.addr(), nil }
+
+// track records the ControllerID of a Metadata answer (Track).
+func (f *Follower) track(id int32) {
+	if !f.cfg.Track {
+		return
+	}
+	for _, n := range f.cfg.View.Coordinators() {
+		if n.NodeID == id {
+			f.tracked.Store(id)
+			return
+		}
+	}
+}
+
+// unreachable moves a tracking follower on to the coordinator after the
+// one it could not reach: any live one names the holder.
+func (f *Follower) unreachable(addr string) {
+	if !f.cfg.Track {
+		return
+	}
+	cs := f.cfg.View.Coordinators()
+	for i, n := range cs {
+		if n.Addr == addr {
+			f.tracked.Store(cs[(i+1)%len(cs)].NodeID)
+			return
+		}
+	}
 }
 
 // Start hooks the follower into the view (auto-creation and misses) and
@@ -169,6 +225,11 @@ func (f *Follower) addr() string {
 			return a
 		}
 	}
+	if id := f.tracked.Load(); id >= 0 {
+		if n, ok := f.cfg.View.Node(id); ok {
+			return n.Addr
+		}
+	}
 	return f.cfg.Addr
 }
 
@@ -190,6 +251,7 @@ func (f *Follower) do(ctx context.Context, req kmsg.Request, clientID string) (k
 	if f.cl == nil {
 		cl, err := wire.DialWith(ctx, addr, "txncoord-topics-follower", f.cfg.Dial)
 		if err != nil {
+			f.unreachable(addr)
 			return nil, err
 		}
 		f.cl, f.clAddr = cl, addr
@@ -198,6 +260,7 @@ func (f *Follower) do(ctx context.Context, req kmsg.Request, clientID string) (k
 	if err != nil {
 		f.cl.Close()
 		f.cl = nil
+		f.unreachable(addr)
 	}
 	return resp, err
 }
@@ -220,7 +283,9 @@ func (f *Follower) metadata(ctx context.Context, names []string, create bool) (*
 	if err != nil {
 		return nil, err
 	}
-	return resp.(*kmsg.MetadataResponse), nil
+	mresp := resp.(*kmsg.MetadataResponse)
+	f.track(mresp.ControllerID)
+	return mresp, nil
 }
 
 // configEvery: every configEvery-th sync fetches every topic's configs
