@@ -150,6 +150,42 @@ func TestScaleoutControllerSIGKILL(t *testing.T) {
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
+	// Every node learns the holder's topics within a poll of its
+	// follower (250 ms): ask each until it lists every topic created.
+	for id, addr := range nodes {
+		ncl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing := ""
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			req := kmsg.NewPtrMetadataRequest()
+			resp, err := req.RequestWith(ctx, ncl.Broker(int(id)))
+			missing = fmt.Sprint(err)
+			if err == nil {
+				has := map[string]bool{}
+				for _, rt := range resp.Topics {
+					if rt.ErrorCode == 0 && rt.Topic != nil {
+						has[*rt.Topic] = true
+					}
+				}
+				missing = ""
+				for name := range created {
+					if !has[name] {
+						missing += " " + name
+					}
+				}
+			}
+			if missing == "" || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		ncl.Close()
+		if missing != "" {
+			t.Fatalf("node %d does not list topics created before, 10 s after the loop: %s", id, missing)
+		}
+	}
 	listed, err := adm.ListTopics(ctx)
 	if err != nil {
 		t.Fatal(err)
