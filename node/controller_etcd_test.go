@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -272,5 +273,62 @@ func TestControllerTakeover(t *testing.T) {
 	waitServes(t, e, killed)
 	if id, _, ok := e.coordinatorByID(killed).ctl.Holder(); !ok || id != next {
 		t.Fatalf("the revived coordinator %d sees holder %d (%v), want %d", killed, id, ok, next)
+	}
+}
+
+// A single coordinator's data dir taken into the etcd mode: its topics
+// are copied into etcd once, so the controller, on whichever coordinator
+// holds its lease, serves them with their ids and configs; a deleted
+// topic stays deleted.
+func TestSingleCoordinatorTopicsIntoEtcd(t *testing.T) {
+	dir := t.TempDir()
+	f, lns := twoLeaderFile(t)
+	single, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: dir, Listeners: lns, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm, _ := adminAt(t, single.Bootstrap())
+	kept, err := adm.CreateTopic(ctx, 3, -1, map[string]*string{"retention.ms": kmsg.StringPtr("123456")}, "kept")
+	if err != nil || kept.Err != nil {
+		t.Fatalf("create kept: %v %v", err, kept.Err)
+	}
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "dropped"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adm.DeleteTopic(ctx, "dropped"); err != nil {
+		t.Fatal(err)
+	}
+	stopWithin(t, single.Stop)
+
+	e := startSeveralCoordinatorsIn(t, dir)
+	waitController(t, e, -1)
+	adm, _ = adminAt(t, e.Bootstrap())
+	listed, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := listed["kept"]
+	if !ok || got.ID != kept.ID || len(got.Partitions) != 3 {
+		t.Fatalf("kept on etcd: %+v (listed %v), want id %v, 3 partitions", got, ok, kept.ID)
+	}
+	if _, ok := listed["dropped"]; ok {
+		t.Fatal("a topic deleted before the move exists on etcd")
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("kept", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range rc.Configs {
+		found = found || c.Key == "retention.ms" && c.Value != nil && *c.Value == "123456"
+	}
+	if !found {
+		t.Fatalf("kept's configs on etcd: %+v", rc.Configs)
 	}
 }
