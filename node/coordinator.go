@@ -123,7 +123,7 @@ type Coordinator struct {
 	// The etcd mode (several coordinators); nil otherwise.
 	// Coordinator and Store are nil in that mode: the Router runs one
 	// coordinator per owned __transaction_state partition. Groups and
-	// Controller are nil on a node other than 0.
+	// Controller are nil (their lease holders run them: groups, ctl).
 	Router *txnrouter.Router
 	Member *ownership.Member
 	Etcd   *txnetcd.Store

@@ -51,11 +51,15 @@ func DialEtcd(v *cluster.View) (*clientv3.Client, error) {
 //     owning the partition), with producer ids from etcd blocks and the
 //     node's one marker sender; it answers NOT_COORDINATOR for the others
 //     and FindCoordinator with each id's owner;
-//   - node 0 is also the controller and the group coordinator, as on a
-//     single coordinator, over its local store (DATA_DIR/coordinator or
-//     the shared store of `txncoord up`); another node forwards the
-//     controller's requests to node 0 and, in a process of its own,
-//     follows its topics as a leader process does.
+//   - the topic controller and the group coordinator each run on the
+//     holder of an etcd lease of their own (controllerHolder,
+//     groupHolder), their records in etcd; another node forwards the
+//     controller's requests to the holder and, in a process of its own,
+//     follows its topics as a leader process does;
+//   - node 0 keeps the security metadata (ACLs, SCRAM users, quotas,
+//     features) in its local store (DATA_DIR/coordinator, or the shared
+//     store of `txncoord up`), and copies a single coordinator's topics
+//     from it into etcd once.
 //
 // Nothing of the transactions is kept locally: a node that lost its data
 // dir loses nothing.
