@@ -3,8 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -31,21 +29,8 @@ import (
 // them to the holder, which Metadata names as ControllerID
 // (cluster.View.SetController).
 type controllerHolder struct {
-	member  *ownership.Member
-	store   *txnetcd.Store
-	view    *cluster.View
-	log     zerolog.Logger
-	current atomic.Pointer[topics.Controller]
-	// opened, optional, runs after an instance serves (a process of its
-	// own makes it its view's creator).
-	opened func()
-
-	mu     sync.Mutex // serializes opening and closing instances
-	epoch  int32      // of the current instance (0: none)
-	closed bool
-
-	done chan struct{}
-	wg   sync.WaitGroup
+	*leaseHolder[topics.Controller]
+	view *cluster.View
 }
 
 // controllerLayout is where the controller's lease and records live.
@@ -61,18 +46,19 @@ func startControllerHolder(cli *clientv3.Client, v *cluster.View, self cluster.N
 	if err != nil {
 		return nil, fmt.Errorf("controller lease: %w", err)
 	}
-	h := &controllerHolder{member: m, store: txnetcd.NewStore(cli, txnetcd.Options{Layout: layout, Partitions: 1}), view: v,
-		log: log.With().Str("component", "controller-holder").Logger(), done: make(chan struct{})}
-	h.wg.Add(1)
-	go h.follow()
+	store := txnetcd.NewStore(cli, txnetcd.Options{Layout: layout, Partitions: 1})
+	log = log.With().Str("component", "controller-holder").Logger()
+	h := &controllerHolder{view: v}
+	h.leaseHolder = newLeaseHolder(m, "controller", log, func(fence txnetcd.Fence, failed func(error)) (*topics.Controller, error) {
+		// A failed commit (fenced out, or an etcd error or timeout,
+		// after which etcd may hold what the controller's memory does
+		// not) reopens the controller from etcd.
+		recs := topicsetcd.Open(store, fence, topicsetcd.Options{OnFail: failed})
+		return topics.Open(topics.Config{View: v, Records: recs, Log: log})
+	}, (*topics.Controller).Close)
+	h.start()
 	return h, nil
 }
-
-// Current is the controller this node runs, or nil.
-func (h *controllerHolder) Current() *topics.Controller { return h.current.Load() }
-
-// Holder is the node holding the controller's lease, as etcd says.
-func (h *controllerHolder) Holder() (node, epoch int32, ok bool) { return h.member.Owner(0) }
 
 // holderNode is the View's controller hook.
 func (h *controllerHolder) holderNode() (cluster.Node, bool) {
@@ -101,123 +87,6 @@ func (h *controllerHolder) forwardAddr(self cluster.Node) func() (string, error)
 		}
 		return n.Addr, nil
 	}
-}
-
-func (h *controllerHolder) follow() {
-	defer h.wg.Done()
-	events := h.member.Events()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				h.drop(-1, "lease member closed")
-				return
-			}
-			if ev.Acquired {
-				h.open(ev.Epoch)
-			} else {
-				h.drop(ev.Epoch, "lease lost")
-			}
-		case <-h.done:
-			return
-		}
-	}
-}
-
-// open opens the controller at epoch, if this node still holds the lease
-// with it.
-func (h *controllerHolder) open(epoch int32) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return
-	}
-	fence, ok := h.member.Fence(0)
-	if !ok {
-		return
-	}
-	if o, err := fence.Owner(); err != nil || o.Epoch != epoch {
-		return // a later acquisition's event follows
-	}
-	h.closeLocked("reopened")
-	recs := topicsetcd.Open(h.store, fence, topicsetcd.Options{OnFail: func(err error) { h.failed(epoch, err) }})
-	ctl, err := topics.Open(topics.Config{View: h.view, Records: recs, Log: h.log})
-	if err != nil {
-		h.log.Error().Err(err).Int32("epoch", epoch).Msg("controller not opened; retrying")
-		h.retry(epoch)
-		return
-	}
-	h.current.Store(ctl)
-	h.epoch = epoch
-	h.log.Info().Int32("epoch", epoch).Msg("controller: serving (this node holds its lease)")
-	if h.opened != nil {
-		h.opened()
-	}
-}
-
-// failed is a commit of the instance failing (fenced out, or an etcd
-// error or timeout, after which etcd may hold what its memory does not):
-// it is closed, and opened again from etcd while the lease is still held.
-func (h *controllerHolder) failed(epoch int32, err error) {
-	h.log.Warn().Err(err).Int32("epoch", epoch).Msg("controller's etcd write failed: closing it, reloading from etcd if this node still holds the lease")
-	go func() {
-		h.drop(epoch, "write failed")
-		h.retry(epoch)
-	}()
-}
-
-// retry opens the controller again after a pause, while this node holds
-// the lease at epoch.
-func (h *controllerHolder) retry(epoch int32) {
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		select {
-		case <-time.After(500 * time.Millisecond):
-		case <-h.done:
-			return
-		}
-		if _, e, ok := h.member.Owner(0); ok && e == epoch {
-			h.open(epoch)
-		}
-	}()
-}
-
-// drop closes the instance of epoch (any when epoch < 0).
-func (h *controllerHolder) drop(epoch int32, reason string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if epoch >= 0 && h.epoch != epoch {
-		return
-	}
-	h.closeLocked(reason)
-}
-
-func (h *controllerHolder) closeLocked(reason string) {
-	c := h.current.Swap(nil)
-	if c == nil {
-		return
-	}
-	h.log.Info().Int32("epoch", h.epoch).Str("reason", reason).Msg("controller: closed")
-	h.epoch = 0
-	c.Close()
-}
-
-// Close closes the instance and releases the lease (the next holder takes
-// over at once).
-func (h *controllerHolder) Close() error {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil
-	}
-	h.closed = true
-	h.closeLocked("node stopping")
-	h.mu.Unlock()
-	close(h.done)
-	err := h.member.Close()
-	h.wg.Wait()
-	return err
 }
 
 // errNoController answers auto-creation while no node of this process
