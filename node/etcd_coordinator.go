@@ -93,18 +93,8 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	c.Etcd = txnetcd.NewStore(c.etcdClient, txnetcd.Options{Layout: layout, Partitions: parts})
 
 	node0 := self.NodeID == cfg.View.Coordinator().NodeID
-	// leased: the controller moves between coordinators under its etcd
-	// lease (its records in etcd); otherwise (a controller passed in)
-	// node 0 runs it and the others forward to node 0.
-	leased := cfg.Controller == nil
-	controller := node0 && !leased
 	var ownServer atomic.Pointer[wire.Server]
 	switch {
-	case controller:
-		if err := c.openController(cfg, log); err != nil {
-			return nil, err
-		}
-		cleanup = append(cleanup, c.closeController)
 	case node0 && cfg.Shared == nil:
 		// Node 0's data dir keeps the security metadata (ACLs, SCRAM
 		// credentials, quotas, features), served by node 0 alone; its
@@ -143,40 +133,33 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
 		}
 	}
-	if leased {
-		if c.ctl, err = startControllerHolder(c.etcdClient, cfg.View, self, cfg.LeaseTTL, log); err != nil {
-			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
-		}
-		cleanup = append(cleanup, func() { c.ctl.Close() })
+	// The topic controller runs on the holder of its lease.
+	if c.ctl, err = startControllerHolder(c.etcdClient, cfg.View, self, cfg.LeaseTTL, log); err != nil {
+		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
 	}
-	if cfg.Shared == nil && !controller {
+	cleanup = append(cleanup, func() { c.ctl.Close() })
+	if cfg.Shared == nil {
 		// A process of its own learns topics from the controller (the
 		// marker sender needs every partition's leader), as a leader
 		// process does, while it does not run the controller itself:
 		// one sync before serving, best effort.
-		fc := topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log}
-		if leased {
-			fc.Target = c.ctl.holderAddr
-			fc.Serving = func() bool { return c.ctl.Current() != nil }
-		}
-		c.follower = topics.NewFollower(fc)
+		c.follower = topics.NewFollower(topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log,
+			Target: c.ctl.holderAddr, Serving: func() bool { return c.ctl.Current() != nil }})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		c.follower.Sync(ctx, nil, nil)
 		cancel()
 		c.follower.Start(func() map[string]int32 { return nil }, func(string) error { return nil })
 		cleanup = append(cleanup, c.follower.Close)
-		if leased {
-			// Auto-creation: by the controller this node runs, else
-			// asked of the holder.
-			follower := c.follower
-			cfg.View.SetCreator(func(name string) (cluster.Topic, error) {
-				if ctl := c.ctl.Current(); ctl != nil {
-					return ctl.AutoCreate(name)
-				}
-				return follower.AutoCreate(name)
-			})
-			cfg.View.SetController(c.ctl.holderNode)
-		}
+		// Auto-creation: by the controller this node runs, else asked
+		// of the holder.
+		follower := c.follower
+		cfg.View.SetCreator(func(name string) (cluster.Topic, error) {
+			if ctl := c.ctl.Current(); ctl != nil {
+				return ctl.AutoCreate(name)
+			}
+			return follower.AutoCreate(name)
+		})
+		cfg.View.SetController(c.ctl.holderNode)
 	}
 
 	if c.Member, err = ownership.Start(ownership.Config{Client: c.etcdClient, Layout: layout, NodeID: self.NodeID,
@@ -220,13 +203,10 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	}
 
 	// The security metadata's requests go to node 0; the controller's
-	// to the holder of its lease (leased) or node 0.
-	forward, synced := cfg.Forward, func(context.Context) {}
+	// to the holder of its lease (in `up`, cfg.Forward finds it).
+	forward, ctlForward, synced := cfg.Forward, cfg.Forward, func(context.Context) {}
 	if forward == nil {
 		forward = topics.DialForward(cfg.View.Coordinator().Addr, dial)
-	}
-	ctlForward := forward
-	if leased && cfg.Forward == nil {
 		ctlForward = topics.DialForwardTo(c.ctl.forwardAddr(self), dial)
 	}
 	if c.follower != nil {
@@ -235,14 +215,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	c.Server, err = listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, requestMetrics(cfg.Requests, cfg.Metrics), log, func(reg *wire.Registry) {
 		c.Router.Register(reg)
 		groups.RegisterSwitch(reg, self.KafkaVersion, c.groups.Current)
-		switch {
-		case controller:
-			c.Controller.Register(reg)
-		case leased:
-			topics.RegisterSwitch(reg, c.ctl.Current, ctlForward, synced)
-		default:
-			topics.RegisterForward(reg, forward, synced)
-		}
+		topics.RegisterSwitch(reg, c.ctl.Current, ctlForward, synced)
 		if c.follower != nil && !node0 { // a process of its own: the security metadata is node 0's
 			cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(forward), synced)
 		}
@@ -254,32 +227,6 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	log.Info().Int32("partitions", parts).Strs("etcd", cfg.View.Etcd().Endpoints).Str("prefix", layout.Prefix).
 		Msg("coordinator on etcd: claiming its share of __transaction_state")
 	return c, nil
-}
-
-// openController opens node 0's topic controller over its local store
-// (DATA_DIR/coordinator, the same file as a single coordinator's, so its
-// topics stay when the cluster moves to etcd) or the shared one of `up`.
-func (c *Coordinator) openController(cfg CoordinatorConfig, log zerolog.Logger) error {
-	c.Controller = cfg.Controller
-	if c.Controller != nil {
-		return nil
-	}
-	st := cfg.Shared
-	if st == nil {
-		var err error
-		if st, err = openCoordinatorStore(cfg); err != nil {
-			return fmt.Errorf("coordinator: %w", err)
-		}
-		c.ownStore = st
-	}
-	ctl, err := topics.Open(topics.Config{View: cfg.View, Store: st, Log: log})
-	if err != nil {
-		c.closeController()
-		return fmt.Errorf("coordinator: %w", err)
-	}
-	c.Controller, c.ownController = ctl, true
-	cfg.View.SetCreator(ctl.AutoCreate)
-	return nil
 }
 
 // adoptSingleCoordinatorIDs: node 0's data dir may be a single
@@ -332,18 +279,6 @@ func (c *Coordinator) adoptSingleCoordinatorIDs(cfg CoordinatorConfig, log zerol
 			Msg("this data dir holds a single coordinator's transactions, which the etcd mode does not serve (no migration): finish them with the single coordinator first")
 	}
 	return nil
-}
-
-// closeController undoes openController.
-func (c *Coordinator) closeController() {
-	if c.ownController {
-		c.Controller.Close()
-		c.ownController = false
-	}
-	if c.ownStore != nil {
-		c.ownStore.Close()
-		c.ownStore = nil
-	}
 }
 
 // liveCoordinators is the View's SetLiveCoordinators hook: the members
