@@ -47,9 +47,8 @@ func startControllerHolder(cli *clientv3.Client, v *cluster.View, self cluster.N
 		return nil, fmt.Errorf("controller lease: %w", err)
 	}
 	store := txnetcd.NewStore(cli, txnetcd.Options{Layout: layout, Partitions: 1})
-	log = log.With().Str("component", "controller-holder").Logger()
 	h := &controllerHolder{view: v}
-	h.leaseHolder = newLeaseHolder(m, "controller", log, func(fence txnetcd.Fence, failed func(error)) (*topics.Controller, error) {
+	h.leaseHolder = newLeaseHolder(m, "controller", log.With().Str("component", "controller-holder").Logger(), func(fence txnetcd.Fence, failed func(error)) (*topics.Controller, error) {
 		// A failed commit (fenced out, or an etcd error or timeout,
 		// after which etcd may hold what the controller's memory does
 		// not) reopens the controller from etcd.
