@@ -170,14 +170,14 @@ func (b *batch) accept(i int, res Result, s state) {
 
 // commitBatchLocked commits the changes the batch accepted, unless
 // validateOnly; if the commit fails, each accepted result becomes
-// KAFKA_STORAGE_ERROR.
+// KAFKA_STORAGE_ERROR (NOT_CONTROLLER when fenced out: commitCode).
 func (c *Controller) commitBatchLocked(b *batch, validateOnly bool) []Result {
 	if validateOnly {
 		return b.results
 	}
 	if err := c.commitLocked(b.changes); err != nil {
 		for _, i := range b.changed {
-			b.results[i] = fail(b.results[i].Name, kerr.KafkaStorageError, "%v", err)
+			b.results[i] = fail(b.results[i].Name, commitCode(err), "%v", err)
 		}
 	}
 	return b.results
@@ -205,7 +205,7 @@ func (c *Controller) commitLocked(changes []state) error {
 	}
 	if err := c.recs.Commit(records); err != nil {
 		c.log.Error().Err(err).Msg("topic change not durable")
-		return fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: %w", commitCode(err), err)
 	}
 	for _, s := range changes {
 		c.topics[s.Name] = s

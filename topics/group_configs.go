@@ -92,7 +92,7 @@ func (c *Controller) AlterGroupConfigs(ctx context.Context, group string, config
 	defer c.mu.Unlock()
 	if err := c.recs.Commit([][]byte{encodeGroupConfigs(group, configs)}); err != nil {
 		c.log.Error().Err(err).Msg("group config change not durable")
-		return fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: %w", commitCode(err), err)
 	}
 	c.view.SetGroupConfigs(group, configs)
 	c.log.Info().Str("group", group).Int("configs", len(configs)).Msg("group configs stored")

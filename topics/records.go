@@ -1,7 +1,10 @@
 package topics
 
 import (
+	"errors"
 	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/storage"
@@ -22,6 +25,21 @@ type Records interface {
 	// every Commit once its writer no longer holds it.
 	Commit(records [][]byte) error
 	Close() error
+}
+
+// ErrFenced is what a Records' Commit wraps once its writer no longer holds
+// the controller's lease (another node runs the controller now): the
+// change is answered NOT_CONTROLLER, as Kafka's former controller
+// answers, and the client asks Metadata for the controller again.
+var ErrFenced = errors.New("topics: no longer the controller")
+
+// commitCode is the Kafka error of a failed commit: NOT_CONTROLLER when
+// fenced out (ErrFenced), KAFKA_STORAGE_ERROR otherwise.
+func commitCode(err error) *kerr.Error {
+	if errors.Is(err, ErrFenced) {
+		return kerr.NotController
+	}
+	return kerr.KafkaStorageError
 }
 
 // RecordKey names what a record is the whole state of: kind "topic" or

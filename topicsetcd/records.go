@@ -72,7 +72,7 @@ func Open(store *txnetcd.Store, fence txnetcd.Fence, opts Options) *Records {
 var _ topics.Records = (*Records)(nil)
 
 // Commit writes records, in order, fenced: a former holder's Commit fails
-// with txnetcd.ErrNotOwner and writes nothing. Records beyond one Txn's
+// with txnetcd.ErrNotOwner (and topics.ErrFenced) and writes nothing. Records beyond one Txn's
 // keys are split into several Txns, each applied whole.
 func (r *Records) Commit(records [][]byte) error {
 	ops, err := r.ops(records)
@@ -83,6 +83,9 @@ func (r *Records) Commit(records [][]byte) error {
 			err = r.store.Commit(ctx, r.fence, ops[from:to])
 			cancel()
 		}
+	}
+	if errors.Is(err, txnetcd.ErrNotOwner) {
+		err = fmt.Errorf("%w: %w", topics.ErrFenced, err)
 	}
 	if err != nil {
 		err = fmt.Errorf("topicsetcd: commit: %w", err)

@@ -110,14 +110,14 @@ func TestZombieHolderFenced(t *testing.T) {
 	fence2 := acquire(t, cli, l, 1, 2)
 	// The zombie's writes: each refused, nothing written.
 	res = zombie.Create(ctxT(t), []topics.Spec{{Name: "late", Partitions: 1, ReplicationFactor: -1}}, false)
-	if !errors.Is(res[0].Err, kerr.KafkaStorageError) || !strings.Contains(res[0].Msg, txnetcd.ErrNotOwner.Error()) {
-		t.Fatalf("zombie create: %v %q, want KAFKA_STORAGE_ERROR naming the fence", res[0].Err, res[0].Msg)
+	if !errors.Is(res[0].Err, kerr.NotController) || !strings.Contains(res[0].Msg, txnetcd.ErrNotOwner.Error()) {
+		t.Fatalf("zombie create: %v %q, want NOT_CONTROLLER naming the fence", res[0].Err, res[0].Msg)
 	}
 	if r := zombie.Delete(ctxT(t), []string{"a"}); r[0].Err == nil {
 		t.Fatal("zombie delete accepted")
 	}
-	if err := zombie.AlterConfigs(ctxT(t), "b", map[string]string{"retention.ms": "1"}, false); !errors.Is(err, txnetcd.ErrNotOwner) {
-		t.Fatalf("zombie alter: %v, want ErrNotOwner", err)
+	if err := zombie.AlterConfigs(ctxT(t), "b", map[string]string{"retention.ms": "1"}, false); !errors.Is(err, txnetcd.ErrNotOwner) || !errors.Is(err, kerr.NotController) {
+		t.Fatalf("zombie alter: %v, want NOT_CONTROLLER, ErrNotOwner", err)
 	}
 	if _, ok := zv.Known("late"); ok {
 		t.Fatal("the zombie shows a topic etcd refused")
