@@ -3,13 +3,14 @@ package integration
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/internal/topictest"
 )
 
 // controllerAt is the ControllerID node id's Metadata names (-1 on error).
@@ -88,61 +89,20 @@ func TestScaleoutControllerSIGKILL(t *testing.T) {
 		t.Cleanup(cl.Close)
 		return kadm.NewClient(cl)
 	}
-	var (
-		mu      sync.Mutex
-		created = map[string]kadm.CreateTopicResponse{}
-		failed  int
-	)
-	createdN := func() int { mu.Lock(); defer mu.Unlock(); return len(created) }
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		adm := newAdmin()
-		for i := 0; adm != nil; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			name := fmt.Sprintf("ctl-%d", i)
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			resp, err := adm.CreateTopic(rctx, 2, -1, map[string]*string{"retention.ms": kmsg.StringPtr(fmt.Sprint(60000 + i))}, name)
-			cancel()
-			mu.Lock()
-			if err == nil && resp.Err == nil {
-				created[name] = resp
-			} else {
-				failed++
-			}
-			mu.Unlock()
-			if err != nil {
-				// A request to a dead controller times out, and kgo keeps
-				// the controller it knows until its metadata ages: the
-				// application's next client asks Metadata again.
-				adm = newAdmin()
-			}
-		}
-	}()
-	for createdN() < 5 {
-		time.Sleep(10 * time.Millisecond)
-	}
-	before := createdN()
+	loop := topictest.StartLoop(ctx, "ctl", newAdmin)
+	defer loop.Stop()
+	loop.WaitCreated(t, 5, 30*time.Second, "before the SIGKILL")
+	before, _ := loop.Created()
 	killedAt := sc.KillCoordinator(holder)
 	delete(nodes, holder)
 	next := waitNamed(holder)
 	named := time.Since(killedAt)
-	deadline := time.Now().Add(30 * time.Second)
-	for createdN() < before+5 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d topics created before the SIGKILL, %d 30 s after", before, createdN())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	loop.WaitCreated(t, before+5, 30*time.Second, "after the SIGKILL")
 	againAt := time.Since(killedAt)
-	close(stop)
-	<-done
+	created := loop.Stop()
+	_, failed := loop.Created()
 	t.Logf("SIGKILL of controller %d (lease TTL %v): every node named %d %v after, the CreateTopics loop succeeded again %v after; %d topics created, %d attempts failed",
-		holder, sc.leaseTTL(), next, named.Round(time.Millisecond), againAt.Round(time.Millisecond), createdN(), failed)
+		holder, sc.leaseTTL(), next, named.Round(time.Millisecond), againAt.Round(time.Millisecond), len(created), failed)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(sc.Bootstrap()...))
 	if err != nil {
@@ -186,38 +146,7 @@ func TestScaleoutControllerSIGKILL(t *testing.T) {
 			t.Fatalf("node %d does not list topics created before, 10 s after the loop: %s", id, missing)
 		}
 	}
-	listed, err := adm.ListTopics(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for name, resp := range created {
-		got, ok := listed[name]
-		if !ok {
-			t.Fatalf("topic %s, created before, is gone", name)
-		}
-		if got.ID != resp.ID || len(got.Partitions) != 2 {
-			t.Fatalf("topic %s: id %v, %d partitions; created with id %v, 2 partitions", name, got.ID, len(got.Partitions), resp.ID)
-		}
-		names = append(names, name)
-	}
-	rcs, err := adm.DescribeTopicConfigs(ctx, names...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rc := range rcs {
-		var i int
-		fmt.Sscanf(rc.Name, "ctl-%d", &i)
-		found := false
-		for _, c := range rc.Configs {
-			if c.Key == "retention.ms" {
-				found = c.Value != nil && *c.Value == fmt.Sprint(60000+i) && c.Source == kmsg.ConfigSourceDynamicTopicConfig
-			}
-		}
-		if rc.Err != nil || !found {
-			t.Fatalf("topic %s: configs %+v (%v), want retention.ms %d of its own", rc.Name, rc.Configs, rc.Err, 60000+i)
-		}
-	}
+	topictest.CheckCreated(ctx, t, adm, "ctl", created)
 
 	// Each live node forwards a CreateTopics sent to it to the holder.
 	for id, addr := range nodes {
@@ -239,27 +168,7 @@ func TestScaleoutControllerSIGKILL(t *testing.T) {
 
 	// A topic created after the takeover carries records, through the
 	// leaders (which learned it from the new holder).
-	topic := fmt.Sprintf("after-%d", sc.file.Leaders[0].NodeID)
-	pc, err := kgo.NewClient(kgo.SeedBrokers(sc.Bootstrap()...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	want := map[string]bool{}
-	for i := range 10 {
-		v := fmt.Sprintf("v%d", i)
-		want[v] = true
-		if err := pc.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
-			t.Fatalf("produce to %s: %v", topic, err)
-		}
-	}
-	for len(want) > 0 {
-		fs := pc.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("consume %s: %d records not read: %v", topic, len(want), err)
-		}
-		fs.EachRecord(func(r *kgo.Record) { delete(want, string(r.Value)) })
-	}
+	topictest.ProduceConsume(ctx, t, sc.Bootstrap(), fmt.Sprintf("after-%d", sc.file.Leaders[0].NodeID), 10)
 
 	// Restarted, the killed coordinator names the new holder too.
 	sc.StartCoordinator(holder)

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/faults"
+	"github.com/txncoord/txncoord/internal/topictest"
 )
 
 // waitController waits until a coordinator of e runs the controller and
@@ -103,48 +103,14 @@ func TestControllerTakeover(t *testing.T) {
 	}
 
 	leader, _ := e.View.Node(3) // clients bootstrap from a leader, which is never killed
-	adm, _ := adminAt(t, leader.Addr)
-	var (
-		mu      sync.Mutex
-		created = map[string]kadm.CreateTopicResponse{}
-		failed  int
-	)
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	createdN := func() int { mu.Lock(); defer mu.Unlock(); return len(created) }
-	go func() {
-		defer close(done)
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			name := fmt.Sprintf("ct-%d", i)
-			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
-			resp, err := adm.CreateTopic(rctx, 2, -1, map[string]*string{"retention.ms": kmsg.StringPtr(fmt.Sprint(60000 + i))}, name)
-			rcancel()
-			mu.Lock()
-			if err == nil && resp.Err == nil {
-				created[name] = resp
-			} else {
-				failed++
-			}
-			mu.Unlock()
-			if err != nil {
-				// A request to a paused controller times out, and kgo
-				// keeps the controller it knows until its metadata
-				// ages: the application's next client asks Metadata.
-				adm, _ = adminAt(t, leader.Addr)
-			}
-		}
-	}()
+	loop := topictest.StartLoop(ctx, "ct", func() *kadm.Client { adm, _ := adminAt(t, leader.Addr); return adm })
+	defer loop.Stop()
 	// takeover injects fault into the holder while the loop creates, and
 	// waits until another coordinator holds the controller at a higher
 	// epoch and the loop has created five more topics.
 	takeover := func(kind faults.Kind) (faults.Fault, int32, int32) {
 		t.Helper()
-		before := createdN()
+		before, _ := loop.Created()
 		f, err := e.Faults.Add(faults.Spec{Kind: kind, Node: holder})
 		if err != nil {
 			t.Fatal(err)
@@ -155,22 +121,13 @@ func TestControllerTakeover(t *testing.T) {
 			t.Fatalf("controller moved from %d (epoch %d) to %d at epoch %d: the epoch did not rise", holder, epoch, next, nextEpoch)
 		}
 		moved := time.Since(at)
-		deadline := time.Now().Add(30 * time.Second)
-		for createdN() < before+5 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d topics created before the %s, %d 30 s after", before, kind, createdN())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		mu.Lock()
+		loop.WaitCreated(t, before+5, 30*time.Second, fmt.Sprintf("after the %s", kind))
+		_, failed := loop.Created()
 		t.Logf("%s of holder %d: the lease moved to %d (epoch %d to %d) %v after; the loop created again %v after (%d failed attempts so far)",
 			kind, holder, next, epoch, nextEpoch, moved.Round(time.Millisecond), time.Since(at).Round(time.Millisecond), failed)
-		mu.Unlock()
 		return f, next, nextEpoch
 	}
-	for createdN() < 5 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	loop.WaitCreated(t, 5, 30*time.Second, "before the faults")
 	// A paused holder (SIGSTOP): its lease lapses after the TTL, the next
 	// holder fences it out; resumed, it follows.
 	paused, next, nextEpoch := takeover(faults.Pause)
@@ -181,46 +138,13 @@ func TestControllerTakeover(t *testing.T) {
 	// A killed holder: it stops, its lease goes at once.
 	killed := holder
 	k, next, nextEpoch := takeover(faults.Kill)
-	close(stop)
-	<-done
-	t.Logf("%d topics created, %d attempts failed", createdN(), failed)
+	created := loop.Stop()
 
 	// Every topic created is there, with its id and config, as the new
 	// holder answers through a surviving coordinator.
 	survivor, _ := e.View.Node(next)
 	sadm, _ := adminAt(t, survivor.Addr)
-	listed, err := sadm.ListTopics(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for name, resp := range created {
-		got, ok := listed[name]
-		if !ok {
-			t.Fatalf("topic %s, created before, is gone", name)
-		}
-		if got.ID != resp.ID || len(got.Partitions) != 2 {
-			t.Fatalf("topic %s: id %v, %d partitions; created with id %v, 2 partitions", name, got.ID, len(got.Partitions), resp.ID)
-		}
-		names = append(names, name)
-	}
-	rcs, err := sadm.DescribeTopicConfigs(ctx, names...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rc := range rcs {
-		var i int
-		fmt.Sscanf(rc.Name, "ct-%d", &i)
-		found := false
-		for _, c := range rc.Configs {
-			if c.Key == "retention.ms" {
-				found = c.Value != nil && *c.Value == fmt.Sprint(60000+i) && c.Source == kmsg.ConfigSourceDynamicTopicConfig
-			}
-		}
-		if rc.Err != nil || !found {
-			t.Fatalf("topic %s: configs %+v (%v), want retention.ms %d of its own", rc.Name, rc.Configs, rc.Err, 60000+i)
-		}
-	}
+	topictest.CheckCreated(ctx, t, sadm, "ct", created)
 
 	// Each live node forwards a CreateTopics sent to it to the holder,
 	// and names the new holder.
@@ -244,27 +168,7 @@ func TestControllerTakeover(t *testing.T) {
 	}
 
 	// A topic created after the takeover carries records.
-	topic := fmt.Sprintf("after-%d", leader.NodeID)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(leader.Addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	want := map[string]bool{}
-	for i := range 10 {
-		v := fmt.Sprintf("v%d", i)
-		want[v] = true
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}).FirstErr(); err != nil {
-			t.Fatalf("produce to %s: %v", topic, err)
-		}
-	}
-	for len(want) > 0 {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("consume %s: %d records not read: %v", topic, len(want), err)
-		}
-		fs.EachRecord(func(r *kgo.Record) { delete(want, string(r.Value)) })
-	}
+	topictest.ProduceConsume(ctx, t, []string{leader.Addr}, fmt.Sprintf("after-%d", leader.NodeID), 10)
 
 	// The killed coordinator comes back as a follower of the new holder.
 	if err := e.Faults.Remove(k.ID); err != nil {

@@ -41,7 +41,7 @@ type FollowerConfig struct {
 	// Metadata answer named as ControllerID; when it cannot be reached
 	// the follower asks the next coordinator, which names the holder.
 	Track bool
-	Dial    wire.DialConfig
+	Dial  wire.DialConfig
 	// Interval between polls (default 250 ms): a topic the controller
 	// created shows in this node's Metadata within about that long, a
 	// deleted one leaves it as fast.
