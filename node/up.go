@@ -66,8 +66,9 @@ type EmbeddedConfig struct {
 // Embedded is a running in-process cluster.
 type Embedded struct {
 	View *cluster.View
-	// Coordinator is node 0: the controller, the group coordinator, and
-	// with several coordinators one of them (Coordinators).
+	// Coordinator is node 0: the controller and the group coordinator,
+	// or with several coordinators one of them (Coordinators), which
+	// hold those roles by etcd leases, and the one serving the admin API.
 	Coordinator  *Coordinator
 	Coordinators []*Coordinator
 	Leaders      []*Leader
