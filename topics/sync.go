@@ -34,7 +34,8 @@ type FollowerConfig struct {
 	// of the controller's etcd lease); false: Addr.
 	Target func() (string, bool)
 	// Serving, optional, reports that this process runs the controller
-	// now: the follower then neither polls nor auto-creates through it.
+	// now: the follower then polls only the security metadata (node 0's)
+	// and does not auto-create through it.
 	Serving func() bool
 	// Track, without Target (a process without an etcd client, with
 	// several coordinators): the controller is the node the last
@@ -189,12 +190,14 @@ func (f *Follower) loop(held func() map[string]int32, drop func(string) error) {
 	defer tick.Stop()
 	failing := false
 	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		var err error
 		if f.cfg.Serving == nil || !f.cfg.Serving() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			err = f.Sync(ctx, held, drop)
-			cancel()
+		} else {
+			err = f.mirrorAuth(ctx) // the topics are this process's own
 		}
+		cancel()
 		switch {
 		case err != nil && !failing:
 			f.log.Warn().Err(err).Str("controller", f.addr()).Msg("cannot learn topics from the controller; retrying")
@@ -365,6 +368,17 @@ func (f *Follower) syncLocked(ctx context.Context, held func() map[string]int32,
 	for name, t := range listed {
 		f.seen[name] = t.ID
 	}
+	if err := f.mirrorAuthLocked(ctx); err != nil {
+		return fmt.Errorf("security metadata: %w", err)
+	}
+	return nil
+}
+
+// mirrorAuth is mirrorAuthLocked for a process that runs the controller
+// but not the security metadata (node 0 keeps it).
+func (f *Follower) mirrorAuth(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err := f.mirrorAuthLocked(ctx); err != nil {
 		return fmt.Errorf("security metadata: %w", err)
 	}
