@@ -7,9 +7,10 @@ package cluster
 //   - the cluster id and every node (the coordinator and the leaders, as
 //     Metadata lists them; none is ever fenced, so v2's
 //     IncludeFencedBrokers changes nothing and IsFenced is false);
-//   - ControllerID is the coordinator node, which runs the topic
-//     controller (a Kafka broker names a random live broker: KRaft's
-//     controllers are not brokers);
+//   - ControllerID is the node running the topic controller: the
+//     coordinator node, or the holder of the controller's etcd lease
+//     (View.Controller; a Kafka broker names a random live broker:
+//     KRaft's controllers are not brokers);
 //   - EndpointType (v1+): every node is a broker endpoint (1). A request
 //     for the controller endpoint (2) is MISMATCHED_ENDPOINT_TYPE, any
 //     other type UNSUPPORTED_ENDPOINT_TYPE; the answer carries
@@ -90,7 +91,7 @@ func (v *View) describeCluster(r *wire.Request, req *kmsg.DescribeClusterRequest
 	}
 	resp.EndpointType = endpointTypeBroker
 	resp.ClusterID = v.file.ClusterID
-	resp.ControllerID = v.Coordinator().NodeID
+	resp.ControllerID = v.Controller().NodeID
 	for _, n := range v.LiveBrokers() {
 		b := kmsg.NewDescribeClusterResponseBroker()
 		b.NodeID = n.NodeID

@@ -14,7 +14,9 @@ import (
 //
 // Behavior:
 //   - brokers are the coordinator and the leaders; ControllerID is the
-//     coordinator (KafkaJS sends idempotent InitProducerId there);
+//     node running the topic controller (View.Controller: the coordinator,
+//     or the holder of the controller's etcd lease; KafkaJS sends
+//     idempotent InitProducerId there);
 //   - a null topic list means all topics, and so does an empty list at v0
 //     (v1+: an empty list means none), as Kafka's MetadataRequest.isAllTopics;
 //   - a listed unknown topic is created with default_partitions when the
@@ -58,7 +60,7 @@ func (v *View) Metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 func (v *View) metadata(req *kmsg.MetadataRequest, describable func(string) bool) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.ClusterID = kmsg.StringPtr(v.file.ClusterID)
-	resp.ControllerID = v.Coordinator().NodeID
+	resp.ControllerID = v.Controller().NodeID
 	for _, n := range v.LiveBrokers() {
 		b := kmsg.NewMetadataResponseBroker()
 		b.NodeID = n.NodeID

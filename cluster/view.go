@@ -95,6 +95,7 @@ type View struct {
 
 	creator   atomic.Pointer[func(string) (Topic, error)]
 	groupHook atomic.Pointer[func() (Node, bool)]
+	ctlHook   atomic.Pointer[func() (Node, bool)]
 	liveHook  atomic.Pointer[func() (map[int32]bool, bool)]
 	onMiss    atomic.Pointer[func(string)]
 	hooksMu   sync.Mutex
@@ -157,6 +158,23 @@ func (v *View) groupCoordinator() (Node, bool) {
 // returns false while none does: FindCoordinator for groups then answers
 // COORDINATOR_NOT_AVAILABLE and __consumer_offsets has no leader.
 func (v *View) SetGroupCoordinator(fn func() (Node, bool)) { v.groupHook.Store(&fn) }
+
+// Controller is the node Metadata and DescribeCluster name as
+// ControllerID: the coordinator (node 0), or with several coordinators
+// on etcd the one holding the controller's lease (SetController); while
+// none holds it, node 0.
+func (v *View) Controller() Node {
+	if fn := v.ctlHook.Load(); fn != nil {
+		if n, ok := (*fn)(); ok {
+			return n
+		}
+	}
+	return v.Coordinator()
+}
+
+// SetController makes fn name the controller: the coordinator holding
+// the controller's etcd lease; fn returns false while none does.
+func (v *View) SetController(fn func() (Node, bool)) { v.ctlHook.Store(&fn) }
 
 // File returns the cluster file the view was built from.
 func (v *View) File() *File { return v.file }

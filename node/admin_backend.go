@@ -32,9 +32,9 @@ type adminBackend struct {
 	sender *markersender.Sender
 	// ready is why the node does not serve writes (nil when it does).
 	ready func() error
-	// topics is the topic controller (admin_topics.go); nil on a
-	// coordinator other than node 0.
-	topics *topics.Controller
+	// topics is the topic controller (admin_topics.go): nil, or nil
+	// returned, on a coordinator that does not run it.
+	topics func() *topics.Controller
 	// auth is the controller's security metadata (admin_acls.go); it
 	// serves only where the controller is open.
 	auth *authmeta.State
@@ -74,7 +74,7 @@ func (c *Coordinator) AdminBackend() admin.Backend {
 				return fmt.Errorf("%w: %w", errStoreFailed, err)
 			}
 			return nil
-		}, topics: c.Controller, coordinators: c.singleCoordinator, faults: c.Faults, cleanable: c.Cleanable, auth: c.view.AuthMeta(),
+		}, topics: c.controller, coordinators: c.singleCoordinator, faults: c.Faults, cleanable: c.Cleanable, auth: c.view.AuthMeta(),
 		timeline: c.timelineOf})
 }
 

@@ -48,7 +48,7 @@ func (c *Coordinator) etcdAdminBackend() *adminBackend {
 			}
 			return nil
 		},
-		topics:       c.Controller,
+		topics:       c.controller,
 		auth:         c.view.AuthMeta(),
 		coordinators: c.coordinatorsOf,
 	}

@@ -44,26 +44,37 @@ func adminTopic(i topics.Info) admin.Topic {
 	return t
 }
 
-// errNotController answers the topic admin API on a coordinator other
-// than node 0, which owns the cluster's topics.
-var errNotController = fmt.Errorf("%w: topics are administered by the controller, coordinator node 0: use its admin API", admin.ErrConflict)
+// errNotController answers the topic admin API on a coordinator that
+// does not run the controller: node 0, or with several coordinators on
+// etcd the holder of its lease (Metadata's ControllerID).
+var errNotController = fmt.Errorf("%w: topics are administered by the controller (Metadata's ControllerID): use its admin API", admin.ErrConflict)
+
+// controller is the topic controller this backend administers, or nil.
+func (b *adminBackend) controller() *topics.Controller {
+	if b.topics == nil {
+		return nil
+	}
+	return b.topics()
+}
 
 func (b *adminBackend) Topics(context.Context) ([]admin.Topic, error) {
-	if b.topics == nil {
+	ctl := b.controller()
+	if ctl == nil {
 		return nil, errNotController
 	}
 	var out []admin.Topic
-	for _, i := range b.topics.List() {
+	for _, i := range ctl.List() {
 		out = append(out, b.adminTopic(i))
 	}
 	return out, nil
 }
 
 func (b *adminBackend) Topic(_ context.Context, name string) (admin.Topic, error) {
-	if b.topics == nil {
+	ctl := b.controller()
+	if ctl == nil {
 		return admin.Topic{}, errNotController
 	}
-	i, ok := b.topics.Describe(name)
+	i, ok := ctl.Describe(name)
 	if !ok {
 		return admin.Topic{}, fmt.Errorf("%w: %q", admin.ErrTopicNotFound, name)
 	}
@@ -71,7 +82,8 @@ func (b *adminBackend) Topic(_ context.Context, name string) (admin.Topic, error
 }
 
 func (b *adminBackend) CreateTopic(ctx context.Context, req admin.CreateTopic) (admin.Topic, error) {
-	if b.topics == nil {
+	ctl := b.controller()
+	if ctl == nil {
 		return admin.Topic{}, errNotController
 	}
 	spec := topics.Spec{Name: req.Name, Partitions: req.Partitions, ReplicationFactor: req.ReplicationFactor}
@@ -87,24 +99,25 @@ func (b *adminBackend) CreateTopic(ctx context.Context, req admin.CreateTopic) (
 			spec.Configs[k] = &v
 		}
 	}
-	res := b.topics.Create(ctx, []topics.Spec{spec}, req.ValidateOnly)[0]
+	res := ctl.Create(ctx, []topics.Spec{spec}, req.ValidateOnly)[0]
 	if res.Err != nil {
 		return admin.Topic{}, topicError(req.Name, res)
 	}
 	if req.ValidateOnly {
 		return adminTopic(res.Info), nil
 	}
-	if i, ok := b.topics.Describe(req.Name); ok {
+	if i, ok := ctl.Describe(req.Name); ok {
 		return adminTopic(i), nil
 	}
 	return adminTopic(res.Info), nil
 }
 
 func (b *adminBackend) DeleteTopic(ctx context.Context, name string) error {
-	if b.topics == nil {
+	ctl := b.controller()
+	if ctl == nil {
 		return errNotController
 	}
-	if res := b.topics.Delete(ctx, []string{name})[0]; res.Err != nil {
+	if res := ctl.Delete(ctx, []string{name})[0]; res.Err != nil {
 		return topicError(name, res)
 	}
 	return nil

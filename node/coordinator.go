@@ -123,7 +123,7 @@ type Coordinator struct {
 	// The etcd mode (several coordinators); nil otherwise.
 	// Coordinator and Store are nil in that mode: the Router runs one
 	// coordinator per owned __transaction_state partition. Groups and
-	// Controller are nil on a node other than 0.
+	// Controller are nil (their lease holders run them: groups, ctl).
 	Router *txnrouter.Router
 	Member *ownership.Member
 	Etcd   *txnetcd.Store
@@ -131,11 +131,15 @@ type Coordinator struct {
 	view          *cluster.View
 	lg            zerolog.Logger
 	ownController bool
+	ownAuth       bool           // it opened the view's security metadata (etcd mode, node 0)
 	ownStore      *storage.Store // the process's store (no Shared): closed last
 	etcdClient    *clientv3.Client
 	// groups holds the group coordinator when this node has its lease
 	// (etcd mode; Groups is nil then).
 	groups *groupHolder
+	// ctl holds the topic controller when this node has its lease (etcd
+	// mode; Controller is nil then).
+	ctl *controllerHolder
 	// peers finds the other coordinators of this process (`txncoord
 	// up`); adminToken is the cluster's admin API token.
 	peers      func(node int32) *Coordinator
@@ -422,6 +426,9 @@ func (c *Coordinator) Stop(ctx context.Context) error {
 	if c.groups != nil {
 		err = errors.Join(err, c.groups.Close())
 	}
+	if c.ctl != nil {
+		err = errors.Join(err, c.ctl.Close())
+	}
 	if c.Coordinator != nil {
 		err = errors.Join(err, c.Coordinator.Close())
 	}
@@ -434,6 +441,9 @@ func (c *Coordinator) Stop(ctx context.Context) error {
 	if c.ownController {
 		err = errors.Join(err, c.Controller.Close())
 	}
+	if c.ownAuth {
+		err = errors.Join(err, c.view.AuthMeta().Close())
+	}
 	if c.ownStore != nil {
 		err = errors.Join(err, c.ownStore.Close())
 	}
@@ -444,4 +454,27 @@ func (c *Coordinator) Stop(ctx context.Context) error {
 		err = errors.Join(err, c.dirLock.Close())
 	}
 	return err
+}
+
+// controller is the topic controller this node administers: its own, the
+// one whose lease it holds, or (`txncoord up`) the one another
+// coordinator of the process holds; nil otherwise.
+func (c *Coordinator) controller() *topics.Controller {
+	if c.Controller != nil {
+		return c.Controller
+	}
+	if c.ctl == nil {
+		return nil
+	}
+	if cur := c.ctl.Current(); cur != nil {
+		return cur
+	}
+	if c.peers != nil {
+		if id, _, ok := c.ctl.Holder(); ok {
+			if p := c.peers(id); p != nil && p.ctl != nil {
+				return p.ctl.Current()
+			}
+		}
+	}
+	return nil
 }

@@ -51,11 +51,15 @@ func DialEtcd(v *cluster.View) (*clientv3.Client, error) {
 //     owning the partition), with producer ids from etcd blocks and the
 //     node's one marker sender; it answers NOT_COORDINATOR for the others
 //     and FindCoordinator with each id's owner;
-//   - node 0 is also the controller and the group coordinator, as on a
-//     single coordinator, over its local store (DATA_DIR/coordinator or
-//     the shared store of `txncoord up`); another node forwards the
-//     controller's requests to node 0 and, in a process of its own,
-//     follows its topics as a leader process does.
+//   - the topic controller and the group coordinator each run on the
+//     holder of an etcd lease of their own (controllerHolder,
+//     groupHolder), their records in etcd; another node forwards the
+//     controller's requests to the holder and, in a process of its own,
+//     follows its topics as a leader process does;
+//   - node 0 keeps the security metadata (ACLs, SCRAM users, quotas,
+//     features) in its local store (DATA_DIR/coordinator, or the shared
+//     store of `txncoord up`), and copies a single coordinator's topics
+//     from it into etcd once.
 //
 // Nothing of the transactions is kept locally: a node that lost its data
 // dir loses nothing.
@@ -88,17 +92,33 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	parts := cfg.View.TransactionStatePartitions()
 	c.Etcd = txnetcd.NewStore(c.etcdClient, txnetcd.Options{Layout: layout, Partitions: parts})
 
-	controller := self.NodeID == cfg.View.Coordinator().NodeID
+	node0 := self.NodeID == cfg.View.Coordinator().NodeID
 	var ownServer atomic.Pointer[wire.Server]
-	if controller {
-		if err := c.openController(cfg, log); err != nil {
-			return nil, err
+	switch {
+	case node0 && cfg.Shared == nil:
+		// Node 0's data dir keeps the security metadata (ACLs, SCRAM
+		// credentials, quotas, features), served by node 0 alone; its
+		// topics, if a single coordinator wrote them, are copied into
+		// etcd once.
+		if c.ownStore, err = openCoordinatorStore(cfg); err != nil {
+			return nil, fmt.Errorf("coordinator: %w", err)
 		}
-		cleanup = append(cleanup, c.closeController)
-		if err := c.adoptSingleCoordinatorIDs(cfg, log); err != nil {
-			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
+		cleanup = append(cleanup, func() { c.ownStore.Close(); c.ownStore = nil })
+		if err := cfg.View.AuthMeta().Open(c.ownStore, log); err != nil {
+			return nil, fmt.Errorf("coordinator: %w", err)
 		}
-	} else if cfg.Shared == nil {
+		cleanup = append(cleanup, func() { cfg.View.AuthMeta().Close() })
+		c.ownAuth = true
+		recs, err := topics.SpaceRecords(c.ownStore)
+		if err != nil {
+			return nil, fmt.Errorf("coordinator: %w", err)
+		}
+		err = seedControllerRecords(c.etcdClient, cfg.View, recs, log)
+		recs.Close()
+		if err != nil {
+			log.Warn().Err(err).Msg("the topics of this data dir's single coordinator were not copied into etcd: they stay behind")
+		}
+	case cfg.Shared == nil:
 		// Its data dir holds no state, but it is this node's: created and
 		// locked as node 0's, so two processes never share one (and the
 		// layout guard's meta.properties sits beside the lock).
@@ -106,16 +126,40 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
 		}
 		cleanup = append(cleanup, func() { c.dirLock.Close() })
+		relaySCRAM(sec, cfg.View, dial)
+	}
+	if node0 {
+		if err := c.adoptSingleCoordinatorIDs(cfg, log); err != nil {
+			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
+		}
+	}
+	// The topic controller runs on the holder of its lease.
+	if c.ctl, err = startControllerHolder(c.etcdClient, cfg.View, self, cfg.LeaseTTL, log); err != nil {
+		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
+	}
+	cleanup = append(cleanup, func() { c.ctl.Close() })
+	if cfg.Shared == nil {
 		// A process of its own learns topics from the controller (the
 		// marker sender needs every partition's leader), as a leader
-		// process does: one sync before serving, best effort.
-		c.follower = topics.NewFollower(topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log})
-		relaySCRAM(sec, cfg.View, dial)
+		// process does, while it does not run the controller itself:
+		// one sync before serving, best effort.
+		c.follower = topics.NewFollower(topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log,
+			Target: c.ctl.holderAddr, Serving: func() bool { return c.ctl.Current() != nil }})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		c.follower.Sync(ctx, nil, nil)
 		cancel()
 		c.follower.Start(func() map[string]int32 { return nil }, func(string) error { return nil })
 		cleanup = append(cleanup, c.follower.Close)
+		// Auto-creation: by the controller this node runs, else asked
+		// of the holder.
+		follower := c.follower
+		cfg.View.SetCreator(func(name string) (cluster.Topic, error) {
+			if ctl := c.ctl.Current(); ctl != nil {
+				return ctl.AutoCreate(name)
+			}
+			return follower.AutoCreate(name)
+		})
+		cfg.View.SetController(c.ctl.holderNode)
 	}
 
 	if c.Member, err = ownership.Start(ownership.Config{Client: c.etcdClient, Layout: layout, NodeID: self.NodeID,
@@ -158,9 +202,12 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		cfg.View.SetLiveCoordinators(c.liveCoordinators)
 	}
 
-	forward, synced := cfg.Forward, func(context.Context) {}
+	// The security metadata's requests go to node 0; the controller's
+	// to the holder of its lease (in `up`, cfg.Forward finds it).
+	forward, ctlForward, synced := cfg.Forward, cfg.Forward, func(context.Context) {}
 	if forward == nil {
 		forward = topics.DialForward(cfg.View.Coordinator().Addr, dial)
+		ctlForward = topics.DialForwardTo(c.ctl.forwardAddr(self), dial)
 	}
 	if c.follower != nil {
 		synced = func(ctx context.Context) { c.follower.Refresh(ctx) }
@@ -168,13 +215,9 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	c.Server, err = listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, requestMetrics(cfg.Requests, cfg.Metrics), log, func(reg *wire.Registry) {
 		c.Router.Register(reg)
 		groups.RegisterSwitch(reg, self.KafkaVersion, c.groups.Current)
-		if controller {
-			c.Controller.Register(reg)
-		} else {
-			topics.RegisterForward(reg, forward, synced)
-			if c.follower != nil { // a process of its own: the security metadata is the controller's
-				cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(forward), synced)
-			}
+		topics.RegisterSwitch(reg, c.ctl.Current, ctlForward, synced)
+		if c.follower != nil && !node0 { // a process of its own: the security metadata is node 0's
+			cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(forward), synced)
 		}
 	})
 	if err != nil {
@@ -184,32 +227,6 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	log.Info().Int32("partitions", parts).Strs("etcd", cfg.View.Etcd().Endpoints).Str("prefix", layout.Prefix).
 		Msg("coordinator on etcd: claiming its share of __transaction_state")
 	return c, nil
-}
-
-// openController opens node 0's topic controller over its local store
-// (DATA_DIR/coordinator, the same file as a single coordinator's, so its
-// topics stay when the cluster moves to etcd) or the shared one of `up`.
-func (c *Coordinator) openController(cfg CoordinatorConfig, log zerolog.Logger) error {
-	c.Controller = cfg.Controller
-	if c.Controller != nil {
-		return nil
-	}
-	st := cfg.Shared
-	if st == nil {
-		var err error
-		if st, err = openCoordinatorStore(cfg); err != nil {
-			return fmt.Errorf("coordinator: %w", err)
-		}
-		c.ownStore = st
-	}
-	ctl, err := topics.Open(topics.Config{View: cfg.View, Store: st, Log: log})
-	if err != nil {
-		c.closeController()
-		return fmt.Errorf("coordinator: %w", err)
-	}
-	c.Controller, c.ownController = ctl, true
-	cfg.View.SetCreator(ctl.AutoCreate)
-	return nil
 }
 
 // adoptSingleCoordinatorIDs: node 0's data dir may be a single
@@ -262,18 +279,6 @@ func (c *Coordinator) adoptSingleCoordinatorIDs(cfg CoordinatorConfig, log zerol
 			Msg("this data dir holds a single coordinator's transactions, which the etcd mode does not serve (no migration): finish them with the single coordinator first")
 	}
 	return nil
-}
-
-// closeController undoes openController.
-func (c *Coordinator) closeController() {
-	if c.ownController {
-		c.Controller.Close()
-		c.ownController = false
-	}
-	if c.ownStore != nil {
-		c.ownStore.Close()
-		c.ownStore = nil
-	}
 }
 
 // liveCoordinators is the View's SetLiveCoordinators hook: the members

@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,18 +31,7 @@ import (
 // does not hold it answers NOT_COORDINATOR, and FindCoordinator for groups
 // names the holder (cluster.View.SetGroupCoordinator).
 type groupHolder struct {
-	member  *ownership.Member
-	store   *txnetcd.Store
-	cfg     groups.Config // template: Records is set per instance
-	log     zerolog.Logger
-	current atomic.Pointer[groups.Coordinator]
-
-	mu     sync.Mutex // serializes opening and closing instances
-	epoch  int32      // of the current instance (0: none)
-	closed bool
-
-	done chan struct{}
-	wg   sync.WaitGroup
+	*leaseHolder[groups.Coordinator]
 }
 
 // groupsPrefix is where the group coordinator's lease and state live.
@@ -57,138 +45,24 @@ func startGroupHolder(cli *clientv3.Client, v *cluster.View, self cluster.Node, 
 	if err != nil {
 		return nil, fmt.Errorf("group coordinator lease: %w", err)
 	}
-	h := &groupHolder{member: m, store: txnetcd.NewStore(cli, txnetcd.Options{Layout: layout, Partitions: 1}), cfg: cfg,
-		log: log.With().Str("component", "groups-holder").Logger(), done: make(chan struct{})}
+	store := txnetcd.NewStore(cli, txnetcd.Options{Layout: layout, Partitions: 1})
+	log = log.With().Str("component", "groups-holder").Logger()
+	h := &groupHolder{}
+	h.leaseHolder = newLeaseHolder(m, "group coordinator", log, func(fence txnetcd.Fence, failed func(error)) (*groups.Coordinator, error) {
+		cfg := cfg
+		cfg.Records = groupsetcd.Open(store, fence, groupsetcd.Options{Log: log, OnFail: failed})
+		c, err := groups.Open(cfg)
+		if err != nil {
+			cfg.Records.Close()
+		}
+		return c, err
+	}, (*groups.Coordinator).Close)
 	// One set of series for every instance this node opens: counters
 	// add up across them, gauges read the one it runs (0 on the others).
-	h.cfg.SharedMetrics = groups.NewMetrics(cfg.Metrics, h.Current)
-	h.wg.Add(1)
-	go h.follow()
+	// Set before start: every instance's config (the closure's) has it.
+	cfg.SharedMetrics = groups.NewMetrics(cfg.Metrics, h.Current)
+	h.start()
 	return h, nil
-}
-
-// Current is the group coordinator this node runs, or nil.
-func (h *groupHolder) Current() *groups.Coordinator { return h.current.Load() }
-
-// Holder is the node holding the group coordinator's lease, as etcd says.
-func (h *groupHolder) Holder() (node, epoch int32, ok bool) { return h.member.Owner(0) }
-
-func (h *groupHolder) follow() {
-	defer h.wg.Done()
-	events := h.member.Events()
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				h.drop(-1, "lease member closed")
-				return
-			}
-			if ev.Acquired {
-				h.open(ev.Epoch)
-			} else {
-				h.drop(ev.Epoch, "lease lost")
-			}
-		case <-h.done:
-			return
-		}
-	}
-}
-
-// open opens the group coordinator at epoch, if this node still holds
-// the lease with it.
-func (h *groupHolder) open(epoch int32) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return
-	}
-	fence, ok := h.member.Fence(0)
-	if !ok {
-		return
-	}
-	if o, err := fence.Owner(); err != nil || o.Epoch != epoch {
-		return // a later acquisition's event follows
-	}
-	h.closeLocked("reopened")
-	cfg := h.cfg
-	cfg.Records = groupsetcd.Open(h.store, fence, groupsetcd.Options{Log: h.log, OnFail: func(err error) { h.failed(epoch, err) }})
-	c, err := groups.Open(cfg)
-	if err != nil {
-		cfg.Records.Close()
-		h.log.Error().Err(err).Int32("epoch", epoch).Msg("group coordinator not opened; retrying")
-		h.retry(epoch)
-		return
-	}
-	h.current.Store(c)
-	h.epoch = epoch
-	h.log.Info().Int32("epoch", epoch).Msg("group coordinator: serving (this node holds its lease)")
-}
-
-// failed is the instance's log failing for good (fenced out, or an etcd
-// write failed): its memory may be ahead of etcd, so it is closed, and
-// opened again from etcd while the lease is still held.
-func (h *groupHolder) failed(epoch int32, err error) {
-	h.log.Warn().Err(err).Int32("epoch", epoch).Msg("group coordinator's etcd log failed: closing it, reloading from etcd if this node still holds the lease")
-	go func() {
-		h.drop(epoch, "log failed")
-		h.retry(epoch)
-	}()
-}
-
-// retry opens the coordinator again after a pause, while this node holds
-// the lease at epoch.
-func (h *groupHolder) retry(epoch int32) {
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		select {
-		case <-time.After(500 * time.Millisecond):
-		case <-h.done:
-			return
-		}
-		if _, e, ok := h.member.Owner(0); ok && e == epoch {
-			if _, ok := h.member.Fence(0); ok {
-				h.open(epoch)
-			}
-		}
-	}()
-}
-
-// drop closes the instance of epoch (any when epoch < 0).
-func (h *groupHolder) drop(epoch int32, reason string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if epoch >= 0 && h.epoch != epoch {
-		return
-	}
-	h.closeLocked(reason)
-}
-
-func (h *groupHolder) closeLocked(reason string) {
-	c := h.current.Swap(nil)
-	if c == nil {
-		return
-	}
-	h.log.Info().Int32("epoch", h.epoch).Str("reason", reason).Msg("group coordinator: closed")
-	h.epoch = 0
-	c.Close()
-}
-
-// Close closes the instance and releases the lease (the next holder takes
-// over at once).
-func (h *groupHolder) Close() error {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil
-	}
-	h.closed = true
-	h.closeLocked("node stopping")
-	h.mu.Unlock()
-	close(h.done)
-	err := h.member.Close()
-	h.wg.Wait()
-	return err
 }
 
 // groupsTxnFunc adapts a coordinators' client to groups.Config.TxnCoordinator.

@@ -108,7 +108,10 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		// sync before recovery, so recovered partitions find their
 		// topics with the controller's counts (best effort: the
 		// controller may be down; the follower keeps trying).
-		follower = topics.NewFollower(topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log})
+		// With several coordinators the controller is whichever holds
+		// its lease: the follower tracks Metadata's ControllerID.
+		follower = topics.NewFollower(topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log,
+			Track: len(cfg.View.Coordinators()) > 1})
 		relaySCRAM(sec, cfg.View, dial)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		follower.Sync(ctx, nil, nil)
@@ -152,14 +155,21 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		})
 		follower.Start(l.HeldTopics, l.DropTopic)
 	}
-	// The controller's requests go to the coordinator node; a process
-	// of its own then syncs, so its own Metadata shows the change.
+	// The controller's requests go to the controller (the coordinator
+	// node, or the holder of the controller's lease as the follower
+	// knows it), the security metadata's to the coordinator node; a
+	// process of its own then syncs, so its own Metadata shows the change.
 	forward, synced := cfg.Forward, func(context.Context) {}
 	if forward == nil {
 		forward = topics.DialForward(cfg.View.Coordinator().Addr, dial)
 	}
+	ctlForward := forward
 	if follower != nil {
 		synced = func(ctx context.Context) { follower.Refresh(ctx) }
+		if cfg.Forward == nil && len(cfg.View.Coordinators()) > 1 {
+			ctlForward = topics.DialForwardTo(follower.ControllerAddr, dial)
+			cfg.View.SetController(follower.Controller)
+		}
 	}
 	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, requestMetrics(cfg.Requests, cfg.Metrics), log, func(reg *wire.Registry) {
 		l.Register(reg)
@@ -168,8 +178,8 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 			// coordinator: the owner, which only the coordinators know.
 			r.RegisterFindCoordinator(reg, cfg.View)
 		}
-		topics.RegisterForward(reg, forward, synced)
-		if follower != nil { // a process of its own: the security metadata is the controller's
+		topics.RegisterForward(reg, ctlForward, synced)
+		if follower != nil { // a process of its own: the security metadata is node 0's
 			cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(forward), synced)
 		}
 	})

@@ -67,8 +67,9 @@ type EmbeddedConfig struct {
 // Embedded is a running in-process cluster.
 type Embedded struct {
 	View *cluster.View
-	// Coordinator is node 0: the controller, the group coordinator, and
-	// with several coordinators one of them (Coordinators).
+	// Coordinator is node 0: the controller and the group coordinator,
+	// or with several coordinators one of them (Coordinators), which
+	// hold those roles by etcd leases, and the one serving the admin API.
 	Coordinator  *Coordinator
 	Coordinators []*Coordinator
 	Leaders      []*Leader
@@ -84,7 +85,12 @@ type Embedded struct {
 	Shared *storage.Store
 	// Controller owns the cluster's topics; it changes the one View every
 	// node of the process answers from, so they all show a change at once.
+	// nil with several coordinators on etcd: the coordinator holding the
+	// controller's lease runs it (on the same View).
 	Controller *topics.Controller
+	// ownAuth: the process opened the security metadata itself (etcd
+	// mode: no Controller to open it).
+	ownAuth bool
 
 	cfg       EmbeddedConfig
 	inProcess *inProcessCoordinator
@@ -194,11 +200,8 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	// recovers. A leader's recovered topic the controller does not know
 	// (a data dir of the release before it) is adopted; one it deleted
 	// (a crash before the leader's drop was durable) is dropped.
-	if e.Controller, err = topics.Open(topics.Config{View: e.View, Store: e.Shared, Log: cfg.Log}); err != nil {
-		return nil, err
-	}
-	e.View.SetCreator(func(name string) (cluster.Topic, error) { return e.Controller.Adopt(name, -1) })
-	e.View.OnTopicRemoved(e.dropTopic)
+	// With several coordinators on etcd the controller's records are in
+	// etcd (the holder of its lease opens it): the view shows them now.
 	e.byNode = map[int32]*inProcessCoordinator{}
 	for _, n := range e.View.Coordinators() {
 		e.byNode[n.NodeID] = newInProcessCoordinator(e.View, e.Shared)
@@ -207,6 +210,17 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 	if err := e.startEtcd(); err != nil {
 		return nil, err
 	}
+	if e.etcdClient != nil {
+		if err := e.openLeasedController(); err != nil {
+			return nil, err
+		}
+	} else {
+		if e.Controller, err = topics.Open(topics.Config{View: e.View, Store: e.Shared, Log: cfg.Log}); err != nil {
+			return nil, err
+		}
+		e.View.SetCreator(func(name string) (cluster.Topic, error) { return e.Controller.Adopt(name, -1) })
+	}
+	e.View.OnTopicRemoved(e.dropTopic)
 	for _, l := range cfg.File.Leaders {
 		ln, err := StartLeader(e.leaderConfig(l.NodeID, "", cfg.Listeners[l.NodeID], cfg.Log))
 		if err != nil {
@@ -224,7 +238,11 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 			}
 		}
 	}
-	e.View.SetCreator(e.Controller.AutoCreate)
+	if e.Controller != nil {
+		e.View.SetCreator(e.Controller.AutoCreate)
+	} else {
+		e.View.SetCreator(e.autoCreate)
+	}
 	for _, n := range e.View.Coordinators() {
 		co, err := StartCoordinator(e.coordinatorConfig(n.NodeID, cfg.Listeners[n.NodeID]))
 		if err != nil {
@@ -243,6 +261,7 @@ func StartEmbedded(cfg EmbeddedConfig) (_ *Embedded, err error) {
 		e.serve(co.Node, co.Server)
 	}
 	e.followGroupHolder()
+	e.followController()
 	for _, co := range e.Coordinators {
 		co.peers = e.coordinatorByID
 		co.Cleanable = e.cleanableRatio
@@ -277,7 +296,7 @@ func (e *Embedded) coordinatorConfig(id int32, ln net.Listener) CoordinatorConfi
 		View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
 		MarkerRequestTimeout: cfg.MarkerRequestTimeout, UnsafeNoSync: cfg.UnsafeNoSync, Listener: ln, Log: cfg.Log, Metrics: e.coordinatorMetrics(id),
 		InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Faults: e.Faults, Requests: e.Requests, Controller: e.Controller,
-		NodeID: id, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.inProcess.forward, TxnCoordinators: e.txnClients(),
+		NodeID: id, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.forwardFrom(id), TxnCoordinators: e.txnClients(),
 		Shares: embeddedShares{e}, GroupTimeouts: cfg.GroupTimeouts,
 	}
 }
@@ -290,7 +309,7 @@ func (e *Embedded) leaderConfig(id int32, kafkaVersion string, ln net.Listener, 
 		RetentionBytes: e.cfg.RetentionBytes, ProducerIDExpiration: e.cfg.ProducerIDExpiration,
 		RetentionCheckInterval: e.cfg.RetentionCheckInterval, CleanerBackoff: e.cfg.CleanerBackoff, UnsafeNoSync: e.cfg.UnsafeNoSync, Listener: ln, Log: log,
 		Metrics:     prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics),
-		Coordinator: e.leaderCoordinatorClient(), Limits: e.cfg.Limits, Faults: e.Faults, Requests: e.Requests, Forward: e.inProcess.forward,
+		Coordinator: e.leaderCoordinatorClient(), Limits: e.cfg.Limits, Faults: e.Faults, Requests: e.Requests, Forward: e.forwardFrom(-1),
 	}
 }
 
@@ -354,6 +373,9 @@ func (e *Embedded) Stop(ctx context.Context) error {
 	}
 	if e.Controller != nil {
 		errs = append(errs, e.Controller.Close())
+	}
+	if e.ownAuth {
+		errs = append(errs, e.View.AuthMeta().Close())
 	}
 	if e.Shared != nil {
 		errs = append(errs, e.Shared.Close())

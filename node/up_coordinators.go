@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/coordclient"
+	"github.com/txncoord/txncoord/topics"
+	"github.com/txncoord/txncoord/wire"
 )
 
 // startEtcd starts the embedded etcd when the config asks for one, and the
@@ -132,4 +135,111 @@ func (e *Embedded) WaitServing(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// openLeasedController prepares the process for a controller that moves
+// between its coordinators (several coordinators on etcd): the security
+// metadata stays in the shared store, served by every node of the
+// process; the topics of the shared store (a single coordinator's, or
+// those of several coordinators before the controller moved to etcd) are
+// copied into etcd once; the view shows etcd's topics before the leaders
+// recover (a topic a leader holds that etcd does not list is dropped).
+func (e *Embedded) openLeasedController() error {
+	if err := e.View.AuthMeta().Open(e.Shared, e.cfg.Log); err != nil {
+		return err
+	}
+	e.ownAuth = true
+	recs, err := topics.SpaceRecords(e.Shared)
+	if err != nil {
+		return err
+	}
+	err = seedControllerRecords(e.etcdClient, e.View, recs, e.cfg.Log)
+	recs.Close()
+	if err != nil {
+		e.cfg.Log.Warn().Err(err).Msg("the topics of this data dir's single coordinator were not copied into etcd: they stay behind")
+	}
+	if err := showControllerRecords(e.etcdClient, e.View); err != nil {
+		return fmt.Errorf("topics in etcd: %w", err)
+	}
+	return nil
+}
+
+// controllerHolder is the coordinator of this process holding the
+// controller's lease: of the holders the running coordinators' members
+// see, the one at the highest epoch (a paused member still sees the
+// holder it knew).
+func (e *Embedded) controllerHolder() (int32, bool) {
+	e.coordsMu.Lock()
+	defer e.coordsMu.Unlock()
+	holder, best := int32(0), int32(-1)
+	for _, co := range e.Coordinators {
+		if co.ctl == nil || co.ctl.member.Err() != nil {
+			continue
+		}
+		if id, epoch, ok := co.ctl.Holder(); ok && epoch > best {
+			holder, best = id, epoch
+		}
+	}
+	return holder, best >= 0
+}
+
+// runningController is the controller a coordinator of this process runs.
+func (e *Embedded) runningController() *topics.Controller {
+	e.coordsMu.Lock()
+	defer e.coordsMu.Unlock()
+	for _, co := range e.Coordinators {
+		if co.ctl != nil {
+			if ctl := co.ctl.Current(); ctl != nil {
+				return ctl
+			}
+		}
+	}
+	return nil
+}
+
+// autoCreate is the view's creator while the controller moves between
+// the process's coordinators.
+func (e *Embedded) autoCreate(name string) (cluster.Topic, error) {
+	if ctl := e.runningController(); ctl != nil {
+		return ctl.AutoCreate(name)
+	}
+	return cluster.Topic{}, errNoController
+}
+
+// forwardFrom is the topics.ForwardFunc of node from (-1: a leader): the
+// controller's requests go in-process to the node running the controller
+// (node 0, or the holder of its lease); never to from itself, which
+// answers NOT_CONTROLLER instead (it holds the lease but has not opened
+// the controller yet).
+func (e *Embedded) forwardFrom(from int32) topics.ForwardFunc {
+	return func(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
+		to := e.View.Coordinator().NodeID
+		if e.Controller == nil {
+			id, ok := e.controllerHolder()
+			if !ok || id == from {
+				return nil, errNoController
+			}
+			to = id
+		}
+		c, ok := e.byNode[to]
+		if !ok {
+			return nil, fmt.Errorf("no coordinator %d in this process: %w", to, errNoController)
+		}
+		return c.forward(ctx, req)
+	}
+}
+
+// followController makes the shared view name the controller's holder
+// (several coordinators on etcd) in Metadata and DescribeCluster.
+func (e *Embedded) followController() {
+	if e.Controller != nil {
+		return
+	}
+	e.View.SetController(func() (cluster.Node, bool) {
+		id, ok := e.controllerHolder()
+		if !ok {
+			return cluster.Node{}, false
+		}
+		return e.View.Node(id)
+	})
 }

@@ -16,10 +16,11 @@ import (
 // over TCP (refused, retried) instead of in-process. A coordinator stops
 // as a shutdown does: in the etcd mode its leases are revoked and the
 // others take its partitions over; restarted, it claims its share again.
-// Node 0 (the single coordinator, or the etcd mode's controller) reopens
-// its transactions, groups and topics from the process's store; the admin
-// API it serves keeps listening meanwhile (admin.Server.Down), so the
-// fault can be ended. A Pause of an etcd-mode coordinator stops its etcd
+// Node 0 (the single coordinator, or the etcd mode's node that serves the
+// admin API) reopens its transactions, groups and topics from the
+// process's store (the topics from etcd in the etcd mode); the admin API
+// it serves keeps listening meanwhile (admin.Server.Down), so the fault
+// can be ended. A Pause of an etcd-mode coordinator stops its etcd
 // keepalives too, as SIGSTOP would: its leases lapse and the others take
 // over.
 func (e *Embedded) killLifecycle() faults.Lifecycle {
@@ -50,14 +51,18 @@ func (e *Embedded) killLifecycle() faults.Lifecycle {
 	}
 }
 
-// PauseLeases stops or resumes the node's etcd keepalives (partitions and
-// the group coordinator's lease); nothing without etcd.
+// PauseLeases stops or resumes the node's etcd keepalives (partitions,
+// the group coordinator's and the controller's leases); nothing without
+// etcd.
 func (c *Coordinator) PauseLeases(paused bool) {
 	if c.Member != nil {
 		c.Member.SetPaused(paused)
 	}
 	if c.groups != nil {
 		c.groups.member.SetPaused(paused)
+	}
+	if c.ctl != nil {
+		c.ctl.member.SetPaused(paused)
 	}
 }
 

@@ -79,6 +79,9 @@ func TestFaultsCoordinatorPauseAndKill(t *testing.T) {
 	waitServes(t, e, 2)
 
 	addr := e.coordinatorByID(1).Node.Addr
+	// The epoch before the kill: the takeover may be done before the
+	// next line after it runs.
+	_, epoch = ownerOf(e, killed)
 	k, err := e.Faults.Add(faults.Spec{Kind: faults.Kill, Node: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +90,6 @@ func TestFaultsCoordinatorPauseAndKill(t *testing.T) {
 		c.Close()
 		t.Fatalf("killed coordinator 1 still accepts connections on %s", addr)
 	}
-	_, epoch = ownerOf(e, killed)
 	waitTakeover(t, e, killed, 1, epoch)
 	run(killed, 3)
 	if err := e.Faults.Remove(k.ID); err != nil {

@@ -29,8 +29,13 @@ const DefaultMaxPartitions = cluster.MaxPartitions
 // Config configures a Controller.
 type Config struct {
 	View *cluster.View
+	// Records, when set, keep the controller's records (etcd, under the
+	// controller's lease); nil: the space SpaceName of Store.
+	Records Records
 	// Store holds the controller's space SpaceName (it must know
-	// storage.KindTopic: ApplyRecord).
+	// storage.KindTopic: ApplyRecord) unless Records are set, and the
+	// security metadata (authmeta) when set: nil opens none, another
+	// owner does.
 	Store *storage.Store
 	// MaxPartitions per topic (0: DefaultMaxPartitions).
 	MaxPartitions int32
@@ -39,10 +44,11 @@ type Config struct {
 
 // Controller owns topic existence, partition counts and configs.
 type Controller struct {
-	cfg   Config
-	view  *cluster.View
-	space *storage.Space
-	log   zerolog.Logger
+	cfg  Config
+	view *cluster.View
+	recs Records
+	auth bool // it opened the view's security metadata
+	log  zerolog.Logger
 
 	// mu serializes changes and is held while a change's record becomes
 	// durable: topic changes are rare, and one at a time needs no
@@ -51,7 +57,7 @@ type Controller struct {
 	topics map[string]state // by name, tombstones included
 }
 
-// Open opens the controller's space, loads every topic into the view and
+// Open opens the controller's records, loads every topic into the view and
 // creates the cluster file's topics it has never had (a file topic deleted
 // since stays deleted; one with fewer partitions than the file says is
 // grown, as `up --topics` promises those counts).
@@ -59,45 +65,46 @@ func Open(cfg Config) (*Controller, error) {
 	if cfg.MaxPartitions <= 0 {
 		cfg.MaxPartitions = DefaultMaxPartitions
 	}
-	space, err := cfg.Store.Space(SpaceName, storage.KindTopic, storage.SpaceOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("topics: %w", err)
-	}
-	c := &Controller{cfg: cfg, view: cfg.View, space: space, log: cfg.Log.With().Str("component", "controller").Logger()}
-	if err := cfg.Store.Apply(); err != nil {
-		space.Close()
-		return nil, fmt.Errorf("topics: load: %w", err)
-	}
-	if err := space.View(func(r storage.Root) error {
+	recs := cfg.Records
+	if recs == nil {
 		var err error
-		if c.topics, err = load(r); err != nil {
-			return err
+		if recs, err = SpaceRecords(cfg.Store); err != nil {
+			return nil, err
 		}
-		return c.loadGroupConfigs(r)
-	}); err != nil {
-		space.Close()
+	}
+	c := &Controller{cfg: cfg, view: cfg.View, recs: recs, log: cfg.Log.With().Str("component", "controller").Logger()}
+	var err error
+	if c.topics, err = c.loadRecords(recs); err != nil {
+		recs.Close()
 		return nil, fmt.Errorf("topics: load: %w", err)
 	}
 	// The security metadata (ACLs, SCRAM credentials) is the
 	// controller's too, in its own space of the same store.
-	if err := cfg.View.AuthMeta().Open(cfg.Store, cfg.Log); err != nil {
-		space.Close()
-		return nil, err
+	if cfg.Store != nil {
+		if err := cfg.View.AuthMeta().Open(cfg.Store, cfg.Log); err != nil {
+			recs.Close()
+			return nil, err
+		}
+		c.auth = true
 	}
 	for _, s := range c.topics {
 		c.publish(s)
 	}
 	if err := c.seed(); err != nil {
-		cfg.View.AuthMeta().Close()
-		space.Close()
+		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-// Close closes the controller's space (its records are applied first).
+// Close closes the controller's records (and the security metadata it
+// opened).
 func (c *Controller) Close() error {
-	return errors.Join(c.view.AuthMeta().Close(), c.space.Close())
+	var err error
+	if c.auth {
+		err = c.view.AuthMeta().Close()
+	}
+	return errors.Join(err, c.recs.Close())
 }
 
 // seed creates or grows the cluster file's topics.
@@ -163,14 +170,14 @@ func (b *batch) accept(i int, res Result, s state) {
 
 // commitBatchLocked commits the changes the batch accepted, unless
 // validateOnly; if the commit fails, each accepted result becomes
-// KAFKA_STORAGE_ERROR.
+// KAFKA_STORAGE_ERROR (NOT_CONTROLLER when fenced out: commitCode).
 func (c *Controller) commitBatchLocked(b *batch, validateOnly bool) []Result {
 	if validateOnly {
 		return b.results
 	}
 	if err := c.commitLocked(b.changes); err != nil {
 		for _, i := range b.changed {
-			b.results[i] = fail(b.results[i].Name, kerr.KafkaStorageError, "%v", err)
+			b.results[i] = fail(b.results[i].Name, commitCode(err), "%v", err)
 		}
 	}
 	return b.results
@@ -185,27 +192,20 @@ func nameCounts[T any](specs []T, name func(T) string) map[string]int {
 	return count
 }
 
-// commitLocked appends one record per change, waits until every one is
-// durable, then applies them to memory and the view, in order. On a
-// failure (the store stops every write: fail-stop) nothing changes.
+// commitLocked commits one record per change, then applies them to memory
+// and the view, in order. On a failure (the store stops every write:
+// fail-stop; etcd refuses a former holder's) nothing changes here.
 func (c *Controller) commitLocked(changes []state) error {
 	if len(changes) == 0 {
 		return nil
 	}
-	waits := make([]<-chan error, 0, len(changes))
+	records := make([][]byte, 0, len(changes))
 	for _, s := range changes {
-		_, done := c.space.Submit(s.encode(), nil)
-		waits = append(waits, done)
+		records = append(records, s.encode())
 	}
-	var err error
-	for _, done := range waits {
-		if e := <-done; e != nil && err == nil {
-			err = e
-		}
-	}
-	if err != nil {
+	if err := c.recs.Commit(records); err != nil {
 		c.log.Error().Err(err).Msg("topic change not durable")
-		return fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: %w", commitCode(err), err)
 	}
 	for _, s := range changes {
 		c.topics[s.Name] = s

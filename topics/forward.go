@@ -45,13 +45,37 @@ func RegisterForward(reg *wire.Registry, fwd ForwardFunc, synced func(context.Co
 			continue
 		}
 		reg.Register(a.Key, a.Min, a.Max, func(ctx context.Context, req *wire.Request) wire.Reply {
-			after := synced
-			if !changed(req.Body) {
-				after = nil
+			return forwardReply(ctx, req, fwd, synced)
+		})
+	}
+}
+
+// forwardReply forwards req with fwd (NOT_CONTROLLER when the controller
+// cannot answer), then runs synced after an accepted change.
+func forwardReply(ctx context.Context, req *wire.Request, fwd ForwardFunc, synced func(context.Context)) wire.Reply {
+	after := synced
+	if !changed(req.Body) {
+		after = nil
+	}
+	return func() (kmsg.Response, error) {
+		return wire.Forward(ctx, req, forwardTimeout, fwd, func() kmsg.Response { return notController(req.Body) }, after)
+	}
+}
+
+// RegisterSwitch answers the controller's keys on a coordinator of a
+// cluster whose controller moves between coordinators (an etcd lease):
+// with current's controller while this node holds the lease, otherwise by
+// forwarding to the holder with fwd, as RegisterForward does (fwd fails
+// while no other node holds it: NOT_CONTROLLER, and clients retry).
+func RegisterSwitch(reg *wire.Registry, current func() *Controller, fwd ForwardFunc, synced func(context.Context)) {
+	for _, a := range apis {
+		// The holder's handler checks access as Register's does; a
+		// forward is checked by the holder, as RegisterForward's.
+		reg.Register(a.Key, a.Min, a.Max, func(ctx context.Context, req *wire.Request) wire.Reply {
+			if c := current(); c != nil {
+				return a.Bind(c)(ctx, req)
 			}
-			return func() (kmsg.Response, error) {
-				return wire.Forward(ctx, req, forwardTimeout, fwd, func() kmsg.Response { return notController(req.Body) }, after)
-			}
+			return forwardReply(ctx, req, fwd, synced)
 		})
 	}
 }
@@ -76,12 +100,22 @@ func changed(body kmsg.Request) bool {
 // connection to the controller at addr per request (these requests are
 // rare), with the cluster's dial settings, carrying the client's id.
 func DialForward(addr string, dial wire.DialConfig) ForwardFunc {
+	return DialForwardTo(func() (string, error) { return addr, nil }, dial)
+}
+
+// DialForwardTo is DialForward to the address addr names at each request
+// (the holder of the controller's lease); its error fails the forward.
+func DialForwardTo(addr func() (string, error), dial wire.DialConfig) ForwardFunc {
 	return func(ctx context.Context, req *wire.Request) (kmsg.Response, error) {
 		clientID := "txncoord-forward"
 		if req.ClientID != nil && *req.ClientID != "" {
 			clientID = *req.ClientID
 		}
-		cl, err := wire.DialWith(ctx, addr, clientID, dial)
+		to, err := addr()
+		if err != nil {
+			return nil, err
+		}
+		cl, err := wire.DialWith(ctx, to, clientID, dial)
 		if err != nil {
 			return nil, err
 		}

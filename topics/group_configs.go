@@ -74,22 +74,6 @@ func applyGroupConfigs(root storage.Root, raw []byte) error {
 	return b.Put([]byte(group), raw)
 }
 
-// loadGroupConfigs reads every group's configs into the view.
-func (c *Controller) loadGroupConfigs(root storage.Root) error {
-	b := root.Bucket(bucketGroupConfigs)
-	if b == nil {
-		return nil
-	}
-	return b.ForEach(func(k, v []byte) error {
-		group, configs, err := decodeGroupConfigs(v)
-		if err != nil {
-			return fmt.Errorf("group %q configs: %w", k, err)
-		}
-		c.view.SetGroupConfigs(group, configs)
-		return nil
-	})
-}
-
 // AlterGroupConfigs replaces a group's explicit configs (configs is its
 // whole explicit config after the change; none removes them), validated
 // by shares.ValidateGroupConfigs (INVALID_CONFIG); validateOnly checks
@@ -106,10 +90,9 @@ func (c *Controller) AlterGroupConfigs(ctx context.Context, group string, config
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, done := c.space.Submit(encodeGroupConfigs(group, configs), nil)
-	if err := <-done; err != nil {
+	if err := c.recs.Commit([][]byte{encodeGroupConfigs(group, configs)}); err != nil {
 		c.log.Error().Err(err).Msg("group config change not durable")
-		return fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
+		return fmt.Errorf("%w: %w", commitCode(err), err)
 	}
 	c.view.SetGroupConfigs(group, configs)
 	c.log.Info().Str("group", group).Int("configs", len(configs)).Msg("group configs stored")

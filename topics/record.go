@@ -113,21 +113,3 @@ func ApplyRecord(root storage.Root, raw []byte) error {
 	}
 	return b.Put([]byte(s.Name), raw)
 }
-
-// load reads every stored topic (tombstones included).
-func load(root storage.Root) (map[string]state, error) {
-	out := map[string]state{}
-	b := root.Bucket(bucketTopics)
-	if b == nil {
-		return out, nil
-	}
-	err := b.ForEach(func(k, v []byte) error {
-		s, err := decodeState(v)
-		if err != nil {
-			return fmt.Errorf("topic %q: %w", k, err)
-		}
-		out[s.Name] = s
-		return nil
-	})
-	return out, err
-}

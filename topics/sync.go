@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -29,7 +30,19 @@ type FollowerConfig struct {
 	View *cluster.View
 	// Addr is the controller's (the coordinator node's) address.
 	Addr string
-	Dial wire.DialConfig
+	// Target, optional, names the controller's address now (the holder
+	// of the controller's etcd lease); false: Addr.
+	Target func() (string, bool)
+	// Serving, optional, reports that this process runs the controller
+	// now: the follower then polls only the security metadata (node 0's)
+	// and does not auto-create through it.
+	Serving func() bool
+	// Track, without Target (a process without an etcd client, with
+	// several coordinators): the controller is the node the last
+	// Metadata answer named as ControllerID; when it cannot be reached
+	// the follower asks the next coordinator, which names the holder.
+	Track bool
+	Dial  wire.DialConfig
 	// Interval between polls (default 250 ms): a topic the controller
 	// created shows in this node's Metadata within about that long, a
 	// deleted one leaves it as fast.
@@ -62,11 +75,16 @@ type Follower struct {
 	cfg FollowerConfig
 	log zerolog.Logger
 
-	mu    sync.Mutex // one exchange at a time; guards cl and seen
-	cl    *wire.Client
-	seen  map[string][16]byte // topics as the controller last listed them
-	first bool                // the first successful sync is still to come
-	polls int                 // syncs so far: every configEvery-th fetches every topic's configs
+	// tracked is the controller's node id as Metadata last named it
+	// (Track; -1: none yet, Addr).
+	tracked atomic.Int32
+
+	mu     sync.Mutex // one exchange at a time; guards cl and seen
+	cl     *wire.Client
+	clAddr string              // the address cl is connected to
+	seen   map[string][16]byte // topics as the controller last listed them
+	first  bool                // the first successful sync is still to come
+	polls  int                 // syncs so far: every configEvery-th fetches every topic's configs
 
 	kick chan struct{}
 	stop chan struct{}
@@ -78,8 +96,54 @@ func NewFollower(cfg FollowerConfig) *Follower {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 250 * time.Millisecond
 	}
-	return &Follower{cfg: cfg, log: cfg.Log.With().Str("component", "topics-follower").Logger(),
+	f := &Follower{cfg: cfg, log: cfg.Log.With().Str("component", "topics-follower").Logger(),
 		seen: map[string][16]byte{}, first: true, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	f.tracked.Store(-1)
+	return f
+}
+
+// Controller is the controller's node as this follower knows it: Target's,
+// the one Metadata last named (Track), or the node at Addr.
+func (f *Follower) Controller() (cluster.Node, bool) {
+	addr := f.addr()
+	for _, n := range f.cfg.View.Coordinators() {
+		if n.Addr == addr {
+			return n, true
+		}
+	}
+	return cluster.Node{}, false
+}
+
+// ControllerAddr is the controller's address as this follower knows it (a
+// ForwardFunc's target: DialForwardTo).
+func (f *Follower) ControllerAddr() (string, error) { return f.addr(), nil }
+
+// track records the ControllerID of a Metadata answer (Track).
+func (f *Follower) track(id int32) {
+	if !f.cfg.Track {
+		return
+	}
+	for _, n := range f.cfg.View.Coordinators() {
+		if n.NodeID == id {
+			f.tracked.Store(id)
+			return
+		}
+	}
+}
+
+// unreachable moves a tracking follower on to the coordinator after the
+// one it could not reach: any live one names the holder.
+func (f *Follower) unreachable(addr string) {
+	if !f.cfg.Track {
+		return
+	}
+	cs := f.cfg.View.Coordinators()
+	for i, n := range cs {
+		if n.Addr == addr {
+			f.tracked.Store(cs[(i+1)%len(cs)].NodeID)
+			return
+		}
+	}
 }
 
 // Start hooks the follower into the view (auto-creation and misses) and
@@ -88,7 +152,7 @@ func NewFollower(cfg FollowerConfig) *Follower {
 // those the controller does not know, and drop is called for those it
 // deleted that are not in the view.
 func (f *Follower) Start(held func() map[string]int32, drop func(topic string) error) {
-	f.cfg.View.SetCreator(f.autoCreate)
+	f.cfg.View.SetCreator(f.AutoCreate)
 	f.cfg.View.SetMissHook(func(string) { f.Kick() })
 	go f.loop(held, drop)
 }
@@ -127,14 +191,19 @@ func (f *Follower) loop(held func() map[string]int32, drop func(string) error) {
 	failing := false
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := f.Sync(ctx, held, drop)
+		var err error
+		if f.cfg.Serving == nil || !f.cfg.Serving() {
+			err = f.Sync(ctx, held, drop)
+		} else {
+			err = f.mirrorAuth(ctx) // the topics are this process's own
+		}
 		cancel()
 		switch {
 		case err != nil && !failing:
-			f.log.Warn().Err(err).Str("controller", f.cfg.Addr).Msg("cannot learn topics from the controller; retrying")
+			f.log.Warn().Err(err).Str("controller", f.addr()).Msg("cannot learn topics from the controller; retrying")
 			failing = true
 		case err == nil && failing:
-			f.log.Info().Str("controller", f.cfg.Addr).Msg("learning topics from the controller again")
+			f.log.Info().Str("controller", f.addr()).Msg("learning topics from the controller again")
 			failing = false
 		}
 		select {
@@ -152,27 +221,49 @@ func (f *Follower) loop(held func() map[string]int32, drop func(string) error) {
 	}
 }
 
+// addr is the controller's address now.
+func (f *Follower) addr() string {
+	if f.cfg.Target != nil {
+		if a, ok := f.cfg.Target(); ok {
+			return a
+		}
+	}
+	if id := f.tracked.Load(); id >= 0 {
+		if n, ok := f.cfg.View.Node(id); ok {
+			return n.Addr
+		}
+	}
+	return f.cfg.Addr
+}
+
 // do sends req to the controller, dialing if needed.
 func (f *Follower) do(ctx context.Context, req kmsg.Request, clientID string) (kmsg.Response, error) {
+	addr := f.addr()
 	if clientID != "" { // a connection of its own, for its client id
-		cl, err := wire.DialWith(ctx, f.cfg.Addr, clientID, f.cfg.Dial)
+		cl, err := wire.DialWith(ctx, addr, clientID, f.cfg.Dial)
 		if err != nil {
 			return nil, err
 		}
 		defer cl.Close()
 		return cl.Do(ctx, req)
 	}
+	if f.cl != nil && f.clAddr != addr { // the controller moved
+		f.cl.Close()
+		f.cl = nil
+	}
 	if f.cl == nil {
-		cl, err := wire.DialWith(ctx, f.cfg.Addr, "txncoord-topics-follower", f.cfg.Dial)
+		cl, err := wire.DialWith(ctx, addr, "txncoord-topics-follower", f.cfg.Dial)
 		if err != nil {
+			f.unreachable(addr)
 			return nil, err
 		}
-		f.cl = cl
+		f.cl, f.clAddr = cl, addr
 	}
 	resp, err := f.cl.Do(ctx, req)
 	if err != nil {
 		f.cl.Close()
 		f.cl = nil
+		f.unreachable(addr)
 	}
 	return resp, err
 }
@@ -195,7 +286,9 @@ func (f *Follower) metadata(ctx context.Context, names []string, create bool) (*
 	if err != nil {
 		return nil, err
 	}
-	return resp.(*kmsg.MetadataResponse), nil
+	mresp := resp.(*kmsg.MetadataResponse)
+	f.track(mresp.ControllerID)
+	return mresp, nil
 }
 
 // configEvery: every configEvery-th sync fetches every topic's configs
@@ -275,6 +368,17 @@ func (f *Follower) syncLocked(ctx context.Context, held func() map[string]int32,
 	for name, t := range listed {
 		f.seen[name] = t.ID
 	}
+	if err := f.mirrorAuthLocked(ctx); err != nil {
+		return fmt.Errorf("security metadata: %w", err)
+	}
+	return nil
+}
+
+// mirrorAuth is mirrorAuthLocked for a process that runs the controller
+// but not the security metadata (node 0 keeps it).
+func (f *Follower) mirrorAuth(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err := f.mirrorAuthLocked(ctx); err != nil {
 		return fmt.Errorf("security metadata: %w", err)
 	}
@@ -462,9 +566,9 @@ func (f *Follower) adoptLocked(ctx context.Context, listed map[string]cluster.To
 	return nil
 }
 
-// autoCreate is the view's creator on a follower: the controller creates
+// AutoCreate is the view's creator on a follower: the controller creates
 // the topic (or refuses), and the view learns it from the answer.
-func (f *Follower) autoCreate(name string) (cluster.Topic, error) {
+func (f *Follower) AutoCreate(name string) (cluster.Topic, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	f.mu.Lock()
