@@ -199,7 +199,14 @@ func (c *conn) readLoop() {
 			}
 		}
 		c.s.requestStarted(c)
-		if !c.setReadDeadline(c.s.cfg.FrameTimeout) {
+		if c.frameBuffered() {
+			// The whole frame came with its first byte (most
+			// requests do): no read to bound, so the deadline, a
+			// timer reset per request, stays as it is.
+			if c.stopped.Load() {
+				return
+			}
+		} else if !c.setReadDeadline(c.s.cfg.FrameTimeout) {
 			return
 		}
 		if err := c.fill(4); err != nil {
@@ -253,6 +260,17 @@ func (c *conn) readLoop() {
 			return
 		}
 	}
+}
+
+// frameBuffered reports whether a whole frame, its size and body, is read
+// ahead already.
+func (c *conn) frameBuffered() bool {
+	n := c.inW - c.inR
+	if n < 4 {
+		return false
+	}
+	size := int32(binary.BigEndian.Uint32(c.in[c.inR:]))
+	return size >= 0 && int(size) <= n-4
 }
 
 // fill reads until at least n bytes are read ahead.
