@@ -145,9 +145,6 @@ func (d *decision) nextPID() int64 {
 	return pid
 }
 
-// wait blocks until the write the answer rests on is durable and returns
-// the outcome: the decided one, or the failure's when its own write
-// failed, or when the write it rests on failed and it decided no error.
 // changed returns a channel closed at the entry's next change after the
 // decision (a write submitted or made durable): closed already when one
 // came since, nil when the id had no entry. Made on demand: most decisions
@@ -167,6 +164,9 @@ func (d *decision) changed() <-chan struct{} {
 // closedCh is a closed channel: a change that came already.
 var closedCh = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
 
+// wait blocks until the write the answer rests on is durable and returns
+// the outcome: the decided one, or the failure's when its own write
+// failed, or when the write it rests on failed and it decided no error.
 func (d *decision) wait(ctx context.Context) Outcome {
 	if d.pos == 0 {
 		return d.Outcome
