@@ -37,7 +37,8 @@ var RecordCodecs = map[storage.Kind]storage.ApplyFunc{
 // RecordBatchCodecs are the kinds of RecordCodecs the applier writes a
 // space's records of at once (storage.BatchApplyFunc).
 var RecordBatchCodecs = map[storage.Kind]storage.BatchApplyFunc{
-	storage.KindTxn: txnlog.ApplyRecords,
+	storage.KindTxn:    txnlog.ApplyRecords,
+	storage.KindLeader: leaderstub.ApplyRecords,
 }
 
 // openSharedStore opens DATA_DIR/txncoord.db and the process log beside
