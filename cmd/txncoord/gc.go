@@ -11,10 +11,11 @@ import (
 // transaction, so at the Go default of 100 the collector runs several times
 // a second under load and its marking and assists take 10–15% of the
 // process's CPU. At 300 the heap may grow to four times the live heap
-// instead of twice (peak RSS in `make bench` at 64 producers ~80 MiB → see
-// docs/bench/20261202-commit-cpu2/) and the server's CPU per transaction
-// falls by about a tenth. GOGC (or GOMEMLIMIT with GOGC=off) in the
-// environment overrides it.
+// instead of twice: in `make bench` at 64 producers peak RSS went from
+// ~80 to ~130 MiB and the server's CPU per transaction fell by about a
+// tenth (docs/bench/20261202-commit-cpu2/). A node whose live heap is
+// large pays four times it: GOGC (or GOMEMLIMIT with GOGC=off) in the
+// environment overrides this default.
 const serverGCPercent = 300
 
 // setServerGC applies serverGCPercent unless GOGC is set.
