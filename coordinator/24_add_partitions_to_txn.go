@@ -156,14 +156,18 @@ func settle[T any](c *Coordinator, v T, decisionOf func(T) *decision, again func
 		if d != nil && appended && d.Err == 0 {
 			break
 		}
-		if d == nil || d.wait(c.ctx).Err != kerr.ConcurrentTransactions.Code || d.changed == nil {
+		if d == nil || d.wait(c.ctx).Err != kerr.ConcurrentTransactions.Code {
+			break
+		}
+		changed := d.changed()
+		if changed == nil {
 			break
 		}
 		if deadline == nil {
 			deadline = time.NewTimer(time.Until(until))
 		}
 		select {
-		case <-d.changed:
+		case <-changed:
 		case <-deadline.C:
 			return v
 		case <-giveUp:

@@ -118,6 +118,9 @@ type entry struct {
 	// ends, so a request refused with CONCURRENT_TRANSACTIONS can wait for
 	// the transition in its way instead of a client-side backoff.
 	changed chan struct{}
+	// gen counts the changes (notifyChanged), so that a decision can
+	// tell whether one came since it was made without a channel each.
+	gen uint64
 }
 
 // changedCh returns the channel closed at the entry's next write; e must be
@@ -131,6 +134,7 @@ func (e *entry) changedCh() chan struct{} {
 
 // notifyChanged wakes the waiters of changedCh; e must be locked.
 func (e *entry) notifyChanged() {
+	e.gen++
 	if e.changed != nil {
 		close(e.changed)
 		e.changed = nil
@@ -340,12 +344,13 @@ func (c *Coordinator) markersWritten(txn markersender.Txn) *decision {
 		wasPending = pending
 		return txncore.Complete(cur, pending, txn.Markers, now)
 	})
-	if !d.own && wasPending && d.changed != nil {
+	if !d.own && wasPending && d.e != nil {
 		// Another write of the id is still finishing: try again when it
 		// has, rather than leave the transaction in Prepare*.
+		changed := d.changed()
 		c.background(func() {
 			select {
-			case <-d.changed:
+			case <-changed:
 				c.MarkersWritten(txn)
 			case <-c.stop:
 			}

@@ -125,9 +125,10 @@ type decision struct {
 	// last write in flight. 0: nothing (answer at once).
 	pos durable.Pos
 	own bool
-	// changed is closed at the entry's next change after this decision
-	// (a write submitted or made durable); nil when the id has no entry.
-	changed <-chan struct{}
+	// e is the id's entry (nil: the id has none) and gen its change
+	// count when decided: changed waits for the next change after it.
+	e   *entry
+	gen uint64
 	// co answers a failure of the write at pos (writeErrorCode).
 	co *Coordinator
 	// short: deciding it needed a producer id the reserved blocks had
@@ -143,6 +144,25 @@ func (d *decision) nextPID() int64 {
 	}
 	return pid
 }
+
+// changed returns a channel closed at the entry's next change after the
+// decision (a write submitted or made durable): closed already when one
+// came since, nil when the id had no entry. Made on demand: most decisions
+// are never waited on.
+func (d *decision) changed() <-chan struct{} {
+	if d.e == nil {
+		return nil
+	}
+	d.e.mu.Lock()
+	defer d.e.mu.Unlock()
+	if d.e.gen != d.gen {
+		return closedCh
+	}
+	return d.e.changedCh()
+}
+
+// closedCh is a closed channel: a change that came already.
+var closedCh = func() chan struct{} { ch := make(chan struct{}); close(ch); return ch }()
 
 // wait blocks until the write the answer rests on is durable and returns
 // the outcome: the decided one, or the failure's when its own write
@@ -221,7 +241,7 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 	if e != nil {
 		e.settleWrites(c.storeLog)
 		cur, pending, speculated = e.view(o.speculate)
-		d.changed = e.changedCh()
+		d.e, d.gen = e, e.gen
 	}
 	d.Outcome = decide(cur, pending, pids)
 	if d.short {

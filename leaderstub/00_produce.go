@@ -303,12 +303,21 @@ func (l *Leader) neededRegistrations(parts []*producePart, req *kmsg.ProduceRequ
 // only while the id's owner is unknown, moving or loading; the
 // coordinator itself has waited up to 2 s for the previous markers
 // before it answers CONCURRENT_TRANSACTIONS.
+//
+// The first send goes out under the request's own context: it is bounded
+// below (15 s over TCP, the coordinator's 2 s wait in-process), and almost
+// every registration is answered by it, so the 20 s deadline, a timer and
+// a context, is made only when a retry needs it.
 func (l *Leader) registerWithRetry(ctx context.Context, regs []*coordclient.Registration, owners []*producePart, version int16) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
+	deadline := time.Now().Add(registerBound)
 	pending := regs
 	backoff := 10 * time.Millisecond
 	for attempt := 0; len(pending) > 0; attempt++ {
+		if attempt == 1 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+			defer cancel()
+		}
 		l.registrar.Register(ctx, pending)
 		var retry []*coordclient.Registration
 		for _, reg := range pending {
@@ -345,6 +354,10 @@ func (l *Leader) registerWithRetry(ctx context.Context, regs []*coordclient.Regi
 		pp.fresh = version >= 12
 	}
 }
+
+// registerBound bounds registerWithRetry: every send and backoff of one
+// Produce's registrations.
+const registerBound = 20 * time.Second
 
 // verifyError maps a coordinator answer to the Produce partition error,
 // as Kafka's AddPartitionsToTxnManager does: PRODUCER_FENCED becomes

@@ -180,7 +180,8 @@ func Open(cfg Config) (*Leader, error) {
 		}
 		var err error
 		st, err = storage.Open(filepath.Join(cfg.DataDir, name+".db"), storage.Options{NoSync: cfg.NoSync, Log: l.log,
-			Kinds: map[storage.Kind]storage.ApplyFunc{storage.KindLeader: ApplyRecord}, OnSync: l.metrics.observeSync})
+			Kinds:      map[storage.Kind]storage.ApplyFunc{storage.KindLeader: ApplyRecord},
+			BatchKinds: map[storage.Kind]storage.BatchApplyFunc{storage.KindLeader: ApplyRecords}, OnSync: l.metrics.observeSync})
 		if err != nil {
 			l.metrics.unregister()
 			return nil, fmt.Errorf("leaderstub: %w", err)

@@ -223,6 +223,62 @@ func decodePersistOp(raw []byte) (*persistOp, error) {
 	return o, nil
 }
 
+// ApplyRecords is ApplyRecord for records in log order applied in one
+// bbolt transaction (storage.BatchApplyFunc): a producer's entry is
+// written only by the last change of the batch that writes or deletes it
+// on its partition (a transaction's data and then its marker each carry
+// the entry). Everything else is written as ApplyRecord writes it.
+func ApplyRecords(root storage.Root, raws [][]byte) error {
+	if len(raws) == 1 {
+		return ApplyRecord(root, raws[0])
+	}
+	ops := make([]*persistOp, len(raws)) // nil: another kind of record
+	for i, raw := range raws {
+		if len(raw) > 0 && (raw[0] == dropTopicVersion || raw[0] == shareStateVersion) {
+			continue
+		}
+		o, err := decodePersistOp(raw)
+		if err != nil {
+			return err
+		}
+		ops[i] = o
+	}
+	type producerKey struct {
+		partition string
+		pid       int64
+	}
+	later := map[producerKey]bool{} // written or deleted by a later op
+	for i := len(ops) - 1; i >= 0; i-- {
+		o := ops[i]
+		if o == nil {
+			continue
+		}
+		if o.entry != nil {
+			k := producerKey{string(o.key), o.entry.ProducerID}
+			if later[k] {
+				o.entry = nil
+			} else {
+				later[k] = true
+			}
+		}
+		for _, pid := range o.expired {
+			later[producerKey{string(o.key), pid}] = true
+		}
+	}
+	for i, raw := range raws {
+		var err error
+		if o := ops[i]; o != nil {
+			err = o.apply(root)
+		} else {
+			err = ApplyRecord(root, raw)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ApplyRecord is the storage codec of KindLeader: it writes one leader
 // change into the leader's buckets.
 func ApplyRecord(root storage.Root, raw []byte) error {

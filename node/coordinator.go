@@ -206,7 +206,7 @@ func openCoordinatorStore(cfg CoordinatorConfig) (*storage.Store, error) {
 		return nil, err
 	}
 	path := filepath.Join(cfg.DataDir, "coordinator", "txnlog.db")
-	st, err := storage.Open(path, storage.Options{NoSync: cfg.UnsafeNoSync, Log: cfg.Log, Kinds: RecordCodecs})
+	st, err := storage.Open(path, storage.Options{NoSync: cfg.UnsafeNoSync, Log: cfg.Log, Kinds: RecordCodecs, BatchKinds: RecordBatchCodecs})
 	if err != nil {
 		return nil, err
 	}

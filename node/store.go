@@ -34,6 +34,13 @@ var RecordCodecs = map[storage.Kind]storage.ApplyFunc{
 	storage.KindAuthMeta: authmeta.ApplyRecord,
 }
 
+// RecordBatchCodecs are the kinds of RecordCodecs the applier writes a
+// space's records of at once (storage.BatchApplyFunc).
+var RecordBatchCodecs = map[storage.Kind]storage.BatchApplyFunc{
+	storage.KindTxn:    txnlog.ApplyRecords,
+	storage.KindLeader: leaderstub.ApplyRecords,
+}
+
 // openSharedStore opens DATA_DIR/txncoord.db and the process log beside
 // it: every node of `txncoord up` appends to that one log, so one
 // fdatasync carries the records of every node, and the order of the log
@@ -52,7 +59,7 @@ func openSharedStore(dataDir string, noSync bool, fs wal.FS, reg prometheus.Regi
 	}
 	obs := newStoreObserver(reg)
 	st, err := storage.Open(filepath.Join(dataDir, SharedStoreFile), storage.Options{NoSync: noSync, Log: log, FS: fs,
-		Kinds: RecordCodecs, OnSync: obs.sync, OnApply: obs.apply, CommitDelay: sharedCommitDelay})
+		Kinds: RecordCodecs, BatchKinds: RecordBatchCodecs, OnSync: obs.sync, OnApply: obs.apply, CommitDelay: sharedCommitDelay})
 	if err != nil {
 		return nil, err // it names the data dir or the file
 	}

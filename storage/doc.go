@@ -15,7 +15,11 @@
 // batches, with the position it applied up to in the same bbolt
 // transaction, and truncates the log behind it. Opening a store replays
 // the records past that position into bbolt before any component loads,
-// so a component reads its state from bbolt exactly as it wrote it.
+// so a component reads its state from bbolt exactly as it wrote it. A
+// kind with a BatchApplyFunc gets a space's records of one apply at once,
+// in log order, and may write only what the last of them leaves (a
+// transaction written four times between two applies is written once);
+// replay applies record by record, to the same result.
 //
 // Because the log is ordered, "B is durable only if A is" needs no
 // bookkeeping: if A was appended before B, B's group commit is A's or a

@@ -45,7 +45,8 @@ type BoltStore struct {
 // its log beside it.
 func OpenBolt(path string, opts BoltOptions) (*BoltStore, error) {
 	st, err := storage.Open(path, storage.Options{NoSync: opts.UnsafeNoSync, Log: opts.Log,
-		Kinds: map[storage.Kind]storage.ApplyFunc{storage.KindTxn: ApplyRecord}})
+		Kinds:      map[storage.Kind]storage.ApplyFunc{storage.KindTxn: ApplyRecord},
+		BatchKinds: map[storage.Kind]storage.BatchApplyFunc{storage.KindTxn: ApplyRecords}})
 	if err != nil {
 		return nil, fmt.Errorf("txnlog: %w", err)
 	}
@@ -269,6 +270,56 @@ func ApplyRecord(r storage.Root, raw []byte) error {
 	if err != nil {
 		return err
 	}
+	return applyBatch(r, b)
+}
+
+// ApplyRecords is ApplyRecord for records in log order applied in one
+// bbolt transaction (storage.BatchApplyFunc): each transactional id's last
+// put or delete is written, once, the last coordinator epoch and the
+// highest producer-id high-water mark. Between two applies a transaction
+// is usually written four times (two registrations, Prepare, Complete).
+func ApplyRecords(r storage.Root, raws [][]byte) error {
+	if len(raws) == 1 {
+		return ApplyRecord(r, raws[0])
+	}
+	var merged Batch
+	final := map[string]*TxnMetadata{} // id → its last put, nil: deleted
+	var ids []string                   // in first-seen order
+	set := func(id string, put *TxnMetadata) {
+		if _, seen := final[id]; !seen {
+			ids = append(ids, id)
+		}
+		final[id] = put
+	}
+	for _, raw := range raws {
+		b, err := decodeBatch(raw)
+		if err != nil {
+			return err
+		}
+		// One record's puts, then its deletes, as ApplyRecord writes them.
+		for i := range b.Puts {
+			set(b.Puts[i].TransactionalID, &b.Puts[i])
+		}
+		for _, id := range b.Deletes {
+			set(id, nil)
+		}
+		if b.CoordinatorEpoch > 0 {
+			merged.CoordinatorEpoch = b.CoordinatorEpoch
+		}
+		merged.ProducerIDHighWater = max(merged.ProducerIDHighWater, b.ProducerIDHighWater)
+	}
+	for _, id := range ids {
+		if m := final[id]; m != nil {
+			merged.Puts = append(merged.Puts, *m)
+		} else {
+			merged.Deletes = append(merged.Deletes, id)
+		}
+	}
+	return applyBatch(r, merged)
+}
+
+// applyBatch writes one Batch into the space's buckets.
+func applyBatch(r storage.Root, b Batch) error {
 	txns, err := storage.Ensure(r, bucketTxns)
 	if err != nil {
 		return err

@@ -199,7 +199,14 @@ func (c *conn) readLoop() {
 			}
 		}
 		c.s.requestStarted(c)
-		if !c.setReadDeadline(c.s.cfg.FrameTimeout) {
+		if c.frameBuffered() {
+			// The whole frame came with its first byte (most
+			// requests do): no read to bound, so the deadline, a
+			// timer reset per request, stays as it is.
+			if c.stopped.Load() {
+				return
+			}
+		} else if !c.setReadDeadline(c.s.cfg.FrameTimeout) {
 			return
 		}
 		if err := c.fill(4); err != nil {
@@ -253,6 +260,17 @@ func (c *conn) readLoop() {
 			return
 		}
 	}
+}
+
+// frameBuffered reports whether a whole frame, its size and body, is read
+// ahead already.
+func (c *conn) frameBuffered() bool {
+	n := c.inW - c.inR
+	if n < 4 {
+		return false
+	}
+	size := int32(binary.BigEndian.Uint32(c.in[c.inR:]))
+	return size >= 0 && int(size) <= n-4
 }
 
 // fill reads until at least n bytes are read ahead.
@@ -381,6 +399,11 @@ func (c *conn) logReadEnd(err error, during string) {
 
 // handleFrame decodes one frame and runs its handler. It returns false when
 // the connection must be closed.
+//
+// Every request runs its handler below this frame, a leader's Produce with
+// its registration at the coordinator included: the refusals and the fault
+// path are functions of their own, so that these frames stay small and the
+// connection's stack seldom has to grow.
 func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 	h, body, err := parseHeader(frame)
 	if err != nil {
@@ -393,15 +416,35 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 		refusalLogged: &c.refusalLogged,
 	}
 	if c.sasl.pendingAuth() && h.key != 18 && h.key != 17 && h.key != 36 {
-		// Kafka closes the connection too: before authentication only
-		// ApiVersions and the SASL exchange are allowed.
-		req.Logger().Warn().Str("reason", "not authenticated").Msg("connection closed: request before SASL authentication")
-		return pending{}, false
+		return c.refuseBeforeAuth(req)
 	}
 	rng, known := c.s.advertised[h.key]
 	if !known {
 		return c.unserved(h, body, req)
 	}
+	if h.version < rng[0] || h.version > rng[1] || refused(h.key, h.version) {
+		return c.refuseVersion(h, req, rng)
+	}
+	decoded, err := decodeBody(h, body)
+	if err != nil {
+		return c.refuseUndecodable(req, err)
+	}
+	if f := c.s.cfg.Faults; f.Armed() {
+		return c.serveFaulty(t, h, req, decoded)
+	}
+	return c.serveDecoded(t, h, req, decoded)
+}
+
+// refuseBeforeAuth closes the connection: Kafka closes it too, since
+// before authentication only ApiVersions and the SASL exchange are allowed.
+func (c *conn) refuseBeforeAuth(req *Request) (pending, bool) {
+	req.Logger().Warn().Str("reason", "not authenticated").Msg("connection closed: request before SASL authentication")
+	return pending{}, false
+}
+
+// refuseVersion answers a request at a version outside the advertised
+// range, or advertised but refused.
+func (c *conn) refuseVersion(h header, req *Request, rng [2]int16) (pending, bool) {
 	if h.version < rng[0] || h.version > rng[1] {
 		if h.key == 18 && h.version > rng[1] {
 			// KIP-511: a newer client's ApiVersions gets a v0 answer
@@ -413,47 +456,41 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 		req.Logger().Warn().Int16("min_version", rng[0]).Int16("max_version", rng[1]).Str("reason", "unsupported version").Msg("connection closed: unsupported request")
 		return pending{}, false
 	}
-	if refused(h.key, h.version) {
-		// Advertised but refused, as Kafka 4.x does (refused.go).
-		req.Logger().Info().Str("client_id", derefOr(h.clientID, "")).Str("api", kmsg.NameForKey(h.key)).
-			Int16("lowest_accepted", refusedBelow[h.key]).Str("reason", "version removed in Kafka 4.0 (KIP-896)").
-			Msg("connection closed: advertised but refused request version, as Kafka 4.x does")
+	// Advertised but refused, as Kafka 4.x does (refused.go).
+	req.Logger().Info().Str("client_id", derefOr(h.clientID, "")).Str("api", kmsg.NameForKey(h.key)).
+		Int16("lowest_accepted", refusedBelow[h.key]).Str("reason", "version removed in Kafka 4.0 (KIP-896)").
+		Msg("connection closed: advertised but refused request version, as Kafka 4.x does")
+	return pending{}, false
+}
+
+// refuseUndecodable closes the connection on a body kmsg cannot decode.
+func (c *conn) refuseUndecodable(req *Request, err error) (pending, bool) {
+	req.Logger().Warn().Err(err).Str("reason", "undecodable request").Msg("connection closed: undecodable request")
+	return pending{}, false
+}
+
+// serveFaulty is serveDecoded with the armed faults around it.
+func (c *conn) serveFaulty(t *ticket, h header, req *Request, decoded kmsg.Request) (pending, bool) {
+	d, answer, drop := c.s.faultBefore(c.stop, req, decoded)
+	if drop {
 		return pending{}, false
 	}
-	decoded, err := decodeBody(h, body)
-	if err != nil {
-		req.Logger().Warn().Err(err).Str("reason", "undecodable request").Msg("connection closed: undecodable request")
-		return pending{}, false
+	if answer != nil {
+		return pending{h: h, reply: answer}, true
 	}
-	if f := c.s.cfg.Faults; f.Armed() {
-		d, answer, drop := c.s.faultBefore(c.stop, req, decoded)
-		if drop {
-			return pending{}, false
-		}
-		if answer != nil {
-			return pending{h: h, reply: answer}, true
-		}
-		p, ok := c.serveDecoded(t, h, req, decoded)
-		if ok && !p.isRaw {
-			p.reply = c.s.faultAfter(d, c.stop, p.reply)
-		}
-		return p, ok
+	p, ok := c.serveDecoded(t, h, req, decoded)
+	if ok && !p.isRaw {
+		p.reply = c.s.faultAfter(d, c.stop, p.reply)
 	}
-	return c.serveDecoded(t, h, req, decoded)
+	return p, ok
 }
 
 // serveDecoded answers a decoded request: ApiVersions and the SASL
 // exchange here, everything else by its handler.
 func (c *conn) serveDecoded(t *ticket, h header, req *Request, decoded kmsg.Request) (pending, bool) {
-	if h.key == 18 {
-		return pending{h: h, reply: Now(c.s.answerApiVersions(decoded.(*kmsg.ApiVersionsRequest)))}, true
-	}
-	if c.sasl != nil {
-		switch body := decoded.(type) {
-		case *kmsg.SASLHandshakeRequest:
-			return c.saslHandshake(h, body, *req.Logger())
-		case *kmsg.SASLAuthenticateRequest:
-			return c.saslAuthenticate(h, body, *req.Logger())
+	if h.key == 18 || c.sasl != nil {
+		if p, ok, done := c.serveOwn(h, req, decoded); done {
+			return p, ok
 		}
 	}
 	req.Body = decoded
@@ -461,10 +498,32 @@ func (c *conn) serveDecoded(t *ticket, h header, req *Request, decoded kmsg.Requ
 	// budget share (BudgetFrom).
 	reply, err := c.s.callHandler(t, req)
 	if err != nil {
-		req.Logger().Error().Err(err).Str("reason", "handler failed").Msg("connection closed: handler failed")
-		return pending{}, false
+		return c.handlerFailed(req, err)
 	}
 	return pending{h: h, reply: reply}, true
+}
+
+// serveOwn answers what the server answers itself: ApiVersions, and the
+// SASL exchange when SASL is on (done false: a handler's request).
+func (c *conn) serveOwn(h header, req *Request, decoded kmsg.Request) (p pending, ok, done bool) {
+	if h.key == 18 {
+		return pending{h: h, reply: Now(c.s.answerApiVersions(decoded.(*kmsg.ApiVersionsRequest)))}, true, true
+	}
+	switch body := decoded.(type) {
+	case *kmsg.SASLHandshakeRequest:
+		p, ok = c.saslHandshake(h, body, *req.Logger())
+		return p, ok, true
+	case *kmsg.SASLAuthenticateRequest:
+		p, ok = c.saslAuthenticate(h, body, *req.Logger())
+		return p, ok, true
+	}
+	return pending{}, false, false
+}
+
+// handlerFailed closes the connection after a handler failed.
+func (c *conn) handlerFailed(req *Request, err error) (pending, bool) {
+	req.Logger().Error().Err(err).Str("reason", "handler failed").Msg("connection closed: handler failed")
+	return pending{}, false
 }
 
 // unserved answers a request for an API this node does not advertise with

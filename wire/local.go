@@ -281,33 +281,17 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// The hot in-process calls (a leader's registration, the marker
+	// sender's markers) run deep on a connection's goroutine: the rare
+	// paths (refusals, faults, a Reply resolved off the caller's
+	// goroutine) are functions of their own, so that this frame stays
+	// small and the stack seldom has to grow.
+	req, version, err := c.prepare(req)
+	if err != nil {
+		return nil, err
+	}
 	s := c.s
 	key := req.Key()
-	rng, ok := s.advertised[key]
-	if _, registered := s.cfg.Registry.handlers[key]; !ok || (!registered && key != 18) {
-		return nil, fmt.Errorf("%w: %s (key %d) in-process", ErrNotAdvertised, kmsg.NameForKey(key), key)
-	}
-	version := min(req.MaxVersion(), rng[1])
-	if c.callerVersion && key != 18 {
-		if version = req.GetVersion(); version < rng[0] || version > rng[1] || refused(key, version) {
-			s.cfg.Log.Warn().Str("remote", localAddr{}.String()).Int16("api_key", key).Int16("api_version", version).
-				Int16("min_version", rng[0]).Int16("max_version", rng[1]).Str("reason", "unsupported version").
-				Msg("in-process request refused: unsupported request")
-			return nil, fmt.Errorf("%w: %s v%d, v%d-v%d advertised", ErrUnsupportedVersion, kmsg.NameForKey(key), version, rng[0], rng[1])
-		}
-		if narrowed := atVersion(req, version); narrowed != nil {
-			req = narrowed
-		} else {
-			decoded, err := decodeBody(header{key: key, version: version}, req.AppendTo(nil))
-			if err != nil {
-				return nil, fmt.Errorf("wire: in-process %s v%d: %w", kmsg.NameForKey(key), version, err)
-			}
-			req = decoded
-		}
-	}
-	if version < rng[0] {
-		return nil, fmt.Errorf("%w: %s v%d-v%d advertised, kmsg speaks up to v%d", ErrNotAdvertised, kmsg.NameForKey(key), rng[0], rng[1], req.MaxVersion())
-	}
 	// Counted as a connection is, so Shutdown waits for the call (and
 	// refuses new ones) as it does for connections.
 	s.mu.Lock()
@@ -324,45 +308,105 @@ func (c *LocalClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		Body: req, Key: key, Version: version, Remote: localAddr{}, ConnID: connIDs.Add(1), Principal: c.principal,
 		ClientID: c.clientID, Stopping: s.draining, Log: s.cfg.Log, sec: s.sec, inProcess: true, callerLog: c.from,
 	}
+	if s.cfg.Faults.Armed() || key == 18 {
+		return c.doRare(ctx, r, m)
+	}
+	reply, err := s.callHandler(callerValues{Context: s.ctx, caller: ctx}, r)
+	if err != nil {
+		return nil, c.handlerFailed(r, err, m)
+	}
+	if ctx.Done() == nil || c.inline {
+		return s.resolveLocal(r, reply, m)
+	}
+	return c.resolveAsync(ctx, r, reply, m)
+}
+
+// prepare checks req against what the server advertises and returns it at
+// the version it is to be handled at (Do).
+func (c *LocalClient) prepare(req kmsg.Request) (kmsg.Request, int16, error) {
+	s := c.s
+	key := req.Key()
+	rng, ok := s.advertised[key]
+	if _, registered := s.cfg.Registry.handlers[key]; !ok || (!registered && key != 18) {
+		return nil, 0, fmt.Errorf("%w: %s (key %d) in-process", ErrNotAdvertised, kmsg.NameForKey(key), key)
+	}
+	version := min(req.MaxVersion(), rng[1])
+	if c.callerVersion && key != 18 {
+		if version = req.GetVersion(); version < rng[0] || version > rng[1] || refused(key, version) {
+			s.cfg.Log.Warn().Str("remote", localAddr{}.String()).Int16("api_key", key).Int16("api_version", version).
+				Int16("min_version", rng[0]).Int16("max_version", rng[1]).Str("reason", "unsupported version").
+				Msg("in-process request refused: unsupported request")
+			return nil, 0, fmt.Errorf("%w: %s v%d, v%d-v%d advertised", ErrUnsupportedVersion, kmsg.NameForKey(key), version, rng[0], rng[1])
+		}
+		if narrowed := atVersion(req, version); narrowed != nil {
+			req = narrowed
+		} else {
+			decoded, err := decodeBody(header{key: key, version: version}, req.AppendTo(nil))
+			if err != nil {
+				return nil, 0, fmt.Errorf("wire: in-process %s v%d: %w", kmsg.NameForKey(key), version, err)
+			}
+			req = decoded
+		}
+	}
+	if version < rng[0] {
+		return nil, 0, fmt.Errorf("%w: %s v%d-v%d advertised, kmsg speaks up to v%d", ErrNotAdvertised, kmsg.NameForKey(key), rng[0], rng[1], req.MaxVersion())
+	}
+	return req, version, nil
+}
+
+// doRare is the rest of Do for ApiVersions and while faults are armed.
+func (c *LocalClient) doRare(ctx context.Context, r *Request, m localMetrics) (kmsg.Response, error) {
+	s := c.s
 	var reply Reply
 	var fault faults.Decision
 	if f := s.cfg.Faults; f.Armed() {
 		var answer Reply
 		var drop bool
-		if fault, answer, drop = s.faultBefore(ctx.Done(), r, req); drop {
+		if fault, answer, drop = s.faultBefore(ctx.Done(), r, r.Body); drop {
 			m.answered(nil)
 			s.wg.Done()
-			return nil, fmt.Errorf("wire: in-process %s: dropped by an injected fault", kmsg.NameForKey(key))
+			return nil, fmt.Errorf("wire: in-process %s: dropped by an injected fault", kmsg.NameForKey(r.Key))
 		}
 		reply = answer
 	}
 	switch {
 	case reply != nil: // an injected fault's answer
-	case key == 18:
-		resp := s.answerApiVersions(req.(*kmsg.ApiVersionsRequest))
+	case r.Key == 18:
+		resp := s.answerApiVersions(r.Body.(*kmsg.ApiVersionsRequest))
 		// Shared with every ApiVersions answer: the caller gets its own.
 		resp.ApiKeys = slices.Clone(resp.ApiKeys)
 		reply = Now(resp)
 	default:
 		var err error
 		if reply, err = s.callHandler(callerValues{Context: s.ctx, caller: ctx}, r); err != nil {
-			m.answered(nil)
-			s.wg.Done()
-			r.Logger().Error().Err(err).Str("reason", "handler failed").Msg("in-process request failed")
-			return nil, fmt.Errorf("wire: in-process %s: %w", kmsg.NameForKey(key), err)
+			return nil, c.handlerFailed(r, err, m)
 		}
 	}
 	reply = s.faultAfter(fault, ctx.Done(), reply)
 	if ctx.Done() == nil || c.inline {
 		return s.resolveLocal(r, reply, m)
 	}
+	return c.resolveAsync(ctx, r, reply, m)
+}
+
+// handlerFailed ends a call whose handler failed (Do).
+func (c *LocalClient) handlerFailed(r *Request, err error, m localMetrics) error {
+	m.answered(nil)
+	c.s.wg.Done()
+	r.Logger().Error().Err(err).Str("reason", "handler failed").Msg("in-process request failed")
+	return fmt.Errorf("wire: in-process %s: %w", kmsg.NameForKey(r.Key), err)
+}
+
+// resolveAsync resolves reply on a goroutine of its own, so that the
+// caller can give up when ctx ends (a client that is not Inline).
+func (c *LocalClient) resolveAsync(ctx context.Context, r *Request, reply Reply, m localMetrics) (kmsg.Response, error) {
 	type result struct {
 		resp kmsg.Response
 		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
-		resp, err := s.resolveLocal(r, reply, m)
+		resp, err := c.s.resolveLocal(r, reply, m)
 		done <- result{resp, err}
 	}()
 	select {

@@ -266,6 +266,7 @@ func runUp(c *cli.Context) error {
 	if err := checkServerFlags(c); err != nil {
 		return err
 	}
+	setServerGC()
 	sigs := stopSignals()
 	defer signal.Stop(sigs)
 	topics, err := parseTopics(c.String("topics"))
@@ -487,6 +488,7 @@ func coordinatorCommand() *cli.Command {
 			if err := checkServerFlags(c); err != nil {
 				return err
 			}
+			setServerGC()
 			sigs := stopSignals()
 			defer signal.Stop(sigs)
 			view, err := loadCluster(c)
@@ -572,6 +574,7 @@ func leaderCommand() *cli.Command {
 			if err := checkServerFlags(c); err != nil {
 				return err
 			}
+			setServerGC()
 			sigs := stopSignals()
 			defer signal.Stop(sigs)
 			view, err := loadCluster(c)
