@@ -105,13 +105,27 @@ type Embedded struct {
 	coordsMu  sync.Mutex
 }
 
+// partitionLeaders are the leaders of this process's partitions by node
+// id: every leader node's and, on a combined coordinator node
+// (cluster.View.CoordinatorLeads), the coordinator's.
+func (e *Embedded) partitionLeaders() map[int32]*leaderstub.Leader {
+	e.leadersMu.Lock()
+	defer e.leadersMu.Unlock()
+	out := make(map[int32]*leaderstub.Leader, len(e.Leaders)+1)
+	for _, l := range e.Leaders {
+		out[l.Node.NodeID] = l.Leader
+	}
+	if co := e.Coordinator; co != nil && co.Partitions != nil {
+		out[co.Node.NodeID] = co.Partitions
+	}
+	return out
+}
+
 // cleanableRatio asks this process's leaders for a partition's cleanable
 // ratio (admin API topics).
 func (e *Embedded) cleanableRatio(topic string, partition int32) (float64, bool) {
-	e.leadersMu.Lock()
-	defer e.leadersMu.Unlock()
-	for _, l := range e.Leaders {
-		if r, ok := l.Leader.CleanableRatio(topic, partition); ok {
+	for _, l := range e.partitionLeaders() {
+		if r, ok := l.CleanableRatio(topic, partition); ok {
 			return r, true
 		}
 	}
@@ -269,6 +283,9 @@ func (e *Embedded) coordinatorConfig(id int32, ln net.Listener) CoordinatorConfi
 		InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Faults: e.Faults, Requests: e.Requests, Controller: e.Controller,
 		NodeID: id, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.inProcess.forward, TxnCoordinators: e.txnClients(),
 		Shares: embeddedShares{e}, GroupTimeouts: cfg.GroupTimeouts,
+		Partitions: PartitionSettings{RetentionBytes: cfg.RetentionBytes, ProducerIDExpiration: cfg.ProducerIDExpiration,
+			RetentionCheckInterval: cfg.RetentionCheckInterval, CleanerBackoff: cfg.CleanerBackoff,
+			Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics)},
 	}
 }
 
