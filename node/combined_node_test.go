@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/wire"
 )
 
 // combinedClient is a kgo client of the cluster at bootstrap, closed when
@@ -291,6 +292,32 @@ func offsetsWithRecords(ctx context.Context, t *testing.T, producer, admin *kgo.
 	}
 }
 
+// leadersAt asks the node at addr itself for topic's partitions' leaders.
+func leadersAt(ctx context.Context, addr, topic string) ([]int32, error) {
+	cl, err := wire.Dial(ctx, addr, "combined-test")
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	raw, err := cl.Do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	mt := raw.(*kmsg.MetadataResponse).Topics[0]
+	if mt.ErrorCode != 0 {
+		return nil, kerr.ErrorForCode(mt.ErrorCode)
+	}
+	leaders := make([]int32, len(mt.Partitions))
+	for _, p := range mt.Partitions {
+		leaders[p.Partition] = p.Leader
+	}
+	return leaders, nil
+}
+
 // twoLeaderFileAt binds the addresses of f again (a restart on the same
 // cluster file), retrying while the old listeners close.
 func twoLeaderFileAt(t *testing.T, f *cluster.File) (*cluster.File, map[int32]net.Listener) {
@@ -370,5 +397,72 @@ func TestCombinedNodeSaramaAssignment(t *testing.T) {
 	err = adm.AlterPartitionReassignments("sarama-placed", [][]int32{{1, 0}, {2}})
 	if !errors.Is(err, sarama.ErrInvalidReplicaAssignment) {
 		t.Fatalf("reassignment moving partition 0's leader: %v, want INVALID_REPLICA_ASSIGNMENT", err)
+	}
+}
+
+// In separate processes (`txncoord coordinator` and `txncoord leader`,
+// each with its own view and store) the coordinator node leads the
+// partitions placed on it too: a manual assignment sent to a leader is
+// forwarded to the controller, every node's Metadata shows it, and TV2
+// transactions committed and aborted across the coordinator node's and a
+// leader's partition read back read_committed.
+func TestCombinedNodeSeparateProcesses(t *testing.T) {
+	dir := t.TempDir()
+	f, lns := twoLeaderFile(t)
+	co, err := StartCoordinator(CoordinatorConfig{View: cluster.NewView(f), DataDir: dir, Listener: lns[0], Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopWithin(t, co.Stop)
+	if co.Partitions == nil {
+		t.Fatal("a coordinator process with one coordinator and no etcd leads no partitions")
+	}
+	for _, n := range f.Leaders {
+		l, err := StartLeader(LeaderConfig{View: cluster.NewView(f), NodeID: n.NodeID, DataDir: dir, Listener: lns[n.NodeID], Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stopWithin(t, l.Stop)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	bootstrap := f.Leaders[0].Addr
+	admin := combinedClient(t, f.Leaders[1].Addr)
+	if rt := createAssigned(ctx, t, admin, "apart", [][]int32{{0}, {1}}); rt.ErrorCode != 0 {
+		t.Fatalf("CreateTopics with an assignment at a leader: error %d (%v)", rt.ErrorCode, rt.ErrorMessage)
+	}
+	// Each node learns the topic from the controller (the forwarding
+	// leader before it answers, the other at its next sync).
+	for _, n := range append([]cluster.Node{*f.Coordinator}, f.Leaders...) {
+		for {
+			leaders, err := leadersAt(ctx, n.Addr, "apart")
+			if err == nil && slices.Equal(leaders, []int32{0, 1}) {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("node %d's Metadata of apart: leaders %v (%v), want partition 0 led by 0 and 1 by 1", n.NodeID, leaders, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	producer := combinedClient(t, bootstrap, kgo.TransactionalID("apart-txn"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	for i, commit := range []bool{true, false, true} {
+		if err := producer.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for p := range int32(2) {
+			if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "apart", Partition: p, Value: fmt.Appendf(nil, "t%d-p%d", i, p)}).FirstErr(); err != nil {
+				t.Fatalf("transaction %d, partition %d: %v", i, p, err)
+			}
+		}
+		if err := producer.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction %d: %v", i, err)
+		}
+	}
+	got := consumeCommitted(t, bootstrap, "apart", 2, 4)
+	for p := range int32(2) {
+		if want := []string{fmt.Sprintf("t0-p%d", p), fmt.Sprintf("t2-p%d", p)}; !slices.Equal(got[p], want) {
+			t.Fatalf("apart/%d read_committed: %v, want %v", p, got[p], want)
+		}
 	}
 }
