@@ -391,8 +391,14 @@ func openPartitions(cfg CoordinatorConfig, store *storage.Store, coord coordclie
 	if reg == nil {
 		reg = cfg.Metrics
 	}
+	// The log dir DescribeLogDirs names: a leader's of `txncoord up`, or
+	// the coordinator's own where its store is.
+	dir := filepath.Join(cfg.DataDir, fmt.Sprintf("leader-%d", cfg.NodeID))
+	if cfg.Shared == nil {
+		dir = filepath.Join(cfg.DataDir, "coordinator")
+	}
 	l, err := leaderstub.Open(leaderstub.Config{
-		NodeID: cfg.NodeID, KafkaVersion: cfg.View.Coordinator().KafkaVersion, View: cfg.View, Shared: store,
+		NodeID: cfg.NodeID, KafkaVersion: cfg.View.Coordinator().KafkaVersion, View: cfg.View, Shared: store, DataDir: dir,
 		Coordinator: coord, RetentionBytes: ps.RetentionBytes, ProducerIDExpiration: ps.ProducerIDExpiration,
 		RetentionCheckInterval: ps.RetentionCheckInterval, CleanerBackoff: ps.CleanerBackoff, Log: log, Metrics: reg,
 	})
