@@ -455,6 +455,9 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 		Limits:    limits,
 		Faults:    injected.Node(self.NodeID),
 		Requests:  requests.Node(self.NodeID),
+		// The controller's node unwraps the requests other nodes
+		// forward with their clients' principals.
+		Envelope: v.AuthMeta().Attached() && self.NodeID == v.Coordinator().NodeID,
 	})
 }
 

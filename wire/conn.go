@@ -398,6 +398,9 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 		req.Logger().Warn().Str("reason", "not authenticated").Msg("connection closed: request before SASL authentication")
 		return pending{}, false
 	}
+	if h.key == envelopeKey && c.s.cfg.Envelope {
+		return c.envelope(t, h, body, req)
+	}
 	rng, known := c.s.advertised[h.key]
 	if !known {
 		return c.unserved(h, body, req)
