@@ -1,8 +1,11 @@
 // Package topics is the controller: as in KRaft, the first coordinator node
 // owns which topics exist, their partition counts and their configs, and
 // every other node learns them from it. Placement stays the contract's
-// rule (partition p of topic t is led by leaders[(fnv32a(t)+p) mod n]), so
-// only existence, counts and configs travel.
+// rule (partition p of topic t is led by leaders[(fnv32a(t)+p) mod n])
+// except for partitions placed by hand (an assignment over the brokers that
+// can lead, cluster.View.PartitionNodes): their replica lists are part of
+// the topic's state, the first replica leading. Other nodes learn the
+// lists from Metadata's replicas.
 //
 // The controller keeps its state in the space "topics" of the coordinator's
 // store (record kind storage.KindTopic): one record per change, the whole
