@@ -65,13 +65,10 @@ func splitMarkers(offsets, mine wire.Handler) wire.Handler {
 				at[side] = append(at[side], i)
 			}
 		}
-		if parts[1] == nil {
-			return offsets(ctx, r)
+		whole, replies := dispatch(ctx, r, offsets, mine, parts[0] != nil, parts[1] != nil, parts[0], parts[1])
+		if whole != nil {
+			return whole
 		}
-		if parts[0] == nil {
-			return mine(ctx, r)
-		}
-		replies := [2]wire.Reply{offsets(ctx, r.WithBody(parts[0])), mine(ctx, r.WithBody(parts[1]))}
 		return func() (kmsg.Response, error) {
 			resp := req.ResponseKind().(*kmsg.WriteTxnMarkersResponse)
 			resp.Markers = make([]kmsg.WriteTxnMarkersResponseMarker, len(req.Markers))
@@ -116,13 +113,10 @@ func splitDescribeProducers(offsets, mine wire.Handler) wire.Handler {
 			}
 			parts[side].Topics = append(parts[side].Topics, t)
 		}
-		if parts[1] == nil {
-			return offsets(ctx, r)
+		whole, replies := dispatch(ctx, r, offsets, mine, parts[0] != nil, parts[1] != nil, parts[0], parts[1])
+		if whole != nil {
+			return whole
 		}
-		if parts[0] == nil {
-			return mine(ctx, r)
-		}
-		replies := [2]wire.Reply{offsets(ctx, r.WithBody(parts[0])), mine(ctx, r.WithBody(parts[1]))}
 		return func() (kmsg.Response, error) {
 			byName := map[string][]kmsg.DescribeProducersResponseTopic{}
 			var first *kmsg.DescribeProducersResponse
@@ -153,4 +147,18 @@ func splitDescribeProducers(offsets, mine wire.Handler) wire.Handler {
 			return &resp, nil
 		}
 	}
+}
+
+// dispatch runs a split request: the whole of r on one side when the other
+// has no part of it (whole), else each part on its side (replies, the
+// __consumer_offsets part first).
+func dispatch(ctx context.Context, r *wire.Request, offsets, mine wire.Handler, hasOffsets, hasMine bool,
+	offsetsPart, minePart kmsg.Request) (whole wire.Reply, replies [2]wire.Reply) {
+	switch {
+	case !hasMine:
+		return offsets(ctx, r), replies
+	case !hasOffsets:
+		return mine(ctx, r), replies
+	}
+	return nil, [2]wire.Reply{offsets(ctx, r.WithBody(offsetsPart)), mine(ctx, r.WithBody(minePart))}
 }

@@ -57,11 +57,7 @@ func createAssigned(ctx context.Context, t *testing.T, cl *kgo.Client, topic str
 // each partition's leader, replicas and ISR.
 func placement(ctx context.Context, t *testing.T, cl *kgo.Client, topic string) []kmsg.MetadataResponseTopicPartition {
 	t.Helper()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := metadataOf(topic).RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,6 +222,7 @@ func TestCombinedNodeManualAssignment(t *testing.T) {
 		}
 	}
 	same(consumeCommitted(t, e.Bootstrap(), "placed", 2, 13))
+	describeBoth(ctx, t, admin, producer, e.View.OffsetsPartitions())
 	if _, ok := e.Coordinator.Partitions.HeldTopics()["placed"]; !ok {
 		t.Fatal("the coordinator node holds no data of placed: partition 0 was not written there")
 	}
@@ -292,6 +289,46 @@ func offsetsWithRecords(ctx context.Context, t *testing.T, producer, admin *kgo.
 	}
 }
 
+// startSeparate starts f's nodes as separate processes would run them
+// (each with its own view and store; the leaders reach the coordinator
+// over TCP), stopped when the test ends, and returns the coordinator.
+func startSeparate(t *testing.T, f *cluster.File, lns map[int32]net.Listener) *Coordinator {
+	t.Helper()
+	dir := t.TempDir()
+	co, err := StartCoordinator(CoordinatorConfig{View: cluster.NewView(f), DataDir: dir, Listener: lns[0], Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopWithin(t, co.Stop) })
+	for _, n := range f.Leaders {
+		l, err := StartLeader(LeaderConfig{View: cluster.NewView(f), NodeID: n.NodeID, DataDir: dir, Listener: lns[n.NodeID], Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stopWithin(t, l.Stop) })
+	}
+	return co
+}
+
+// metadataOf is a Metadata request for one topic, without auto-creation.
+func metadataOf(topic string) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// mustDo sends req on cl and fails the test on an error.
+func mustDo(ctx context.Context, t *testing.T, cl *wire.Client, req kmsg.Request) kmsg.Response {
+	t.Helper()
+	resp, err := cl.Do(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // leadersAt asks the node at addr itself for topic's partitions' leaders.
 func leadersAt(ctx context.Context, addr, topic string) ([]int32, error) {
 	cl, err := wire.Dial(ctx, addr, "combined-test")
@@ -299,11 +336,7 @@ func leadersAt(ctx context.Context, addr, topic string) ([]int32, error) {
 		return nil, err
 	}
 	defer cl.Close()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	raw, err := cl.Do(ctx, req)
+	raw, err := cl.Do(ctx, metadataOf(topic))
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +349,36 @@ func leadersAt(ctx context.Context, addr, topic string) ([]int32, error) {
 		leaders[p.Partition] = p.Leader
 	}
 	return leaders, nil
+}
+
+// describeBoth asks DescribeProducers about placed/0 and placed-group's
+// __consumer_offsets partition, both led by the coordinator node: one
+// request there, split between its partitions and its group coordinator.
+// Both answer, placed/0 with the transactional producer.
+func describeBoth(ctx context.Context, t *testing.T, admin, producer *kgo.Client, offsetsPartitions int32) {
+	t.Helper()
+	pid, _, err := producer.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offsets := cluster.OffsetsPartitionFor("placed-group", offsetsPartitions)
+	set := kadm.TopicsSet{}
+	set.Add("placed", 0)
+	set.Add(cluster.OffsetsTopic, offsets)
+	described, err := kadm.NewClient(admin).DescribeProducers(ctx, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed, ok := described["placed"].Partitions[0]
+	if !ok || placed.Err != nil || placed.Leader != 0 {
+		t.Fatalf("DescribeProducers placed/0: %+v (found %v), want an answer from node 0", placed, ok)
+	}
+	if _, ok := placed.ActiveProducers[pid]; !ok {
+		t.Fatalf("DescribeProducers placed/0 lists %+v, not the transactional producer %d", placed.ActiveProducers, pid)
+	}
+	if o, ok := described[cluster.OffsetsTopic].Partitions[offsets]; !ok || o.Err != nil || o.Leader != 0 {
+		t.Fatalf("DescribeProducers %s/%d: %+v (found %v), want an answer from node 0", cluster.OffsetsTopic, offsets, o, ok)
+	}
 }
 
 // twoLeaderFileAt binds the addresses of f again (a restart on the same
@@ -407,22 +470,10 @@ func TestCombinedNodeSaramaAssignment(t *testing.T) {
 // transactions committed and aborted across the coordinator node's and a
 // leader's partition read back read_committed.
 func TestCombinedNodeSeparateProcesses(t *testing.T) {
-	dir := t.TempDir()
 	f, lns := twoLeaderFile(t)
-	co, err := StartCoordinator(CoordinatorConfig{View: cluster.NewView(f), DataDir: dir, Listener: lns[0], Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopWithin(t, co.Stop)
+	co := startSeparate(t, f, lns)
 	if co.Partitions == nil {
 		t.Fatal("a coordinator process with one coordinator and no etcd leads no partitions")
-	}
-	for _, n := range f.Leaders {
-		l, err := StartLeader(LeaderConfig{View: cluster.NewView(f), NodeID: n.NodeID, DataDir: dir, Listener: lns[n.NodeID], Log: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stopWithin(t, l.Stop)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

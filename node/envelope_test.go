@@ -7,11 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/security"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -35,19 +33,7 @@ func TestForwardCarriesClientPrincipal(t *testing.T) {
 	}
 	f, lns := twoLeaderFile(t)
 	f.Security = local.Settings
-	dir := t.TempDir()
-	co, err := StartCoordinator(CoordinatorConfig{View: cluster.NewView(f), DataDir: dir, Listener: lns[0], Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stopWithin(t, co.Stop)
-	for _, n := range f.Leaders {
-		l, err := StartLeader(LeaderConfig{View: cluster.NewView(f), NodeID: n.NodeID, DataDir: dir, Listener: lns[n.NodeID], Log: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stopWithin(t, l.Stop)
-	}
+	co := startSeparate(t, f, lns)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dial := func(addr, user, pass string) *wire.Client {
@@ -61,14 +47,7 @@ func TestForwardCarriesClientPrincipal(t *testing.T) {
 	}
 	admin := dial(f.Coordinator.Addr, security.LocalClusterUser, strings.TrimSpace(string(clusterPw)))
 	client := dial(f.Leaders[0].Addr, local.ClientUser, local.ClientPassword)
-	do := func(cl *wire.Client, req kmsg.Request) kmsg.Response {
-		t.Helper()
-		resp, err := cl.Do(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
+	do := func(cl *wire.Client, req kmsg.Request) kmsg.Response { t.Helper(); return mustDo(ctx, t, cl, req) }
 
 	deny := kmsg.NewPtrCreateACLsRequest()
 	deny.SetVersion(3)
