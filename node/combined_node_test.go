@@ -291,14 +291,20 @@ func offsetsWithRecords(ctx context.Context, t *testing.T, producer, admin *kgo.
 
 // startSeparate starts f's nodes as separate processes would run them
 // (each with its own view and store; the leaders reach the coordinator
-// over TCP), stopped when the test ends, and returns the coordinator.
-func startSeparate(t *testing.T, f *cluster.File, lns map[int32]net.Listener) *Coordinator {
+// over TCP), stopped when the test ends, and returns the coordinator and a
+// restart of it (stopped, then started again on its data dir and address).
+func startSeparate(t *testing.T, f *cluster.File, lns map[int32]net.Listener) (*Coordinator, func() *Coordinator) {
 	t.Helper()
 	dir := t.TempDir()
-	co, err := StartCoordinator(CoordinatorConfig{View: cluster.NewView(f), DataDir: dir, Listener: lns[0], Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
+	start := func(ln net.Listener) *Coordinator {
+		t.Helper()
+		co, err := StartCoordinator(CoordinatorConfig{View: cluster.NewView(f), DataDir: dir, Listener: ln, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return co
 	}
+	co := start(lns[0])
 	t.Cleanup(func() { stopWithin(t, co.Stop) })
 	for _, n := range f.Leaders {
 		l, err := StartLeader(LeaderConfig{View: cluster.NewView(f), NodeID: n.NodeID, DataDir: dir, Listener: lns[n.NodeID], Log: zerolog.Nop()})
@@ -307,7 +313,15 @@ func startSeparate(t *testing.T, f *cluster.File, lns map[int32]net.Listener) *C
 		}
 		t.Cleanup(func() { stopWithin(t, l.Stop) })
 	}
-	return co
+	return co, func() *Coordinator {
+		t.Helper()
+		stopWithin(t, co.Stop)
+		coordOnly := *f
+		coordOnly.Leaders = nil
+		_, again := twoLeaderFileAt(t, &coordOnly)
+		co = start(again[0])
+		return co
+	}
 }
 
 // metadataOf is a Metadata request for one topic, without auto-creation.
@@ -468,10 +482,11 @@ func TestCombinedNodeSaramaAssignment(t *testing.T) {
 // partitions placed on it too: a manual assignment sent to a leader is
 // forwarded to the controller, every node's Metadata shows it, and TV2
 // transactions committed and aborted across the coordinator node's and a
-// leader's partition read back read_committed.
+// leader's partition read back read_committed, again after a restart of
+// the coordinator process.
 func TestCombinedNodeSeparateProcesses(t *testing.T) {
 	f, lns := twoLeaderFile(t)
-	co := startSeparate(t, f, lns)
+	co, restart := startSeparate(t, f, lns)
 	if co.Partitions == nil {
 		t.Fatal("a coordinator process with one coordinator and no etcd leads no partitions")
 	}
@@ -510,10 +525,23 @@ func TestCombinedNodeSeparateProcesses(t *testing.T) {
 			t.Fatalf("end transaction %d: %v", i, err)
 		}
 	}
-	got := consumeCommitted(t, bootstrap, "apart", 2, 4)
-	for p := range int32(2) {
-		if want := []string{fmt.Sprintf("t0-p%d", p), fmt.Sprintf("t2-p%d", p)}; !slices.Equal(got[p], want) {
-			t.Fatalf("apart/%d read_committed: %v, want %v", p, got[p], want)
+	check := func() {
+		t.Helper()
+		got := consumeCommitted(t, bootstrap, "apart", 2, 4)
+		for p := range int32(2) {
+			if want := []string{fmt.Sprintf("t0-p%d", p), fmt.Sprintf("t2-p%d", p)}; !slices.Equal(got[p], want) {
+				t.Fatalf("apart/%d read_committed: %v, want %v", p, got[p], want)
+			}
 		}
 	}
+	check()
+	// The coordinator process restarted: its partition is in its store.
+	producer.Close()
+	if co = restart(); co.Partitions == nil {
+		t.Fatal("the restarted coordinator leads no partitions")
+	}
+	if _, ok := co.Partitions.HeldTopics()["apart"]; !ok {
+		t.Fatal("the restarted coordinator holds no data of apart")
+	}
+	check()
 }

@@ -33,7 +33,7 @@ func TestForwardCarriesClientPrincipal(t *testing.T) {
 	}
 	f, lns := twoLeaderFile(t)
 	f.Security = local.Settings
-	co := startSeparate(t, f, lns)
+	co, _ := startSeparate(t, f, lns)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	dial := func(addr, user, pass string) *wire.Client {
