@@ -16,11 +16,12 @@ import (
 // Kafka broker forwards them (KIP-590), so an admin client that picks
 // such a node gets the controller's answer.
 //
-// The forward travels as the cluster principal (no Envelope), so the
-// controller cannot check the client's rights: the node checks them first,
-// with the ACLs it mirrors from the controller (Mirror), and answers a
-// refusal itself with the handler of this package, which refuses before
-// it touches any state. Only a request the client may make is forwarded.
+// The forward carries the client's principal in an Envelope (wire.Envelop),
+// and the controller checks the client's rights against its own ACLs. The
+// node checks them first too, with the ACLs it mirrors from the controller
+// (Mirror), and answers a refusal itself with the handler of this package,
+// which refuses before it touches any state: a request the mirror refuses
+// costs the controller nothing.
 
 // ForwardFunc sends a request, at req.Version, to the controller and
 // returns its answer.

@@ -469,3 +469,77 @@ func TestKadmSCRAM(t *testing.T) {
 		t.Fatal("bob logged in after his credential was deleted")
 	}
 }
+
+// OffsetFetch with an authorizer hides the topics the principal may not
+// DESCRIBE, as Kafka does: left out of a fetch of every partition, and
+// TOPIC_AUTHORIZATION_FAILED (offset -1) for a partition the request
+// names; the group's other offsets are answered as before.
+func TestOffsetFetchHidesUndescribableTopics(t *testing.T) {
+	sc := startSecure(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm, cl := sc.admin(), sc.client()
+	const client = "User:" + security.LocalClientUser
+	offsets := kadm.Offsets{}
+	offsets.AddOffset("orders", 0, 5, -1)
+	offsets.AddOffset("secret", 0, 7, -1)
+	if res, err := adm.CommitOffsets(ctx, "audit", offsets); err != nil || res.Error() != nil {
+		t.Fatalf("commit offsets as the cluster user: %v %v", err, res.Error())
+	}
+	createACLs(t, ctx, adm, kadm.NewACLs().Deny(client).DenyHosts("*").Topics("secret").Operations(kadm.OpDescribe))
+
+	cadm := kadm.NewClient(cl)
+	all, err := cadm.FetchOffsets(ctx, "audit")
+	if err != nil || all.Error() != nil {
+		t.Fatalf("fetch every offset as the client: %v %v", err, all.Error())
+	}
+	if o, ok := all.Lookup("orders", 0); !ok || o.At != 5 {
+		t.Fatalf("orders/0 in the client's fetch of every offset: %+v (found %v), want 5", o, ok)
+	}
+	if _, ok := all["secret"]; ok {
+		t.Fatalf("the client's fetch of every offset shows secret, which it may not describe: %+v", all["secret"])
+	}
+
+	for _, version := range []int16{7, 9} {
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.SetVersion(version)
+		var topics []kmsg.OffsetFetchRequestTopic
+		var groupTopics []kmsg.OffsetFetchRequestGroupTopic
+		for _, name := range []string{"orders", "secret"} {
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic, rt.Partitions = name, []int32{0}
+			topics = append(topics, rt)
+			gt := kmsg.NewOffsetFetchRequestGroupTopic()
+			gt.Topic, gt.Partitions = name, []int32{0}
+			groupTopics = append(groupTopics, gt)
+		}
+		if version < 8 {
+			req.Group, req.Topics = "audit", topics
+		} else {
+			g := kmsg.NewOffsetFetchRequestGroup()
+			g.Group, g.Topics = "audit", groupTopics
+			req.Groups = append(req.Groups, g)
+		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][2]int64{} // offset, error code
+		if version < 8 {
+			for _, rt := range resp.Topics {
+				for _, p := range rt.Partitions {
+					got[rt.Topic] = [2]int64{p.Offset, int64(p.ErrorCode)}
+				}
+			}
+		} else {
+			for _, rt := range resp.Groups[0].Topics {
+				for _, p := range rt.Partitions {
+					got[rt.Topic] = [2]int64{p.Offset, int64(p.ErrorCode)}
+				}
+			}
+		}
+		if got["orders"] != [2]int64{5, 0} || got["secret"] != [2]int64{-1, int64(kerr.TopicAuthorizationFailed.Code)} {
+			t.Fatalf("OffsetFetch v%d naming orders/0 and secret/0: %v, want orders at 5 and secret TOPIC_AUTHORIZATION_FAILED at -1", version, got)
+		}
+	}
+}

@@ -21,7 +21,8 @@ import (
 //     (capped at Kafka's max.request.partition.size.limit, 2000): where the
 //     limit stops the answer, NextCursor names the first partition left
 //     out;
-//   - each partition: its one replica leads it and is the ISR; no
+//   - each partition: its replicas (View.ReplicasOf), the first leading
+//     and alone in the ISR (txncoord keeps one copy); no
 //     eligible leader replicas (ELR is off);
 //   - TopicAuthorizedOperations: the principal's operations on the topic.
 var describeTopicPartitionsRange = [2]int16{0, 0}
@@ -113,7 +114,7 @@ func (v *View) describeTopicPartitions(r *wire.Request, req *kmsg.DescribeTopicP
 			leader, _ := v.LeaderOf(name, p)
 			rp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 			rp.Partition, rp.LeaderID = p, leader.NodeID
-			rp.Replicas, rp.ISR = []int32{leader.NodeID}, []int32{leader.NodeID}
+			rp.Replicas, rp.ISR = v.ReplicasOf(name, p), []int32{leader.NodeID}
 			rp.EligibleLeaderReplicas, rp.LastKnownELR, rp.OfflineReplicas = []int32{}, []int32{}, []int32{}
 			rt.Partitions = append(rt.Partitions, rp)
 			limit--

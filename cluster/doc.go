@@ -4,8 +4,11 @@
 // finalized transaction.version rule.
 //
 // Every node computes the same view from the same file with no coordination:
-// partition p of topic t is led by leaders[(fnv32a(t)+p) mod len(leaders)],
-// and a topic's id derives from cluster_id and its name.
+// partition p of topic t is led by leaders[(fnv32a(t)+p) mod len(leaders)]
+// unless the controller placed it by hand (Topic.Replicas: the first
+// replica leads, the coordinator node too when it is a combined node,
+// View.CoordinatorLeads), and a topic's id derives from cluster_id and its
+// name.
 //
 // It must not know about transactions beyond the transaction.version feature.
 // Main types: File (the YAML file), View (the live view), and the shared

@@ -26,7 +26,9 @@ import (
 //     AllowAutoTopicCreation field and Kafka reads it as its default, true:
 //     an old client's Metadata auto-creates as it did against Kafka 0.10;
 //   - a topic asked for by an unknown id (v10+) gets UNKNOWN_TOPIC_ID;
-//   - every partition has one replica, its leader, at leader epoch 0.
+//   - a partition's replicas are its replica list (View.ReplicasOf: one
+//     per replication factor, the leader first); its ISR is the leader
+//     alone, which keeps the one copy; leader epoch 0.
 //
 // Version notes: v1 adds the controller and rack, v2 the cluster id (kmsg
 // leaves out what a version lacks); v10+ topics carry ids and may be
@@ -135,7 +137,7 @@ func (v *View) topicMetadata(t Topic) kmsg.MetadataResponseTopic {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
 		mp.Leader = leader.NodeID
-		mp.Replicas = []int32{leader.NodeID}
+		mp.Replicas = v.ReplicasOf(t.Name, p)
 		mp.ISR = []int32{leader.NodeID}
 		mp.OfflineReplicas = []int32{}
 		mt.Partitions = append(mt.Partitions, mp)

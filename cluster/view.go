@@ -30,6 +30,23 @@ type Topic struct {
 	// Internal marks __consumer_offsets (Metadata IsInternal): it is led
 	// by the coordinator node, where the group coordinator serves it.
 	Internal bool
+	// Replicas, when set, are the replica lists of the partitions placed
+	// by hand (CreateTopics or CreatePartitions assignments, a
+	// reassignment), by partition: the first replica leads and holds the
+	// partition's one copy; the others are recorded and reported, not
+	// written. A partition beyond it, or with an empty list, is placed by
+	// the rule (LeaderIndex).
+	Replicas [][]int32
+	// ReplicationFactor is the replica count reported for a partition
+	// placed by the rule (0 or 1: its leader alone).
+	ReplicationFactor int16
+}
+
+// Equal reports whether t and o are the same topic with the same
+// partitions and placement.
+func (t Topic) Equal(o Topic) bool {
+	return t.Name == o.Name && t.ID == o.ID && t.Partitions == o.Partitions && t.Internal == o.Internal &&
+		t.ReplicationFactor == o.ReplicationFactor && slices.EqualFunc(t.Replicas, o.Replicas, slices.Equal[[]int32])
 }
 
 // OffsetsTopic is Kafka's internal topic of committed group offsets. It
@@ -254,6 +271,26 @@ func (v *View) LiveBrokers() []Node {
 // coordinators holding a lease, or false when it cannot tell (then every
 // node is listed).
 func (v *View) SetLiveCoordinators(fn func() (map[int32]bool, bool)) { v.liveHook.Store(&fn) }
+
+// CoordinatorLeads reports whether the coordinator node leads partitions
+// besides __consumer_offsets, as a KRaft combined node (broker and
+// controller): with one coordinator and no etcd, where its process holds
+// the controller and every node Metadata lists is then a broker that can
+// lead. With several coordinators on etcd they do not: their nodes come
+// and go with their leases.
+func (v *View) CoordinatorLeads() bool {
+	return len(v.file.CoordinatorNodes()) == 1 && len(v.Etcd().Endpoints) == 0
+}
+
+// PartitionNodes are the nodes that can lead a partition placed by hand
+// and count toward a replication factor: the coordinator node when it
+// leads (CoordinatorLeads), then the leaders.
+func (v *View) PartitionNodes() []Node {
+	if v.CoordinatorLeads() {
+		return append([]Node{v.Coordinator()}, v.file.Leaders...)
+	}
+	return v.file.Leaders
+}
 
 // Brokers are all nodes: the coordinators, then the leaders.
 func (v *View) Brokers() []Node {
@@ -556,7 +593,34 @@ func (v *View) LeaderOf(topic string, partition int32) (Node, bool) {
 	if t.Internal {
 		return v.groupCoordinator()
 	}
+	if int(partition) < len(t.Replicas) && len(t.Replicas[partition]) > 0 {
+		return v.Node(t.Replicas[partition][0])
+	}
 	return v.file.Leaders[LeaderIndex(topic, partition, len(v.file.Leaders))], true
+}
+
+// ReplicasOf is a partition's replica list as Metadata reports it: the
+// list placed by hand, or the rule's leader followed by the partition
+// nodes after it (in PartitionNodes order, wrapping) up to the topic's
+// replication factor. Only the first replica, the leader, holds the
+// partition: txncoord keeps one copy, so the in-sync replica set is the
+// leader alone.
+func (v *View) ReplicasOf(topic string, partition int32) []int32 {
+	t, ok := v.Topic(topic)
+	leader, led := v.LeaderOf(topic, partition)
+	if !ok || !led {
+		return []int32{leader.NodeID}
+	}
+	if int(partition) < len(t.Replicas) && len(t.Replicas[partition]) > 0 {
+		return slices.Clone(t.Replicas[partition])
+	}
+	out := []int32{leader.NodeID}
+	nodes := v.PartitionNodes()
+	at := slices.IndexFunc(nodes, func(n Node) bool { return n.NodeID == leader.NodeID })
+	for i := 1; i < len(nodes) && len(out) < int(t.ReplicationFactor) && !t.Internal; i++ {
+		out = append(out, nodes[(at+i)%len(nodes)].NodeID)
+	}
+	return out
 }
 
 // TransactionVersion is the finalized transaction.version: 2 when every

@@ -40,7 +40,7 @@ func TestLeadersFollowTheFormula(t *testing.T) {
 			t.Fatal(err)
 		}
 		tb, _ := b.EnsureTopic(topic)
-		if ta != tb {
+		if !ta.Equal(tb) {
 			t.Fatalf("views disagree on %s: %+v vs %+v", topic, ta, tb)
 		}
 		h := fnv.New32a()
@@ -74,7 +74,7 @@ func TestTopicIDs(t *testing.T) {
 	if TopicID("view-test", "orders") == TopicID("other", "orders") || TopicID("c", "a") == TopicID("c", "b") {
 		t.Fatal("topic ids collide across clusters or names")
 	}
-	if got, ok := v.TopicByID(orders.ID); !ok || got != orders {
+	if got, ok := v.TopicByID(orders.ID); !ok || !got.Equal(orders) {
 		t.Fatalf("TopicByID = %+v, %v", got, ok)
 	}
 }
@@ -94,7 +94,7 @@ func TestAutoCreate(t *testing.T) {
 	}
 	wg.Wait()
 	for _, tp := range got {
-		if tp != got[0] || tp.Partitions != 5 || tp.Name != "fresh" {
+		if !tp.Equal(got[0]) || tp.Partitions != 5 || tp.Name != "fresh" {
 			t.Fatalf("EnsureTopic results differ: %+v vs %+v", tp, got[0])
 		}
 	}

@@ -11,7 +11,11 @@ package groups
 //   - no topics (v2+: null) lists every partition the group has an offset
 //     for;
 //   - the answer shows only durable offsets: it waits for the group
-//     coordinator's records appended so far.
+//     coordinator's records appended so far;
+//   - a topic the principal may not DESCRIBE (with an authorizer) is left
+//     out of an every-partition answer, and a partition of it the request
+//     names is TOPIC_AUTHORIZATION_FAILED with offset -1, as Kafka's
+//     KafkaApis.handleOffsetFetchRequest answers it.
 //
 // Version notes: v2 adds the top-level error code; v5 the leader epoch;
 // v7 RequireStable; v8 several groups per request (KIP-709); v9 the
@@ -106,6 +110,10 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wi
 			}
 		}
 		c.mu.Unlock()
+		describable := topicsDescribable(r)
+		for i, g := range groups {
+			fetched[i] = hideUndescribable(fetched[i], g.tps == nil, describable)
+		}
 		if c.debugging() {
 			for i, g := range groups {
 				f := fetched[i]
@@ -150,4 +158,35 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wi
 		}
 		return resp, nil
 	}
+}
+
+// topicsDescribable reports, per topic, whether r's principal may DESCRIBE
+// it (asked once per topic).
+func topicsDescribable(r *wire.Request) func(string) bool {
+	seen := map[string]bool{}
+	return func(topic string) bool {
+		ok, asked := seen[topic]
+		if !asked {
+			ok = wire.Authorize(r, kmsg.ACLOperationDescribe, wire.TopicResource(topic))
+			seen[topic] = ok
+		}
+		return ok
+	}
+}
+
+// hideUndescribable drops the offsets of the topics describable refuses
+// from an every-partition answer (all), and answers a named partition of
+// one TOPIC_AUTHORIZATION_FAILED with no offset.
+func hideUndescribable(fs []FetchedOffset, all bool, describable func(string) bool) []FetchedOffset {
+	out := fs[:0:0]
+	for _, f := range fs {
+		if describable(f.Topic) {
+			out = append(out, f)
+			continue
+		}
+		if !all {
+			out = append(out, FetchedOffset{TP: f.TP, Offset: Offset{Offset: -1, LeaderEpoch: -1}, Err: kerr.TopicAuthorizationFailed.Code})
+		}
+	}
+	return out
 }

@@ -11,7 +11,9 @@
 // in-memory twin. The client, its transports and the routing over several
 // coordinators are package coordclient's.
 //
-// Main types: Leader (Open, Register, Close, ReceivedMarkers), Config.
+// Main types: Leader (Open, Register, RegisterBeside, Close,
+// ReceivedMarkers), Config. combined.go registers a leader beside the
+// coordinator node's own handlers (a combined node).
 // One handler file per API key (00_produce.go,
 // 01_fetch.go, 02_list_offsets.go, 22_init_producer_id.go,
 // 27_write_txn_markers.go, 61_describe_producers.go, 21_delete_records.go,

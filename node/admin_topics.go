@@ -37,9 +37,14 @@ func adminTopic(i topics.Info) admin.Topic {
 		t.Configs = map[string]string{}
 	}
 	for p, leader := range i.Leaders {
-		// One replica per partition, always in sync: the leader's.
+		// The replicas as Metadata reports them; the leader keeps the
+		// one copy, the only replica in sync.
+		replicas := []int32{leader}
+		if p < len(i.Replicas) {
+			replicas = i.Replicas[p]
+		}
 		t.PartitionInfo = append(t.PartitionInfo, admin.TopicPartitionInfo{Partition: int32(p), Leader: leader,
-			Replicas: []int32{leader}, Isr: []int32{leader}})
+			Replicas: replicas, Isr: []int32{leader}})
 	}
 	return t
 }

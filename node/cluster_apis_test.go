@@ -23,9 +23,10 @@ import (
 // node with its address, the coordinator node as controller, endpoint
 // type BROKER (a CONTROLLER request is MISMATCHED_ENDPOINT_TYPE, an
 // unknown type UNSUPPORTED_ENDPOINT_TYPE); the coordinator node, which
-// leads no partitions, answers DescribeLogDirs with no dirs and
-// DeleteRecords and OffsetForLeaderEpoch NOT_LEADER_OR_FOLLOWER per
-// partition (so clients go to the partition's leader).
+// leads none of orders' partitions (the rule places them on the leaders),
+// answers DescribeLogDirs with its one dir and no topics, and DeleteRecords
+// and OffsetForLeaderEpoch NOT_LEADER_OR_FOLLOWER per partition of orders
+// (so clients go to the partition's leader).
 func TestClusterAPIsEveryNode(t *testing.T) {
 	f, _ := startTwoLeaders(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -81,7 +82,7 @@ func TestClusterAPIsEveryNode(t *testing.T) {
 	logDirs := kmsg.NewPtrDescribeLogDirsRequest()
 	logDirs.SetVersion(4)
 	raw, err := coord.Do(ctx, logDirs)
-	if err != nil || raw.(*kmsg.DescribeLogDirsResponse).ErrorCode != 0 || len(raw.(*kmsg.DescribeLogDirsResponse).Dirs) != 0 {
+	if dirs := raw.(*kmsg.DescribeLogDirsResponse).Dirs; err != nil || raw.(*kmsg.DescribeLogDirsResponse).ErrorCode != 0 || len(dirs) != 1 || len(dirs[0].Topics) != 0 {
 		t.Fatalf("DescribeLogDirs at the coordinator node: %v %+v", err, raw)
 	}
 	del := kmsg.NewPtrDeleteRecordsRequest()

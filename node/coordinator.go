@@ -21,6 +21,7 @@ import (
 	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/groups"
+	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/markersender"
 	"github.com/txncoord/txncoord/negotiation"
 	"github.com/txncoord/txncoord/ownership"
@@ -96,6 +97,22 @@ type CoordinatorConfig struct {
 	// the transaction coordinator of an id owned by another node
 	// (`txncoord up`: in-process); nil dials the coordinators over TCP.
 	TxnCoordinators map[int32]coordclient.Client
+	// Partitions are the settings of the partitions the node leads when
+	// the cluster file makes it a combined node (cluster.View.
+	// CoordinatorLeads).
+	Partitions PartitionSettings
+}
+
+// PartitionSettings are LeaderConfig's settings of the partitions a
+// coordinator node leads (zero values: Kafka's defaults, as there).
+type PartitionSettings struct {
+	RetentionBytes         int64
+	ProducerIDExpiration   time.Duration
+	RetentionCheckInterval time.Duration
+	CleanerBackoff         time.Duration
+	// Metrics, optional, receive the partitions' series (nil: the
+	// node's Metrics).
+	Metrics prometheus.Registerer
 }
 
 // Coordinator is a running coordinator node.
@@ -119,6 +136,9 @@ type Coordinator struct {
 	// Timeline records the recent transactions' steps (coordinator and
 	// marker sender) for the admin API.
 	Timeline *txntimeline.Recorder
+	// Partitions leads this node's partitions when it is a combined node
+	// (cluster.View.CoordinatorLeads); nil otherwise.
+	Partitions *leaderstub.Leader
 
 	// The etcd mode (several coordinators); nil otherwise.
 	// Coordinator and Store are nil in that mode: the Router runs one
@@ -150,6 +170,9 @@ type Coordinator struct {
 	dirLock    *os.File
 	follower   *topics.Follower
 	txnClients coordclient.Client
+	// partsClosed stops the view's hook from dropping a deleted topic's
+	// data in Partitions once it is closed.
+	partsClosed *atomic.Bool
 }
 
 // markerClientID is the client id of the marker sender's requests.
@@ -313,26 +336,96 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		closeStores()
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
+	var parts *leaderstub.Leader
+	partsClosed := new(atomic.Bool)
+	partsCoordinator := newInProcessCoordinator(cfg.View, groupStore)
+	if cfg.View.CoordinatorLeads() {
+		if parts, err = openPartitions(cfg, groupStore, partsCoordinator.leaderClient(), partsClosed, log); err != nil {
+			sender.Close()
+			grp.Close()
+			coord.Close()
+			closeStores()
+			return nil, fmt.Errorf("coordinator: %w", err)
+		}
+	}
 	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, requestMetrics(cfg.Requests, cfg.Metrics), log, func(reg *wire.Registry) {
 		coord.Register(reg)
 		grp.Register(reg)
 		ctl.Register(reg)
+		if parts != nil {
+			parts.RegisterBeside(reg)
+		}
 	})
 	if err != nil {
+		if parts != nil {
+			parts.Close()
+		}
 		sender.Close()
 		grp.Close()
 		coord.Close()
 		closeStores()
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
+	// The node's partitions reach its transaction coordinator
+	// in-process, as the leaders of `txncoord up` do.
+	partsCoordinator.bind(srv)
 	// The group coordinator's records go to groupStore's log: the
 	// transaction coordinator, on the same log, answers its
 	// registrations at append (the pending offsets, appended after, are
 	// durable only with them).
 	txnClient.Store(srv.Local(clusterPrincipal(cfg.View)).WithClientID(groupsClientID).Inline().FromLog(groupStore))
 	ownServer.Store(srv)
-	return &Coordinator{view: cfg.View, Faults: cfg.Faults, Timeline: timeline, Groups: grp, Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
-		Controller: ctl, ownController: ownController, ownStore: own}, nil
+	co := &Coordinator{view: cfg.View, Faults: cfg.Faults, Timeline: timeline, Groups: grp, Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
+		Controller: ctl, ownController: ownController, ownStore: own, Partitions: parts, partsClosed: partsClosed}
+	if parts != nil {
+		co.Cleanable = parts.CleanableRatio
+	}
+	return co, nil
+}
+
+// openPartitions opens the leader of the partitions a combined coordinator
+// node leads, in store (its space "leader-<id>", as a leader of `txncoord
+// up`), and drops the data of the topics the controller no longer has (a
+// crash before a deletion's drop was durable), as the leaders do at start.
+// A topic deleted later drops its data through the view's hook, while the
+// leader is open.
+func openPartitions(cfg CoordinatorConfig, store *storage.Store, coord coordclient.Client, closed *atomic.Bool, log zerolog.Logger) (*leaderstub.Leader, error) {
+	ps := cfg.Partitions
+	reg := ps.Metrics
+	if reg == nil {
+		reg = cfg.Metrics
+	}
+	// The log dir DescribeLogDirs names: a leader's of `txncoord up`, or
+	// the coordinator's own where its store is.
+	dir := filepath.Join(cfg.DataDir, fmt.Sprintf("leader-%d", cfg.NodeID))
+	if cfg.Shared == nil {
+		dir = filepath.Join(cfg.DataDir, "coordinator")
+	}
+	l, err := leaderstub.Open(leaderstub.Config{
+		NodeID: cfg.NodeID, KafkaVersion: cfg.View.Coordinator().KafkaVersion, View: cfg.View, Shared: store, DataDir: dir,
+		Coordinator: coord, RetentionBytes: ps.RetentionBytes, ProducerIDExpiration: ps.ProducerIDExpiration,
+		RetentionCheckInterval: ps.RetentionCheckInterval, CleanerBackoff: ps.CleanerBackoff, Log: log, Metrics: reg,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("partitions of node %d: %w", cfg.NodeID, err)
+	}
+	for name := range l.HeldTopics() {
+		if _, ok := cfg.View.Known(name); !ok {
+			if err := l.DropTopic(name); err != nil {
+				l.Close()
+				return nil, err
+			}
+		}
+	}
+	cfg.View.OnTopicRemoved(func(t cluster.Topic) {
+		if closed.Load() {
+			return
+		}
+		if err := l.DropTopic(t.Name); err != nil {
+			log.Error().Err(err).Str("topic", t.Name).Msg("drop a deleted topic's data")
+		}
+	})
+	return l, nil
 }
 
 // openGroups opens the group coordinator of node self in store; txn
@@ -431,6 +524,10 @@ func (c *Coordinator) Stop(ctx context.Context) error {
 	}
 	if c.Coordinator != nil {
 		err = errors.Join(err, c.Coordinator.Close())
+	}
+	if c.Partitions != nil {
+		c.partsClosed.Store(true)
+		err = errors.Join(err, c.Partitions.Close())
 	}
 	if c.Store != nil {
 		err = errors.Join(err, c.Store.Close())

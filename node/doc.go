@@ -1,6 +1,7 @@
 // Package node assembles txncoord's processes from its parts: a coordinator
 // node (wire server + coordinator + transaction log + marker sender + admin
-// API) and leader nodes (wire server + embedded partition leader), either
+// API, and with one coordinator and no etcd an embedded partition leader of
+// its own: a KRaft combined node) and leader nodes (wire server + embedded partition leader), either
 // one per process (txncoord coordinator / leader) or all in one process
 // (txncoord up, the embedded default).
 //

@@ -29,14 +29,7 @@ func TestControllerRequestsAtALeader(t *testing.T) {
 		return cl
 	}
 	l1, l2 := dial(f.Leaders[0].Addr), dial(f.Leaders[1].Addr)
-	do := func(cl *wire.Client, req kmsg.Request) kmsg.Response {
-		t.Helper()
-		resp, err := cl.Do(ctx, req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
-	}
+	do := func(cl *wire.Client, req kmsg.Request) kmsg.Response { t.Helper(); return mustDo(ctx, t, cl, req) }
 
 	create := kmsg.NewPtrCreateTopicsRequest()
 	create.SetVersion(7)

@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/leaderstub"
@@ -15,13 +17,7 @@ import (
 type embeddedShares struct{ e *Embedded }
 
 func (s embeddedShares) leaders() []*leaderstub.Leader {
-	s.e.leadersMu.Lock()
-	defer s.e.leadersMu.Unlock()
-	out := make([]*leaderstub.Leader, 0, len(s.e.Leaders))
-	for _, l := range s.e.Leaders {
-		out = append(out, l.Leader)
-	}
-	return out
+	return slices.Collect(maps.Values(s.e.partitionLeaders()))
 }
 
 func (s embeddedShares) ReleaseMember(group, member string) {
@@ -67,12 +63,8 @@ func (s embeddedShares) leaderOf(topic string, partition int32) (*leaderstub.Lea
 	if !ok {
 		return nil, errNoLeader
 	}
-	s.e.leadersMu.Lock()
-	defer s.e.leadersMu.Unlock()
-	for _, l := range s.e.Leaders {
-		if l.Node.NodeID == n.NodeID {
-			return l.Leader, nil
-		}
+	if l, ok := s.e.partitionLeaders()[n.NodeID]; ok {
+		return l, nil
 	}
 	return nil, errNoLeader
 }

@@ -138,7 +138,7 @@ func TestEmbeddedSharesOneFile(t *testing.T) {
 	runTV2Transactions(t, e.Bootstrap(), 3)
 	stopWithin(t, e.Stop)
 
-	if got := strings.Join(topLevelBuckets(t, filepath.Join(dir, SharedStoreFile)), ","); got != "_storage,authmeta,coordinator,groups,leader-1,leader-2,topics" {
+	if got := strings.Join(topLevelBuckets(t, filepath.Join(dir, SharedStoreFile)), ","); got != "_storage,authmeta,coordinator,groups,leader-0,leader-1,leader-2,topics" {
 		t.Fatalf("buckets of %s: %s", SharedStoreFile, got)
 	}
 	if segs, err := filepath.Glob(filepath.Join(dir, storage.WALDir, "*.wal")); err != nil || len(segs) == 0 {

@@ -86,11 +86,11 @@ func TestTopicsKadmEmbedded(t *testing.T) {
 	if again, _ := adm.CreateTopic(ctx, 3, 1, nil, "t1"); again.Err != kerr.TopicAlreadyExists {
 		t.Fatalf("create t1 again: %v", again.Err)
 	}
-	if bad, _ := adm.CreateTopic(ctx, 1, 3, nil, "rf3"); bad.Err != kerr.InvalidReplicationFactor {
-		t.Fatalf("replication factor 3 with 2 leaders: %v", bad.Err)
+	if bad, _ := adm.CreateTopic(ctx, 1, 4, nil, "rf4"); bad.Err != kerr.InvalidReplicationFactor {
+		t.Fatalf("replication factor 4 with 3 brokers: %v", bad.Err)
 	}
-	if rf2, _ := adm.CreateTopic(ctx, 1, 2, nil, "rf2"); rf2.Err != nil || rf2.ReplicationFactor != 1 {
-		t.Fatalf("replication factor 2 with 2 leaders: %v, answered %d (one replica is kept)", rf2.Err, rf2.ReplicationFactor)
+	if rf2, _ := adm.CreateTopic(ctx, 1, 2, nil, "rf2"); rf2.Err != nil || rf2.ReplicationFactor != 2 {
+		t.Fatalf("replication factor 2 with 3 brokers: %v, answered %d (the replicas Metadata reports)", rf2.Err, rf2.ReplicationFactor)
 	}
 	everyNode(t, f, "t1", 0, 3)
 	if got := e.View.TopicConfigs("t1")["retention.ms"]; got != "60000" {

@@ -122,13 +122,27 @@ func (e *Embedded) currentBackend() admin.Backend {
 	return nil
 }
 
+// partitionLeaders are the leaders of this process's partitions by node
+// id: every leader node's and, on a combined coordinator node
+// (cluster.View.CoordinatorLeads), the coordinator's.
+func (e *Embedded) partitionLeaders() map[int32]*leaderstub.Leader {
+	e.leadersMu.Lock()
+	defer e.leadersMu.Unlock()
+	out := make(map[int32]*leaderstub.Leader, len(e.Leaders)+1)
+	for _, l := range e.Leaders {
+		out[l.Node.NodeID] = l.Leader
+	}
+	if co := e.Coordinator; co != nil && co.Partitions != nil {
+		out[co.Node.NodeID] = co.Partitions
+	}
+	return out
+}
+
 // cleanableRatio asks this process's leaders for a partition's cleanable
 // ratio (admin API topics).
 func (e *Embedded) cleanableRatio(topic string, partition int32) (float64, bool) {
-	e.leadersMu.Lock()
-	defer e.leadersMu.Unlock()
-	for _, l := range e.Leaders {
-		if r, ok := l.Leader.CleanableRatio(topic, partition); ok {
+	for _, l := range e.partitionLeaders() {
+		if r, ok := l.CleanableRatio(topic, partition); ok {
 			return r, true
 		}
 	}
@@ -298,6 +312,9 @@ func (e *Embedded) coordinatorConfig(id int32, ln net.Listener) CoordinatorConfi
 		InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Faults: e.Faults, Requests: e.Requests, Controller: e.Controller,
 		NodeID: id, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.forwardFrom(id), TxnCoordinators: e.txnClients(),
 		Shares: embeddedShares{e}, GroupTimeouts: cfg.GroupTimeouts,
+		Partitions: PartitionSettings{RetentionBytes: cfg.RetentionBytes, ProducerIDExpiration: cfg.ProducerIDExpiration,
+			RetentionCheckInterval: cfg.RetentionCheckInterval, CleanerBackoff: cfg.CleanerBackoff,
+			Metrics: prometheus.WrapRegistererWith(prometheus.Labels{"node": fmt.Sprint(id)}, e.Metrics)},
 	}
 }
 
@@ -477,6 +494,9 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 		Limits:    limits,
 		Faults:    injected.Node(self.NodeID),
 		Requests:  requests.Node(self.NodeID),
+		// The controller's node unwraps the requests other nodes
+		// forward with their clients' principals.
+		Envelope: v.AuthMeta().Attached() && self.NodeID == v.Coordinator().NodeID,
 	})
 }
 

@@ -90,7 +90,8 @@ func (c *Controller) handleCreateTopics(ctx context.Context, r *wire.Request) wi
 			}
 		} else {
 			rt.TopicID = res.Info.id
-			rt.NumPartitions, rt.ReplicationFactor = res.Info.Partitions, res.Info.ReplicationFactor
+			// The replica count Metadata reports; one copy is kept.
+			rt.NumPartitions, rt.ReplicationFactor = res.Info.Partitions, res.Info.RequestedReplicationFactor
 			if req.Version >= 5 {
 				rt.Configs = effectiveConfigs(res.Info.Configs, c.view.File().BrokerConfigs())
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -226,7 +227,8 @@ func (c *Controller) publish(s state) {
 		c.view.RemoveTopic(s.Name)
 		return
 	}
-	c.view.SetTopic(cluster.Topic{Name: s.Name, ID: s.ID, Partitions: s.Partitions}, s.Configs)
+	c.view.SetTopic(cluster.Topic{Name: s.Name, ID: s.ID, Partitions: s.Partitions, Replicas: s.Assignment,
+		ReplicationFactor: s.ReplicationFactor}, s.Configs)
 }
 
 // Spec is one topic to create.
@@ -238,8 +240,10 @@ type Spec struct {
 	ReplicationFactor int16
 	// Configs are the topic's configs; a nil value is INVALID_CONFIG.
 	Configs map[string]*string
-	// Assignments, by partition, are a manual placement: accepted only
-	// when it is the placement rule's (one replica, the rule's leader).
+	// Assignments, by partition, are a manual placement over the
+	// partition nodes (cluster.View.PartitionNodes): the first replica of
+	// each leads and keeps its one copy; the others are recorded and
+	// reported in Metadata.
 	Assignments map[int32][]int32
 }
 
@@ -312,8 +316,9 @@ func (c *Controller) checkCreateLocked(spec Spec) (state, Result) {
 	if err := topicconfig.ValidateTopicConfigs(spec.Configs); err != nil {
 		return state{}, fail(name, kerr.InvalidConfig, "%v", err)
 	}
-	leaders := int16(len(c.view.Leaders()))
+	brokers := int16(len(c.view.PartitionNodes()))
 	partitions, rf := spec.Partitions, spec.ReplicationFactor
+	var assignment [][]int32
 	switch {
 	case len(spec.Assignments) > 0:
 		if rf != -1 {
@@ -322,10 +327,11 @@ func (c *Controller) checkCreateLocked(spec Spec) (state, Result) {
 		if partitions != -1 {
 			return state{}, fail(name, kerr.InvalidRequest, "A manual partition assignment was specified, but numPartitions was not set to -1.")
 		}
-		if res := c.checkAssignments(name, 0, spec.Assignments); res.Err != nil {
+		var res Result
+		if assignment, res = c.checkAssignments(name, 0, 0, spec.Assignments); res.Err != nil {
 			return state{}, res
 		}
-		partitions, rf = int32(len(spec.Assignments)), 1
+		partitions, rf = int32(len(assignment)), int16(len(assignment[0]))
 	case rf < -1 || rf == 0:
 		return state{}, fail(name, kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
 	case partitions < -1 || partitions == 0:
@@ -337,8 +343,8 @@ func (c *Controller) checkCreateLocked(spec Spec) (state, Result) {
 	if rf == -1 {
 		rf = 1 // default.replication.factor
 	}
-	if rf > leaders {
-		return state{}, fail(name, kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d leader(s) are registered.", rf, rf, leaders)
+	if rf > brokers {
+		return state{}, fail(name, kerr.InvalidReplicationFactor, "Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.", rf, rf, brokers)
 	}
 	if res := c.policy(name, partitions); res.Err != nil {
 		return state{}, res
@@ -346,7 +352,9 @@ func (c *Controller) checkCreateLocked(spec Spec) (state, Result) {
 	if len(configs) == 0 {
 		configs = nil
 	}
-	return c.newStateLocked(name, partitions, rf, configs), Result{}
+	s := c.newStateLocked(name, partitions, rf, configs)
+	s.Assignment = assignment
+	return s, Result{}
 }
 
 // policy is txncoord's create-topic policy (Kafka's create.topic.policy):
@@ -363,21 +371,51 @@ func (c *Controller) policy(name string, partitions int32) Result {
 	return Result{}
 }
 
-// checkAssignments accepts a manual assignment of partitions from, from on,
-// only when it is the placement rule's: txncoord places every partition
-// itself, on one leader.
-func (c *Controller) checkAssignments(name string, from int32, as map[int32][]int32) Result {
-	leaders := c.view.Leaders()
+// checkAssignments validates a manual assignment of partitions from, from
+// on, as Kafka's controller does (validateManualPartitionAssignment): a
+// consecutive sequence, each a non-empty list of distinct partition nodes
+// (cluster.View.PartitionNodes), all of rf replicas (rf 0: the first
+// list's count). It returns the lists in partition order. The first
+// replica leads and keeps the partition's one copy.
+func (c *Controller) checkAssignments(name string, from int32, rf int, as map[int32][]int32) ([][]int32, Result) {
+	nodes := map[int32]bool{}
+	for _, n := range c.view.PartitionNodes() {
+		nodes[n.NodeID] = true
+	}
+	out := make([][]int32, 0, len(as))
 	for i := range int32(len(as)) {
-		p := from + i
-		replicas, ok := as[p]
+		replicas, ok := as[from+i]
 		if !ok {
-			return fail(name, kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence")
+			return nil, fail(name, kerr.InvalidReplicaAssignment, "partitions should be a consecutive 0-based integer sequence")
 		}
-		want := leaders[cluster.LeaderIndex(name, p, len(leaders))].NodeID
-		if len(replicas) != 1 || replicas[0] != want {
-			return fail(name, kerr.InvalidReplicaAssignment,
-				"partition %d: txncoord places every partition itself, on one leader (here [%d], leaders[(fnv32a(topic)+partition) mod %d]); got %v", p, want, len(leaders), replicas)
+		if len(replicas) == 0 {
+			return nil, fail(name, kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
+		}
+		if res := c.checkReplicas(name, replicas, nodes); res.Err != nil {
+			return nil, res
+		}
+		if rf == 0 {
+			rf = len(replicas)
+		}
+		if len(replicas) != rf {
+			return nil, fail(name, kerr.InvalidReplicaAssignment,
+				"The manual partition assignment includes a partition with %d replica(s), but this is not consistent with previous partitions, which have %d replica(s).", len(replicas), rf)
+		}
+		out = append(out, slices.Clone(replicas))
+	}
+	return out, Result{}
+}
+
+// checkReplicas refuses a replica list naming a node that cannot lead
+// partitions, or one node twice, with Kafka's messages.
+func (c *Controller) checkReplicas(name string, replicas []int32, nodes map[int32]bool) Result {
+	sorted := slices.Sorted(slices.Values(replicas))
+	for i, id := range sorted {
+		if !nodes[id] {
+			return fail(name, kerr.InvalidReplicaAssignment, "The manual partition assignment includes broker %d, but no such broker is registered.", id)
+		}
+		if i > 0 && sorted[i-1] == id {
+			return fail(name, kerr.InvalidReplicaAssignment, "The manual partition assignment includes the broker %d more than once.", id)
 		}
 	}
 	return Result{}
@@ -471,8 +509,9 @@ type PartitionsSpec struct {
 }
 
 // CreatePartitions grows topics (ReplicationControlManager.createPartitions):
-// the count must be an increase. Existing partitions keep their leaders:
-// placement depends on the partition number only.
+// the count must be an increase. Existing partitions keep their leaders;
+// new ones are placed by hand (as many replicas as the topic's replication
+// factor) or by the rule.
 func (c *Controller) CreatePartitions(ctx context.Context, specs []PartitionsSpec, validateOnly bool) []Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -495,8 +534,10 @@ func (c *Controller) CreatePartitions(ctx context.Context, specs []PartitionsSpe
 		case spec.Assignments != nil && len(spec.Assignments) != int(spec.Count-s.Partitions):
 			b.results[i] = fail(name, kerr.InvalidReplicaAssignment, "Attempted to add %d additional partition(s), but only %d assignment(s) were specified.", spec.Count-s.Partitions, len(spec.Assignments))
 		default:
+			var added [][]int32
 			if spec.Assignments != nil {
-				if res := c.checkAssignments(name, s.Partitions, spec.Assignments); res.Err != nil {
+				var res Result
+				if added, res = c.checkAssignments(name, s.Partitions, int(max(s.ReplicationFactor, 1)), spec.Assignments); res.Err != nil {
 					b.results[i] = res
 					continue
 				}
@@ -504,6 +545,13 @@ func (c *Controller) CreatePartitions(ctx context.Context, specs []PartitionsSpe
 			if res := c.policy(name, spec.Count); res.Err != nil {
 				b.results[i] = res
 				continue
+			}
+			if added != nil {
+				// The partitions before keep their placement: a
+				// rule-placed one gets an empty list, still the rule's.
+				grown := make([][]int32, s.Partitions, spec.Count)
+				copy(grown, s.Assignment)
+				s.Assignment = append(grown, added...)
 			}
 			s.Partitions = spec.Count
 			b.accept(i, Result{Name: name, Info: c.info(s)}, s)

@@ -120,12 +120,22 @@ func atoi(t *testing.T, s string) int32 {
 	return int32(n)
 }
 
+// replicaList parses B[+B...].
+func replicaList(t *testing.T, s string) []int32 {
+	var out []int32
+	for _, b := range strings.Split(s, "+") {
+		out = append(out, atoi(t, b))
+	}
+	return out
+}
+
 // TestDataDriven replays testdata/*.txt (format: internal/datadriven):
 //
 //	create-topics [v=N] [validate-only]   one topic per input line:
-//	    name=T [partitions=N] [rf=N] [config=K=V | config=K (null)]... [assign=P:B,P:B]
+//	    name=T [partitions=N] [rf=N] [config=K=V | config=K (null)]... [assign=P:B[+B...],...]
 //	delete-topics [v=N]                   one per line: name=T | id-of=T | id=zero | name=T id-of=U
-//	create-partitions [validate-only]     one per line: name=T count=N [assign=B,B]
+//	create-partitions [validate-only]     one per line: name=T count=N [assign=B[+B...],...]
+//	placement name=T                      each partition's leader and replicas (View.LeaderOf, ReplicasOf)
 //	auto-create name=T                    the view's creator (Metadata auto-creation)
 //	alter-configs name=T [K=V]...         the whole config after the change
 //	restart                               reopen the store and the controller
@@ -161,6 +171,15 @@ func TestDataDriven(t *testing.T) {
 					return "error: " + err.Error()
 				}
 				return "ok"
+			case "placement":
+				var b strings.Builder
+				name := c.Arg("name", "")
+				tp, _ := fx.view.Topic(name)
+				for p := range tp.Partitions {
+					leader, _ := fx.view.LeaderOf(name, p)
+					fmt.Fprintf(&b, "%d: leader=%d replicas=%v\n", p, leader.NodeID, fx.view.ReplicasOf(name, p))
+				}
+				return b.String()
 			case "restart":
 				fx.close()
 				fx.open()
@@ -212,7 +231,7 @@ func (fx *fixture) createTopics(c *datadriven.Case, version int16) string {
 				for _, pb := range strings.Split(kv[1], ",") {
 					p, b, _ := strings.Cut(pb, ":")
 					a := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-					a.Partition, a.Replicas = atoi(fx.t, p), []int32{atoi(fx.t, b)}
+					a.Partition, a.Replicas = atoi(fx.t, p), replicaList(fx.t, b)
 					rt.ReplicaAssignment = append(rt.ReplicaAssignment, a)
 				}
 			default:
@@ -298,7 +317,7 @@ func (fx *fixture) createPartitions(c *datadriven.Case) string {
 				rt.Assignment = []kmsg.CreatePartitionsRequestTopicAssignment{}
 				for _, b := range strings.Split(kv[1], ",") {
 					a := kmsg.NewCreatePartitionsRequestTopicAssignment()
-					a.Replicas = []int32{atoi(fx.t, b)}
+					a.Replicas = replicaList(fx.t, b)
 					rt.Assignment = append(rt.Assignment, a)
 				}
 			}

@@ -2,8 +2,11 @@
 // coordinator node, or with several coordinators on etcd whichever holds
 // the controller's lease) owns which topics exist, their partition counts and their configs, and
 // every other node learns them from it. Placement stays the contract's
-// rule (partition p of topic t is led by leaders[(fnv32a(t)+p) mod n]), so
-// only existence, counts and configs travel.
+// rule (partition p of topic t is led by leaders[(fnv32a(t)+p) mod n])
+// except for partitions placed by hand (an assignment over the brokers that
+// can lead, cluster.View.PartitionNodes): their replica lists are part of
+// the topic's state, the first replica leading. Other nodes learn the
+// lists from Metadata's replicas.
 //
 // The controller keeps its state in the space "topics" of the coordinator's
 // store (record kind storage.KindTopic), or with several coordinators in

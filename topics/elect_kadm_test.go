@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,13 +54,14 @@ func TestKadmElectAndReassign(t *testing.T) {
 		t.Fatal(err)
 	}
 	leader := md.Topics["el"].Partitions[0].Leader
+	leader1 := md.Topics["el"].Partitions[1].Leader
 	other := int32(1)
-	if leader == 1 {
+	if leader1 == 1 {
 		other = 2
 	}
 	var req kadm.AlterPartitionAssignmentsReq
 	req.Assign("el", 0, []int32{leader})
-	req.Assign("el", 1, []int32{other, leader})
+	req.Assign("el", 1, []int32{other, leader1})
 	req.CancelAssign("missing", 0)
 	alter, err := adm.AlterPartitionAssignments(ctx, req)
 	if err != nil {
@@ -69,7 +71,23 @@ func TestKadmElectAndReassign(t *testing.T) {
 		t.Errorf("reassign el/0 to its replica: %v", r.Err)
 	}
 	if r := alter["el"][1]; !errors.Is(r.Err, kerr.InvalidReplicaAssignment) {
-		t.Errorf("reassign el/1 elsewhere: %v, want INVALID_REPLICA_ASSIGNMENT", r.Err)
+		t.Errorf("reassign el/1 to a new leader: %v, want INVALID_REPLICA_ASSIGNMENT", r.Err)
+	}
+	// A follower added behind the leader is recorded (no data moves).
+	var follow kadm.AlterPartitionAssignmentsReq
+	follow.Assign("el", 1, []int32{leader1, other})
+	if res, err := adm.AlterPartitionAssignments(ctx, follow); err != nil || res["el"][1].Err != nil {
+		t.Fatalf("reassign el/1 to its leader and a follower: %v %+v", err, res)
+	}
+	// A new client: kgo answers a Metadata request from its cache
+	// for a moment.
+	fresh, err := kgo.NewClient(kgo.SeedBrokers(f.Coordinator.Addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if md, err := kadm.NewClient(fresh).Metadata(ctx, "el"); err != nil || !slices.Equal(md.Topics["el"].Partitions[1].Replicas, []int32{leader1, other}) {
+		t.Fatalf("el/1 after adding a follower: %v %+v, want replicas [%d %d]", err, md.Topics["el"].Partitions[1], leader1, other)
 	}
 	if r := alter["missing"][0]; !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
 		t.Errorf("cancel on a missing topic: %v, want UNKNOWN_TOPIC_OR_PARTITION", r.Err)

@@ -19,11 +19,11 @@ import (
 // cannot be reached the node answers NOT_CONTROLLER as before: clients
 // refresh Metadata and go to its ControllerID themselves.
 //
-// Kafka wraps the request in an Envelope carrying the client's principal.
-// In `txncoord up` the forward is in-process and carries the client's
-// principal, so the controller applies the client's ACLs; a node in a
-// process of its own forwards over TCP as the cluster principal (no
-// Envelope yet), so there the controller does not see the client's.
+// The controller authorizes the request as the client's: in `txncoord up`
+// the forward is in-process and carries the client's principal; a node in
+// a process of its own connects as the cluster principal and wraps the
+// request in an Envelope carrying the client's principal and address, as
+// Kafka does (wire.Envelop; the controller's node unwraps it).
 
 // ForwardFunc sends a controller request, at req.Version, to the
 // controller and returns its answer.
@@ -98,7 +98,8 @@ func changed(body kmsg.Request) bool {
 
 // DialForward is the ForwardFunc of a node in a process of its own: a
 // connection to the controller at addr per request (these requests are
-// rare), with the cluster's dial settings, carrying the client's id.
+// rare), with the cluster's dial settings, carrying the client's id and,
+// with security on, its principal in an Envelope.
 func DialForward(addr string, dial wire.DialConfig) ForwardFunc {
 	return DialForwardTo(func() (string, error) { return addr, nil }, dial)
 }
@@ -120,6 +121,13 @@ func DialForwardTo(addr func() (string, error), dial wire.DialConfig) ForwardFun
 			return nil, err
 		}
 		defer cl.Close()
-		return cl.Do(ctx, req.Body)
+		if req.Principal == "" { // security off: no principal to carry
+			return cl.Do(ctx, req.Body)
+		}
+		raw, err := cl.Do(ctx, wire.Envelop(req))
+		if err != nil {
+			return nil, err
+		}
+		return wire.Unwrap(req, raw)
 	}
 }

@@ -25,8 +25,11 @@ type Info struct {
 	RequestedReplicationFactor int16             `json:"requested_replication_factor"`
 	Internal                   bool              `json:"internal,omitempty"`
 	Configs                    map[string]string `json:"configs"`
-	// Leaders, by partition, are the partitions' leaders (Describe only).
-	Leaders []int32 `json:"leaders,omitempty"`
+	// Leaders, by partition, are the partitions' leaders, and Replicas
+	// their replica lists as Metadata reports them, the leader first
+	// (Describe only).
+	Leaders  []int32   `json:"leaders,omitempty"`
+	Replicas [][]int32 `json:"-"`
 
 	id [16]byte
 }
@@ -86,6 +89,7 @@ func (c *Controller) Describe(name string) (Info, bool) {
 	for p := range info.Partitions {
 		n, _ := c.view.LeaderOf(name, p)
 		info.Leaders = append(info.Leaders, n.NodeID)
+		info.Replicas = append(info.Replicas, c.view.ReplicasOf(name, p))
 	}
 	return info, true
 }

@@ -21,9 +21,10 @@ type state struct {
 	Name       string
 	ID         [16]byte
 	Partitions int32
-	// ReplicationFactor is what the topic was created with. txncoord
-	// keeps one replica of every partition whatever was asked; answers
-	// and Metadata report 1.
+	// ReplicationFactor is what the topic was created with (with an
+	// assignment, its replica count). txncoord keeps one copy of every
+	// partition whatever was asked, on its first replica; Metadata reports
+	// the replica lists, the ISR the leader alone.
 	ReplicationFactor int16
 	// Incarnation counts the creations of the name before this one: 0
 	// for a topic never deleted.
@@ -31,6 +32,9 @@ type state struct {
 	// Deleted marks a tombstone: the name does not exist now.
 	Deleted bool
 	Configs map[string]string
+	// Assignment are the replica lists placed by hand, by partition (nil
+	// or empty: the rule's; see cluster.Topic.Replicas).
+	Assignment [][]int32
 }
 
 // Record, version 1 (big endian; n is a uvarint):
@@ -39,10 +43,22 @@ type state struct {
 //	n + name, 16 bytes id, i32 partitions, i16 replication factor,
 //	u32 incarnation, u8 deleted (0 or 1)
 //	n configs, each: n + name, n + value (sorted by name)
-const recordVersion = 1
+//
+// Version 3 (a topic with an assignment; version 2 is the group configs'
+// record) is version 1 followed by
+//
+//	n partitions, each: n replicas, each an i32
+const (
+	recordVersion           = 1
+	recordAssignmentVersion = 3
+)
 
 func (s state) encode() []byte {
-	out := []byte{recordVersion}
+	version := byte(recordVersion)
+	if len(s.Assignment) > 0 {
+		version = recordAssignmentVersion
+	}
+	out := []byte{version}
 	out = appendString(out, s.Name)
 	out = append(out, s.ID[:]...)
 	out = binary.BigEndian.AppendUint32(out, uint32(s.Partitions))
@@ -59,6 +75,15 @@ func (s state) encode() []byte {
 		out = appendString(out, k)
 		out = appendString(out, s.Configs[k])
 	}
+	if version == recordAssignmentVersion {
+		out = binary.AppendUvarint(out, uint64(len(s.Assignment)))
+		for _, replicas := range s.Assignment {
+			out = binary.AppendUvarint(out, uint64(len(replicas)))
+			for _, id := range replicas {
+				out = binary.BigEndian.AppendUint32(out, uint32(id))
+			}
+		}
+	}
 	return out
 }
 
@@ -71,7 +96,8 @@ var errBadRecord = errors.New("topics: corrupt record")
 
 func decodeState(raw []byte) (state, error) {
 	r := recordio.NewReader(raw, errBadRecord)
-	if v := r.Take(1); v == nil || v[0] != recordVersion {
+	v := r.Take(1)
+	if v == nil || v[0] != recordVersion && v[0] != recordAssignmentVersion {
 		return state{}, fmt.Errorf("%w: unknown version", errBadRecord)
 	}
 	var s state
@@ -87,6 +113,24 @@ func decodeState(raw []byte) (state, error) {
 		}
 		k := r.String()
 		s.Configs[k] = r.String()
+	}
+	if v[0] == recordAssignmentVersion {
+		n := r.Uvarint()
+		if n > r.Len() {
+			r.Fail()
+		}
+		for ; n > 0 && r.Err() == nil; n-- {
+			m := r.Uvarint()
+			if m > r.Len()/4 {
+				r.Fail()
+				break
+			}
+			replicas := make([]int32, m)
+			for i := range replicas {
+				replicas[i] = int32(r.Uint32())
+			}
+			s.Assignment = append(s.Assignment, replicas)
+		}
 	}
 	if r.Err() == nil && (r.Len() != 0 || s.Name == "") {
 		r.Fail()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -326,7 +327,7 @@ func (f *Follower) syncLocked(ctx context.Context, held func() map[string]int32,
 			continue
 		}
 		name := *t.Topic
-		listed[name] = cluster.Topic{Name: name, ID: t.TopicID, Partitions: int32(len(t.Partitions))}
+		listed[name] = topicOf(t)
 		if old, ok := f.seen[name]; allConfigs || !ok || old != t.TopicID {
 			need = append(need, name)
 		}
@@ -352,7 +353,7 @@ func (f *Follower) syncLocked(ctx context.Context, held func() map[string]int32,
 		}
 		own := f.cfg.View.TopicConfigs(name)
 		fetched, ok := configs[name]
-		if cur, known := f.cfg.View.Known(name); !known || cur != t || ok && !maps.Equal(fetched, own) {
+		if cur, known := f.cfg.View.Known(name); !known || !cur.Equal(t) || ok && !maps.Equal(fetched, own) {
 			if ok {
 				own = fetched
 			}
@@ -566,6 +567,20 @@ func (f *Follower) adoptLocked(ctx context.Context, listed map[string]cluster.To
 	return nil
 }
 
+// topicOf is a topic as the controller's Metadata lists it, with every
+// partition's replica list as the controller placed it: the first replica
+// leads, by hand or by the rule alike.
+func topicOf(t kmsg.MetadataResponseTopic) cluster.Topic {
+	out := cluster.Topic{Name: *t.Topic, ID: t.TopicID, Partitions: int32(len(t.Partitions)),
+		Replicas: make([][]int32, len(t.Partitions))}
+	for _, p := range t.Partitions {
+		if p.Partition >= 0 && int(p.Partition) < len(out.Replicas) && len(p.Replicas) > 0 {
+			out.Replicas[p.Partition] = slices.Clone(p.Replicas)
+		}
+	}
+	return out
+}
+
 // AutoCreate is the view's creator on a follower: the controller creates
 // the topic (or refuses), and the view learns it from the answer.
 func (f *Follower) AutoCreate(name string) (cluster.Topic, error) {
@@ -584,7 +599,7 @@ func (f *Follower) AutoCreate(name string) (cluster.Topic, error) {
 		if t.ErrorCode != 0 {
 			return cluster.Topic{}, kerr.ErrorForCode(t.ErrorCode)
 		}
-		topic := cluster.Topic{Name: name, ID: t.TopicID, Partitions: int32(len(t.Partitions))}
+		topic := topicOf(t)
 		// The topic may exist already, created with configs: they
 		// enter the view with it.
 		configs, err := f.describeConfigs(ctx, []string{name})

@@ -418,6 +418,9 @@ func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
 	if c.sasl.pendingAuth() && h.key != 18 && h.key != 17 && h.key != 36 {
 		return c.refuseBeforeAuth(req)
 	}
+	if h.key == envelopeKey && c.s.cfg.Envelope {
+		return c.envelope(t, h, body, req)
+	}
 	rng, known := c.s.advertised[h.key]
 	if !known {
 		return c.unserved(h, body, req)

@@ -75,6 +75,10 @@ type Config struct {
 	// Limits: the memory budget for requests in flight and the
 	// per-address connection limit.
 	Limits
+	// Envelope makes the server answer Envelope (58_envelope.go): the
+	// controller's node, to which the other nodes forward their clients'
+	// controller requests with the clients' principals.
+	Envelope bool
 }
 
 // Limits are the limits a node gives its listeners (node passes them

@@ -30,6 +30,8 @@ func TestBadServerFlagValues(t *testing.T) {
 		{[]string{"coordinator", "--cluster", "x.yaml", "--etcd-lease-ttl", "1500ms"}, "--etcd-lease-ttl 1.5s"},
 		{[]string{"up", "--retention-bytes", "-5"}, "--retention-bytes -5"},
 		{[]string{"leader", "--cluster", "x.yaml", "--node-id", "1", "--retention-bytes", "0"}, "--retention-bytes 0"},
+		{[]string{"coordinator", "--cluster", "x.yaml", "--retention-bytes", "0"}, "--retention-bytes 0"},
+		{[]string{"coordinator", "--cluster", "x.yaml", "--producer-id-expiration", "0s"}, "--producer-id-expiration 0s"},
 		{[]string{"up", "--producer-id-expiration", "0s"}, "--producer-id-expiration 0s"},
 		{[]string{"leader", "--cluster", "x.yaml", "--node-id", "1", "--producer-id-expiration", "-1h"}, "--producer-id-expiration -1h"},
 		{[]string{"leader", "--cluster", "x.yaml", "--node-id", "1", "--kafka-version", "9.9"}, "--kafka-version"},

@@ -483,6 +483,9 @@ func coordinatorCommand() *cli.Command {
 			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir")},
 			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: `admin HTTP API address ("" to disable)`},
 			discoveryFlag(), markerTimeoutFlag(), noSyncFlag(), leaseTTLFlag(),
+			// The partitions the node leads as a combined node (one
+			// coordinator, no etcd), as a leader's.
+			retentionFlag(), producerExpirationFlag(), cleanerBackoffFlag(),
 		}, limitsFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := checkServerFlags(c); err != nil {
@@ -518,6 +521,8 @@ func coordinatorCommand() *cli.Command {
 				View: view, DataDir: c.String("data-dir"), MarkerVersionDiscovery: c.Bool("marker-version-discovery"),
 				UnsafeNoSync: c.Bool("unsafe-no-fsync"), Log: logger, Metrics: metrics, Limits: lim, Faults: injected,
 				NodeID: int32(id), LeaseTTL: c.Duration("etcd-lease-ttl"), MarkerRequestTimeout: c.Duration("marker-request-timeout"),
+				Partitions: node.PartitionSettings{RetentionBytes: c.Int64("retention-bytes"),
+					ProducerIDExpiration: c.Duration("producer-id-expiration"), CleanerBackoff: c.Duration("log-cleaner-backoff")},
 			})
 			if err != nil {
 				return err

@@ -60,7 +60,7 @@ func TestTopicsCommands(t *testing.T) {
 		{[]string{"--topic", "bad1", "--config", "max.message.bytes=lots"}, "max.message.bytes"},
 		{[]string{"--topic", "bad2", "--config", "noequals"}, "noequals"},
 		{[]string{"--topic", "bad3", "--partitions", "0"}, "--partitions"},
-		{[]string{"--topic", "bad4", "--replication-factor", "3"}, "replication"},
+		{[]string{"--topic", "bad4", "--replication-factor", "4"}, "replication"},
 		{[]string{"--topic", "bad/name"}, "bad/name"},
 		{[]string{"--partitions", "2"}, "--topic is required"},
 	} {
@@ -103,10 +103,13 @@ func TestTopicsCommands(t *testing.T) {
 		t.Fatalf("describe:\n%s\nwant first line\n%s", out, head)
 	}
 	for p, line := range lines[1:] {
-		leader := md.Topics["orders"].Partitions[int32(p)].Leader
-		want := fmt.Sprintf("\tTopic: orders\tPartition: %d\tLeader: %d\tReplicas: %d\tIsr: %d", p, leader, leader, leader)
+		mp := md.Topics["orders"].Partitions[int32(p)]
+		if len(mp.Replicas) != 2 || mp.Replicas[0] != mp.Leader {
+			t.Fatalf("orders/%d in Metadata: replicas %v, leader %d; want the replication factor of 2, the leader first", p, mp.Replicas, mp.Leader)
+		}
+		want := fmt.Sprintf("\tTopic: orders\tPartition: %d\tLeader: %d\tReplicas: %d,%d\tIsr: %d", p, mp.Leader, mp.Replicas[0], mp.Replicas[1], mp.Leader)
 		if line != want {
-			t.Errorf("describe partition %d: %q, want %q (Metadata's leader)", p, line, want)
+			t.Errorf("describe partition %d: %q, want %q (Metadata's replicas, the leader alone in sync)", p, line, want)
 		}
 	}
 	var all []admin.Topic

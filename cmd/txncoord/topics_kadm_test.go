@@ -14,7 +14,8 @@ import (
 // kadm against the `txncoord up` binary: ListOffsets by timestamp (after a
 // time, and the record with the largest timestamp), DeleteRecords (the
 // start offset moves), DescribeLogDirs at every node (the leaders list the
-// topic's partitions, the coordinator node no dirs, nobody an error), and
+// topic's partitions; the coordinator node, which can lead partitions too,
+// its one dir without them; nobody an error), and
 // DescribeCluster (every node, the coordinator as controller).
 func TestKadmLeaderAPIsAgainstUp(t *testing.T) {
 	base := freePortRun(t, 4)
@@ -100,8 +101,13 @@ func TestKadmLeaderAPIsAgainstUp(t *testing.T) {
 	if !held[0] || !held[1] {
 		t.Fatalf("DescribeAllLogDirs does not list both partitions of kt: %v", held)
 	}
-	if len(dirs[0]) != 0 {
-		t.Fatalf("the coordinator node (0) lists log dirs: %+v", dirs[0])
+	if len(dirs[0]) != 1 {
+		t.Fatalf("the coordinator node (0) lists %d log dirs, want its one: %+v", len(dirs[0]), dirs[0])
+	}
+	for _, d := range dirs[0] {
+		if len(d.Topics) != 0 {
+			t.Fatalf("the coordinator node (0) lists partitions in %s: %+v (kt is placed on the leaders)", d.Dir, d.Topics)
+		}
 	}
 
 	req := kmsg.NewPtrDescribeClusterRequest()
