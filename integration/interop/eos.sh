@@ -27,14 +27,9 @@ VALUES=${EOS_VALUES:-1000}
 
 log() { echo "interop eos: $*" >&2; }
 fail() { log "FAIL: $*"; exit 1; }
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 
-# alive PID: the process exists and is not a zombie (a SIGKILLed child of
-# this shell stays one until the shell reaps it).
-alive() {
-	local st
-	st=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-	[[ $st != Z* ]]
-}
 
 # start_up starts `txncoord up` on $BASE.. with the data dir in $WORK,
 # records its pid in $WORK/up.pid and waits for its ready line.
@@ -67,17 +62,8 @@ WORK=$(mktemp -d -t txncoord-eos-interop.XXXXXX)
 
 cleanup() {
 	local rc=$?
-	local pid
-	pid=$(cat "$WORK/up.pid" 2>/dev/null || true)
-	if [ -n "$pid" ] && alive "$pid"; then
-		kill -TERM "$pid" 2>/dev/null || true
-		for _ in $(seq 150); do alive "$pid" || break; sleep 0.1; done
-		kill -9 "$pid" 2>/dev/null || true
-	fi
-	if [ "$rc" -ne 0 ] && [ -f "$WORK/up.log" ]; then
-		log "txncoord log (last 40 lines):"
-		tail -n 40 "$WORK/up.log" >&2 || true
-	fi
+	stop_pid "$(cat "$WORK/up.pid" 2>/dev/null || true)"
+	show_up_log "$rc"
 	rm -rf "$WORK"
 	exit "$rc"
 }

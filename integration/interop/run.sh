@@ -29,19 +29,14 @@ KCAT_PID=""
 
 log() { echo "interop: $*" >&2; }
 fail() { log "FAIL: $*"; exit 1; }
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 
 cleanup() {
 	local rc=$?
 	[ -n "$KCAT_PID" ] && kill -9 "$KCAT_PID" 2>/dev/null || true
-	if [ -n "$UP_PID" ] && kill -0 "$UP_PID" 2>/dev/null; then
-		kill -TERM "$UP_PID" 2>/dev/null || true
-		for _ in $(seq 150); do kill -0 "$UP_PID" 2>/dev/null || break; sleep 0.1; done
-		kill -9 "$UP_PID" 2>/dev/null || true
-	fi
-	if [ "$rc" -ne 0 ] && [ -f "$WORK/up.log" ]; then
-		log "txncoord log (last 40 lines):"
-		tail -n 40 "$WORK/up.log" >&2 || true
-	fi
+	stop_pid "$UP_PID"
+	show_up_log "$rc"
 	rm -rf "$WORK"
 	exit "$rc"
 }
