@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/faults"
+	"github.com/txncoord/txncoord/internal/etcdtest"
 )
 
 // With three coordinators on etcd (`up --coordinators 3`) every
@@ -136,4 +140,133 @@ func TestCombinedNodeSeveralCoordinators(t *testing.T) {
 // sameValues reports whether a and b hold the same values, in any order.
 func sameValues(a, b []string) bool {
 	return slices.Equal(slices.Sorted(slices.Values(a)), slices.Sorted(slices.Values(b)))
+}
+
+// Three coordinators on etcd and two leaders as separate processes would
+// run them (each its own view, data dir and store; TCP between them): a
+// manual assignment created at a leader puts partitions on coordinators 1
+// and 2 and a leader; every node's Metadata shows them; kgo's TV2
+// transactions commit and abort over them and read_committed reads the
+// committed records. Coordinator 1, restarted on its data dir, holds its
+// partition and serves it again.
+func TestCombinedNodeSeparateCoordinatorsOnEtcd(t *testing.T) {
+	etcd := etcdtest.Start(t, 1)
+	f := &cluster.File{ClusterID: "separate-etcd", DefaultPartitions: 2, TransactionStatePartitions: 6,
+		Etcd: &cluster.Etcd{Endpoints: etcd.Endpoints()}}
+	lns := map[int32]net.Listener{}
+	for id := range int32(5) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[id] = ln
+		n := cluster.Node{NodeID: id, Addr: ln.Addr().String(), KafkaVersion: "4.2"}
+		if id < 3 {
+			f.Coordinators = append(f.Coordinators, n)
+		} else {
+			f.Leaders = append(f.Leaders, n)
+		}
+	}
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	startCoordinator := func(id int32, ln net.Listener) *Coordinator {
+		t.Helper()
+		co, err := StartCoordinator(CoordinatorConfig{View: cluster.NewView(f), DataDir: filepath.Join(dir, fmt.Sprint("c", id)), NodeID: id,
+			Listener: ln, LeaseTTL: time.Second, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return co
+	}
+	coords := map[int32]*Coordinator{}
+	for _, n := range f.Coordinators {
+		coords[n.NodeID] = startCoordinator(n.NodeID, lns[n.NodeID])
+	}
+	t.Cleanup(func() {
+		for _, co := range coords {
+			stopWithin(t, co.Stop)
+		}
+	})
+	for _, n := range f.Leaders {
+		l, err := StartLeader(LeaderConfig{View: cluster.NewView(f), NodeID: n.NodeID, DataDir: dir, Listener: lns[n.NodeID], Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stopWithin(t, l.Stop) })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	bootstrap := f.Leaders[0].Addr
+	admin := combinedClient(t, f.Leaders[1].Addr)
+	assignment := [][]int32{{1}, {2}, {3}}
+	want := []int32{1, 2, 3}
+	for {
+		rt := createAssigned(ctx, t, admin, "apart", assignment)
+		if rt.ErrorCode == 0 {
+			break
+		}
+		// Until every coordinator holds its lease, the controller's
+		// view of the live brokers may lack one.
+		if ctx.Err() != nil || rt.ErrorCode != kerr.InvalidReplicaAssignment.Code {
+			t.Fatalf("CreateTopics with an assignment at a leader: error %d (%v)", rt.ErrorCode, rt.ErrorMessage)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	showsApart := func() {
+		t.Helper()
+		for _, n := range append(slices.Clone(f.Coordinators), f.Leaders...) {
+			for {
+				leaders, err := leadersAt(ctx, n.Addr, "apart")
+				if err == nil && slices.Equal(leaders, want) {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("node %d's Metadata of apart: leaders %v (%v), want %v", n.NodeID, leaders, err, want)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+	showsApart()
+	producer := combinedClient(t, bootstrap, kgo.TransactionalID("apart-etcd"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var committed []string
+	for i, commit := range []bool{true, false, true} {
+		if err := producer.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for p := range int32(3) {
+			v := fmt.Sprintf("t%d-p%d", i, p)
+			if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "apart", Partition: p, Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatalf("transaction %d, partition %d: %v", i, p, err)
+			}
+			if commit {
+				committed = append(committed, v)
+			}
+		}
+		if err := producer.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end transaction %d: %v", i, err)
+		}
+	}
+	producer.Close()
+	check := func() {
+		t.Helper()
+		got := consumeCommitted(t, bootstrap, "apart", 3, len(committed))
+		var all []string
+		for p := range int32(3) {
+			all = append(all, got[p]...)
+		}
+		if !sameValues(all, committed) {
+			t.Fatalf("apart read_committed: %v, want %v", got, committed)
+		}
+	}
+	check()
+	stopWithin(t, coords[1].Stop)
+	coords[1] = startCoordinator(1, listenAgain(t, f.Coordinators[1].Addr))
+	if _, ok := coords[1].Partitions.HeldTopics()["apart"]; !ok {
+		t.Fatal("the restarted coordinator 1 holds no data of apart")
+	}
+	showsApart()
+	check()
 }

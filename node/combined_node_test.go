@@ -401,20 +401,25 @@ func twoLeaderFileAt(t *testing.T, f *cluster.File) (*cluster.File, map[int32]ne
 	t.Helper()
 	lns := map[int32]net.Listener{}
 	for _, n := range append([]cluster.Node{*f.Coordinator}, f.Leaders...) {
-		var ln net.Listener
-		var err error
-		for range 50 {
-			if ln, err = net.Listen("tcp", n.Addr); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[n.NodeID] = ln
+		lns[n.NodeID] = listenAgain(t, n.Addr)
 	}
 	return f, lns
+}
+
+// listenAgain binds addr again (a node restarted on its address),
+// retrying while the old listener closes.
+func listenAgain(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	var err error
+	for range 50 {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			return ln
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal(err)
+	return nil
 }
 
 // sarama's ClusterAdmin creates a topic with a ReplicaAssignment over the
