@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -11,13 +10,10 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txncoord/txncoord/cluster"
-	"github.com/txncoord/txncoord/faults"
-	"github.com/txncoord/txncoord/internal/etcdtest"
 )
 
 // With three coordinators on etcd (`up --coordinators 3`) every
@@ -35,29 +31,7 @@ func TestCombinedNodeSeveralCoordinators(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	admin := combinedClient(t, e.Bootstrap())
-	adm := kadm.NewClient(admin)
-	brokers, err := adm.ListBrokers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(brokers) != 5 {
-		t.Fatalf("Metadata lists %d brokers, want 5 (three coordinators, two leaders)", len(brokers))
-	}
-	res, err := adm.CreateTopic(ctx, 4, int16(len(brokers)), nil, "rf-all")
-	if err != nil || res.Err != nil {
-		t.Fatalf("CreateTopic with replication factor %d: %v %v", len(brokers), err, res.Err)
-	}
-	for _, p := range placement(ctx, t, admin, "rf-all") {
-		if len(p.Replicas) != len(brokers) || p.Replicas[0] != p.Leader || !slices.Equal(p.ISR, []int32{p.Leader}) {
-			t.Fatalf("partition %d: leader %d replicas %v isr %v, want %d replicas led by the first, the leader alone in sync", p.Partition, p.Leader, p.Replicas, p.ISR, len(brokers))
-		}
-		if p.Leader < 3 {
-			t.Fatalf("partition %d placed by the rule on coordinator %d: the rule places on the leaders", p.Partition, p.Leader)
-		}
-	}
-	if res, _ := adm.CreateTopic(ctx, 1, int16(len(brokers)+1), nil, "rf-too-many"); !errors.Is(res.Err, kerr.InvalidReplicationFactor) {
-		t.Fatalf("CreateTopic with replication factor %d: %v, want INVALID_REPLICATION_FACTOR", len(brokers)+1, res.Err)
-	}
+	replicateEverywhere(ctx, t, admin, 5, 3)
 
 	assignment := [][]int32{{1, 3}, {2, 0}, {3, 1}}
 	if rt := createAssigned(ctx, t, admin, "placed", assignment); rt.ErrorCode != 0 || rt.NumPartitions != 3 || rt.ReplicationFactor != 2 {
@@ -75,38 +49,12 @@ func TestCombinedNodeSeveralCoordinators(t *testing.T) {
 	}
 	producer := combinedClient(t, e.Bootstrap(), kgo.TransactionalID("several-placed"), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.TransactionTimeout(30*time.Second))
-	var want []string
+	txns := &txnWriter{producer: producer, topic: "placed"}
 	write := func(commit bool, tag string, partitions ...int32) {
 		t.Helper()
-		if err := producer.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range partitions {
-			for i := range 2 {
-				v := fmt.Sprintf("%s-p%d-%d", tag, p, i)
-				if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "placed", Partition: p, Value: []byte(v)}).FirstErr(); err != nil {
-					t.Fatalf("%s, partition %d: %v", tag, p, err)
-				}
-				if commit {
-					want = append(want, v)
-				}
-			}
-		}
-		if err := producer.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-			t.Fatalf("end %s: %v", tag, err)
-		}
+		txns.write(ctx, t, commit, tag, partitions...)
 	}
-	read := func() {
-		t.Helper()
-		got := consumeCommitted(t, e.Bootstrap(), "placed", 3, len(want))
-		var all []string
-		for p := range int32(3) {
-			all = append(all, got[p]...)
-		}
-		if !sameValues(all, want) {
-			t.Fatalf("read_committed of placed: %v, want %v", got, want)
-		}
-	}
+	read := func() { t.Helper(); txns.readCommitted(t, e.Bootstrap(), 3) }
 	write(true, "committed", 0, 1, 2)
 	write(false, "aborted", 0, 1, 2)
 	write(true, "again", 0, 1, 2)
@@ -117,16 +65,8 @@ func TestCombinedNodeSeveralCoordinators(t *testing.T) {
 		}
 	}
 
-	addr := e.coordinatorByID(1).Node.Addr
-	k, err := e.Faults.Add(faults.Spec{Kind: faults.Kill, Node: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Its partition has no other copy: unavailable until it returns.
-	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-		c.Close()
-		t.Fatalf("killed coordinator 1 still accepts connections on %s", addr)
-	}
+	k := killCoordinator(t, e, 1)
 	if err := e.Faults.Remove(k.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +75,53 @@ func TestCombinedNodeSeveralCoordinators(t *testing.T) {
 	write(true, "after", 0, 2)
 	write(false, "after-aborted", 0)
 	read()
+}
+
+// txnWriter runs a transactional producer's transactions over topic's
+// partitions and keeps the values of those committed.
+type txnWriter struct {
+	producer  *kgo.Client
+	topic     string
+	committed []string
+}
+
+// write runs one transaction writing two values to each of partitions,
+// committed or aborted.
+func (w *txnWriter) write(ctx context.Context, t *testing.T, commit bool, tag string, partitions ...int32) {
+	t.Helper()
+	if err := w.producer.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	var values []string
+	for _, p := range partitions {
+		for i := range 2 {
+			v := fmt.Sprintf("%s-p%d-%d", tag, p, i)
+			if err := w.producer.ProduceSync(ctx, &kgo.Record{Topic: w.topic, Partition: p, Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatalf("%s, partition %d: %v", tag, p, err)
+			}
+			values = append(values, v)
+		}
+	}
+	if err := w.producer.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatalf("end %s: %v", tag, err)
+	}
+	if commit {
+		w.committed = append(w.committed, values...)
+	}
+}
+
+// readCommitted reads the topic's partitions read_committed and checks
+// that they hold the committed values, no more.
+func (w *txnWriter) readCommitted(t *testing.T, bootstrap string, partitions int32) {
+	t.Helper()
+	got := consumeCommitted(t, bootstrap, w.topic, partitions, len(w.committed))
+	var all []string
+	for p := range partitions {
+		all = append(all, got[p]...)
+	}
+	if !sameValues(all, w.committed) {
+		t.Fatalf("read_committed of %s: %v, want %v", w.topic, got, w.committed)
+	}
 }
 
 // sameValues reports whether a and b hold the same values, in any order.
@@ -150,26 +137,7 @@ func sameValues(a, b []string) bool {
 // committed records. Coordinator 1, restarted on its data dir, holds its
 // partition and serves it again.
 func TestCombinedNodeSeparateCoordinatorsOnEtcd(t *testing.T) {
-	etcd := etcdtest.Start(t, 1)
-	f := &cluster.File{ClusterID: "separate-etcd", DefaultPartitions: 2, TransactionStatePartitions: 6,
-		Etcd: &cluster.Etcd{Endpoints: etcd.Endpoints()}}
-	lns := map[int32]net.Listener{}
-	for id := range int32(5) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[id] = ln
-		n := cluster.Node{NodeID: id, Addr: ln.Addr().String(), KafkaVersion: "4.2"}
-		if id < 3 {
-			f.Coordinators = append(f.Coordinators, n)
-		} else {
-			f.Leaders = append(f.Leaders, n)
-		}
-	}
-	if err := f.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	f, lns := severalCoordinatorsFile(t)
 	dir := t.TempDir()
 	startCoordinator := func(id int32, ln net.Listener) *Coordinator {
 		t.Helper()
@@ -231,36 +199,12 @@ func TestCombinedNodeSeparateCoordinatorsOnEtcd(t *testing.T) {
 	}
 	showsApart()
 	producer := combinedClient(t, bootstrap, kgo.TransactionalID("apart-etcd"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	var committed []string
-	for i, commit := range []bool{true, false, true} {
-		if err := producer.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		for p := range int32(3) {
-			v := fmt.Sprintf("t%d-p%d", i, p)
-			if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "apart", Partition: p, Value: []byte(v)}).FirstErr(); err != nil {
-				t.Fatalf("transaction %d, partition %d: %v", i, p, err)
-			}
-			if commit {
-				committed = append(committed, v)
-			}
-		}
-		if err := producer.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-			t.Fatalf("end transaction %d: %v", i, err)
-		}
-	}
+	txns := &txnWriter{producer: producer, topic: "apart"}
+	txns.write(ctx, t, true, "committed", 0, 1, 2)
+	txns.write(ctx, t, false, "aborted", 0, 1, 2)
+	txns.write(ctx, t, true, "again", 0, 1, 2)
 	producer.Close()
-	check := func() {
-		t.Helper()
-		got := consumeCommitted(t, bootstrap, "apart", 3, len(committed))
-		var all []string
-		for p := range int32(3) {
-			all = append(all, got[p]...)
-		}
-		if !sameValues(all, committed) {
-			t.Fatalf("apart read_committed: %v, want %v", got, committed)
-		}
-	}
+	check := func() { t.Helper(); txns.readCommitted(t, bootstrap, 3) }
 	check()
 	stopWithin(t, coords[1].Stop)
 	coords[1] = startCoordinator(1, listenAgain(t, f.Coordinators[1].Addr))

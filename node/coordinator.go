@@ -167,8 +167,8 @@ type Coordinator struct {
 	// partsClient reaches each transactional id's owner for Partitions
 	// (etcd mode).
 	partsClient coordclient.Client
-	follower   *topics.Follower
-	txnClients coordclient.Client
+	follower    *topics.Follower
+	txnClients  coordclient.Client
 	// partsClosed stops the view's hook from dropping a deleted topic's
 	// data in Partitions once it is closed.
 	partsClosed *atomic.Bool
