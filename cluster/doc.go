@@ -6,8 +6,8 @@
 // Every node computes the same view from the same file with no coordination:
 // partition p of topic t is led by leaders[(fnv32a(t)+p) mod len(leaders)]
 // unless the controller placed it by hand (Topic.Replicas: the first
-// replica leads, the coordinator node too when it is a combined node,
-// View.CoordinatorLeads), and a topic's id derives from cluster_id and its
+// replica leads, a coordinator node too: each is a combined node,
+// View.PartitionNodes), and a topic's id derives from cluster_id and its
 // name.
 //
 // It must not know about transactions beyond the transaction.version feature.

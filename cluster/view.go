@@ -272,25 +272,13 @@ func (v *View) LiveBrokers() []Node {
 // node is listed).
 func (v *View) SetLiveCoordinators(fn func() (map[int32]bool, bool)) { v.liveHook.Store(&fn) }
 
-// CoordinatorLeads reports whether the coordinator node leads partitions
-// besides __consumer_offsets, as a KRaft combined node (broker and
-// controller): with one coordinator and no etcd, where its process holds
-// the controller and every node Metadata lists is then a broker that can
-// lead. With several coordinators on etcd they do not: their nodes come
-// and go with their leases.
-func (v *View) CoordinatorLeads() bool {
-	return len(v.file.CoordinatorNodes()) == 1 && len(v.Etcd().Endpoints) == 0
-}
-
 // PartitionNodes are the nodes that can lead a partition placed by hand
-// and count toward a replication factor: the coordinator node when it
-// leads (CoordinatorLeads), then the leaders.
-func (v *View) PartitionNodes() []Node {
-	if v.CoordinatorLeads() {
-		return append([]Node{v.Coordinator()}, v.file.Leaders...)
-	}
-	return v.file.Leaders
-}
+// and count toward a replication factor: the brokers Metadata lists
+// (LiveBrokers). Every coordinator node is a KRaft combined node (broker
+// and controller) that leads the partitions placed on it besides
+// __consumer_offsets; with several coordinators on etcd one that holds no
+// lease is left out, as Kafka's controller refuses a fenced broker.
+func (v *View) PartitionNodes() []Node { return v.LiveBrokers() }
 
 // Brokers are all nodes: the coordinators, then the leaders.
 func (v *View) Brokers() []Node {
@@ -601,7 +589,7 @@ func (v *View) LeaderOf(topic string, partition int32) (Node, bool) {
 
 // ReplicasOf is a partition's replica list as Metadata reports it: the
 // list placed by hand, or the rule's leader followed by the partition
-// nodes after it (in PartitionNodes order, wrapping) up to the topic's
+// brokers after it (in Brokers order, wrapping) up to the topic's
 // replication factor. Only the first replica, the leader, holds the
 // partition: txncoord keeps one copy, so the in-sync replica set is the
 // leader alone.
@@ -615,7 +603,9 @@ func (v *View) ReplicasOf(topic string, partition int32) []int32 {
 		return slices.Clone(t.Replicas[partition])
 	}
 	out := []int32{leader.NodeID}
-	nodes := v.PartitionNodes()
+	// Every broker, live or not: a partition's replicas do not change as
+	// a coordinator's lease comes and goes.
+	nodes := v.Brokers()
 	at := slices.IndexFunc(nodes, func(n Node) bool { return n.NodeID == leader.NodeID })
 	for i := 1; i < len(nodes) && len(out) < int(t.ReplicationFactor) && !t.Internal; i++ {
 		out = append(out, nodes[(at+i)%len(nodes)].NodeID)

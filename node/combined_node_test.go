@@ -113,31 +113,11 @@ func consumeCommitted(t *testing.T, bootstrap, topic string, partitions int32, w
 // manual assignment naming an unknown broker or one broker twice, is
 // refused with Kafka's codes.
 func TestCombinedNodeReplicationFactor(t *testing.T) {
-	f, e := startTwoLeaders(t)
-	_ = f
+	_, e := startTwoLeaders(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cl := combinedClient(t, e.Bootstrap(), kgo.DefaultProduceTopic("rf-all"))
-	adm := kadm.NewClient(cl)
-	brokers, err := adm.ListBrokers(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(brokers) != 3 {
-		t.Fatalf("Metadata lists %d brokers, want 3 (the coordinator node and two leaders)", len(brokers))
-	}
-	res, err := adm.CreateTopic(ctx, 4, int16(len(brokers)), nil, "rf-all")
-	if err != nil || res.Err != nil {
-		t.Fatalf("CreateTopic with replication factor %d: %v %v", len(brokers), err, res.Err)
-	}
-	for _, p := range placement(ctx, t, cl, "rf-all") {
-		if len(p.Replicas) != len(brokers) || p.Replicas[0] != p.Leader || !slices.Equal(p.ISR, []int32{p.Leader}) {
-			t.Fatalf("partition %d: leader %d replicas %v isr %v, want %d replicas led by the first, the leader alone in sync", p.Partition, p.Leader, p.Replicas, p.ISR, len(brokers))
-		}
-		if p.Leader == 0 {
-			t.Fatalf("partition %d placed by the rule on the coordinator node: the rule places on the leaders", p.Partition)
-		}
-	}
+	replicateEverywhere(ctx, t, cl, 3, 1)
 	for i := range 8 {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
 			t.Fatal(err)
@@ -145,9 +125,6 @@ func TestCombinedNodeReplicationFactor(t *testing.T) {
 	}
 	consumeCommitted(t, e.Bootstrap(), "rf-all", 4, 8)
 
-	if res, _ := adm.CreateTopic(ctx, 1, int16(len(brokers)+1), nil, "rf-too-many"); !errors.Is(res.Err, kerr.InvalidReplicationFactor) {
-		t.Fatalf("CreateTopic with replication factor %d: %v, want INVALID_REPLICATION_FACTOR", len(brokers)+1, res.Err)
-	}
 	for _, bad := range [][][]int32{{{0}, {9}}, {{1, 1}}, {{0, 1}, {2}}, {{}}} {
 		if rt := createAssigned(ctx, t, cl, "bad-assignment", bad); rt.ErrorCode != kerr.InvalidReplicaAssignment.Code {
 			t.Fatalf("assignment %v: error %d (%v), want INVALID_REPLICA_ASSIGNMENT", bad, rt.ErrorCode, rt.ErrorMessage)
@@ -324,6 +301,39 @@ func startSeparate(t *testing.T, f *cluster.File, lns map[int32]net.Listener) (*
 	}
 }
 
+// replicateEverywhere checks that Metadata lists want brokers (the
+// coordinators first, then the leaders from node id firstLeader), creates
+// rf-all with 4 partitions and a replication factor of every broker, and
+// checks Metadata's answer: every partition placed by the rule on a
+// leader, its replicas every broker led by it, its ISR the leader alone.
+// One more replica is INVALID_REPLICATION_FACTOR.
+func replicateEverywhere(ctx context.Context, t *testing.T, cl *kgo.Client, want int, firstLeader int32) {
+	t.Helper()
+	adm := kadm.NewClient(cl)
+	brokers, err := adm.ListBrokers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(brokers) != want {
+		t.Fatalf("Metadata lists %d brokers, want %d (the coordinator nodes and the leaders)", len(brokers), want)
+	}
+	res, err := adm.CreateTopic(ctx, 4, int16(len(brokers)), nil, "rf-all")
+	if err != nil || res.Err != nil {
+		t.Fatalf("CreateTopic with replication factor %d: %v %v", len(brokers), err, res.Err)
+	}
+	for _, p := range placement(ctx, t, cl, "rf-all") {
+		if len(p.Replicas) != len(brokers) || p.Replicas[0] != p.Leader || !slices.Equal(p.ISR, []int32{p.Leader}) {
+			t.Fatalf("partition %d: leader %d replicas %v isr %v, want %d replicas led by the first, the leader alone in sync", p.Partition, p.Leader, p.Replicas, p.ISR, len(brokers))
+		}
+		if p.Leader < firstLeader {
+			t.Fatalf("partition %d placed by the rule on coordinator node %d: the rule places on the leaders", p.Partition, p.Leader)
+		}
+	}
+	if res, _ := adm.CreateTopic(ctx, 1, int16(len(brokers)+1), nil, "rf-too-many"); !errors.Is(res.Err, kerr.InvalidReplicationFactor) {
+		t.Fatalf("CreateTopic with replication factor %d: %v, want INVALID_REPLICATION_FACTOR", len(brokers)+1, res.Err)
+	}
+}
+
 // metadataOf is a Metadata request for one topic, without auto-creation.
 func metadataOf(topic string) *kmsg.MetadataRequest {
 	req := kmsg.NewPtrMetadataRequest()
@@ -401,20 +411,25 @@ func twoLeaderFileAt(t *testing.T, f *cluster.File) (*cluster.File, map[int32]ne
 	t.Helper()
 	lns := map[int32]net.Listener{}
 	for _, n := range append([]cluster.Node{*f.Coordinator}, f.Leaders...) {
-		var ln net.Listener
-		var err error
-		for range 50 {
-			if ln, err = net.Listen("tcp", n.Addr); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[n.NodeID] = ln
+		lns[n.NodeID] = listenAgain(t, n.Addr)
 	}
 	return f, lns
+}
+
+// listenAgain binds addr again (a node restarted on its address),
+// retrying while the old listener closes.
+func listenAgain(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	var err error
+	for range 50 {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			return ln
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal(err)
+	return nil
 }
 
 // sarama's ClusterAdmin creates a topic with a ReplicaAssignment over the

@@ -97,9 +97,8 @@ type CoordinatorConfig struct {
 	// the transaction coordinator of an id owned by another node
 	// (`txncoord up`: in-process); nil dials the coordinators over TCP.
 	TxnCoordinators map[int32]coordclient.Client
-	// Partitions are the settings of the partitions the node leads when
-	// the cluster file makes it a combined node (cluster.View.
-	// CoordinatorLeads).
+	// Partitions are the settings of the partitions the node leads as a
+	// combined node (those placed on it by hand).
 	Partitions PartitionSettings
 }
 
@@ -136,8 +135,8 @@ type Coordinator struct {
 	// Timeline records the recent transactions' steps (coordinator and
 	// marker sender) for the admin API.
 	Timeline *txntimeline.Recorder
-	// Partitions leads this node's partitions when it is a combined node
-	// (cluster.View.CoordinatorLeads); nil otherwise.
+	// Partitions leads the partitions placed on this node: every
+	// coordinator is a combined node (cluster.View.PartitionNodes).
 	Partitions *leaderstub.Leader
 
 	// The etcd mode (several coordinators); nil otherwise.
@@ -165,11 +164,11 @@ type Coordinator struct {
 	peers      func(node int32) *Coordinator
 	adminToken string
 	closeEtcd  bool
-	// dirLock is the data dir's lock of an etcd-mode node other than 0
-	// in a process of its own (node 0's store holds its own).
-	dirLock    *os.File
-	follower   *topics.Follower
-	txnClients coordclient.Client
+	// partsClient reaches each transactional id's owner for Partitions
+	// (etcd mode).
+	partsClient coordclient.Client
+	follower    *topics.Follower
+	txnClients  coordclient.Client
 	// partsClosed stops the view's hook from dropping a deleted topic's
 	// data in Partitions once it is closed.
 	partsClosed *atomic.Bool
@@ -339,27 +338,21 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	var parts *leaderstub.Leader
 	partsClosed := new(atomic.Bool)
 	partsCoordinator := newInProcessCoordinator(cfg.View, groupStore)
-	if cfg.View.CoordinatorLeads() {
-		if parts, err = openPartitions(cfg, groupStore, partsCoordinator.leaderClient(), partsClosed, log); err != nil {
-			sender.Close()
-			grp.Close()
-			coord.Close()
-			closeStores()
-			return nil, fmt.Errorf("coordinator: %w", err)
-		}
+	if parts, err = openPartitions(cfg, groupStore, partsCoordinator.leaderClient(), partsClosed, true, log); err != nil {
+		sender.Close()
+		grp.Close()
+		coord.Close()
+		closeStores()
+		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	srv, err := listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, requestMetrics(cfg.Requests, cfg.Metrics), log, func(reg *wire.Registry) {
 		coord.Register(reg)
 		grp.Register(reg)
 		ctl.Register(reg)
-		if parts != nil {
-			parts.RegisterBeside(reg)
-		}
+		parts.RegisterBeside(reg)
 	})
 	if err != nil {
-		if parts != nil {
-			parts.Close()
-		}
+		parts.Close()
 		sender.Close()
 		grp.Close()
 		coord.Close()
@@ -376,20 +369,18 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 	txnClient.Store(srv.Local(clusterPrincipal(cfg.View)).WithClientID(groupsClientID).Inline().FromLog(groupStore))
 	ownServer.Store(srv)
 	co := &Coordinator{view: cfg.View, Faults: cfg.Faults, Timeline: timeline, Groups: grp, Node: self, Coordinator: coord, Sender: sender, Store: store, Server: srv,
-		Controller: ctl, ownController: ownController, ownStore: own, Partitions: parts, partsClosed: partsClosed}
-	if parts != nil {
-		co.Cleanable = parts.CleanableRatio
-	}
+		Controller: ctl, ownController: ownController, ownStore: own, Partitions: parts, partsClosed: partsClosed,
+		Cleanable: parts.CleanableRatio}
 	return co, nil
 }
 
-// openPartitions opens the leader of the partitions a combined coordinator
-// node leads, in store (its space "leader-<id>", as a leader of `txncoord
-// up`), and drops the data of the topics the controller no longer has (a
-// crash before a deletion's drop was durable), as the leaders do at start.
-// A topic deleted later drops its data through the view's hook, while the
-// leader is open.
-func openPartitions(cfg CoordinatorConfig, store *storage.Store, coord coordclient.Client, closed *atomic.Bool, log zerolog.Logger) (*leaderstub.Leader, error) {
+// openPartitions opens the leader of the partitions a coordinator node
+// leads as a combined node, in store (its space "leader-<id>", as a leader
+// of `txncoord up`), and drops the data of the topics the controller no longer has (a
+// crash before a deletion's drop was durable), as the leaders do at start,
+// when the view has the controller's topics (dropUnknown). A topic deleted
+// later drops its data through the view's hook, while the leader is open.
+func openPartitions(cfg CoordinatorConfig, store *storage.Store, coord coordclient.Client, closed *atomic.Bool, dropUnknown bool, log zerolog.Logger) (*leaderstub.Leader, error) {
 	ps := cfg.Partitions
 	reg := ps.Metrics
 	if reg == nil {
@@ -410,7 +401,7 @@ func openPartitions(cfg CoordinatorConfig, store *storage.Store, coord coordclie
 		return nil, fmt.Errorf("partitions of node %d: %w", cfg.NodeID, err)
 	}
 	for name := range l.HeldTopics() {
-		if _, ok := cfg.View.Known(name); !ok {
+		if _, ok := cfg.View.Known(name); !ok && dropUnknown {
 			if err := l.DropTopic(name); err != nil {
 				l.Close()
 				return nil, err
@@ -535,6 +526,9 @@ func (c *Coordinator) Stop(ctx context.Context) error {
 	if c.txnClients != nil {
 		c.txnClients.Close()
 	}
+	if c.partsClient != nil {
+		c.partsClient.Close()
+	}
 	if c.ownController {
 		err = errors.Join(err, c.Controller.Close())
 	}
@@ -546,9 +540,6 @@ func (c *Coordinator) Stop(ctx context.Context) error {
 	}
 	if c.closeEtcd {
 		err = errors.Join(err, c.etcdClient.Close())
-	}
-	if c.dirLock != nil {
-		err = errors.Join(err, c.dirLock.Close())
 	}
 	return err
 }

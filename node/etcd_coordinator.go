@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/groups"
 	"github.com/txncoord/txncoord/ownership"
-	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/txnetcd"
 	"github.com/txncoord/txncoord/txnlog"
@@ -59,10 +57,12 @@ func DialEtcd(v *cluster.View) (*clientv3.Client, error) {
 //   - node 0 keeps the security metadata (ACLs, SCRAM users, quotas,
 //     features) in its local store (DATA_DIR/coordinator, or the shared
 //     store of `txncoord up`), and copies a single coordinator's topics
-//     from it into etcd once.
+//     from it into etcd once;
+//   - every node leads the partitions placed on it by hand, as a KRaft
+//     combined node, in its local store (the space "leader-<id>" of
+//     `up`'s shared store): their one copy is there.
 //
-// Nothing of the transactions is kept locally: a node that lost its data
-// dir loses nothing.
+// Nothing of the transactions is kept locally.
 func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kversion.Versions, sec *wire.SecurityConfig, dial wire.DialConfig, log zerolog.Logger) (_ *Coordinator, err error) {
 	if cfg.LeaseTTL <= 0 {
 		// The cluster file's, so that every coordinator holds its
@@ -119,13 +119,13 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 			log.Warn().Err(err).Msg("the topics of this data dir's single coordinator were not copied into etcd: they stay behind")
 		}
 	case cfg.Shared == nil:
-		// Its data dir holds no state, but it is this node's: created and
-		// locked as node 0's, so two processes never share one (and the
-		// layout guard's meta.properties sits beside the lock).
-		if c.dirLock, err = storage.LockDir(filepath.Join(cfg.DataDir, "coordinator")); err != nil {
+		// Its data dir keeps the partitions placed on this node, in a
+		// store laid out as node 0's (created and locked, so two
+		// processes never share one).
+		if c.ownStore, err = openCoordinatorStore(cfg); err != nil {
 			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
 		}
-		cleanup = append(cleanup, func() { c.dirLock.Close() })
+		cleanup = append(cleanup, func() { c.ownStore.Close(); c.ownStore = nil })
 		relaySCRAM(sec, cfg.View, dial)
 	}
 	if node0 {
@@ -148,7 +148,27 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		c.follower.Sync(ctx, nil, nil)
 		cancel()
-		c.follower.Start(func() map[string]int32 { return nil }, func(string) error { return nil })
+	}
+	// Every coordinator is a combined node: it leads the partitions
+	// placed on it, in its store, registering their transactions with
+	// each id's owner as a leader does.
+	partsStore := cfg.Shared
+	if partsStore == nil {
+		partsStore = c.ownStore
+	}
+	c.partsClosed = new(atomic.Bool)
+	c.partsClient = txnCoordinatorsClient(cfg, self, &ownServer, dial, log, cluster.LeaderClientID)
+	cleanup = append(cleanup, func() { c.partsClient.Close() })
+	// `up` knows the controller's topics already (its view is the
+	// holder's); a process of its own drops the data of deleted topics
+	// once its follower hears from the controller.
+	if c.Partitions, err = openPartitions(cfg, partsStore, c.partsClient, c.partsClosed, cfg.Shared != nil, log); err != nil {
+		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
+	}
+	cleanup = append(cleanup, func() { c.Partitions.Close() })
+	c.Cleanable = c.Partitions.CleanableRatio
+	if cfg.Shared == nil {
+		c.follower.Start(c.Partitions.HeldTopics, c.Partitions.DropTopic)
 		cleanup = append(cleanup, c.follower.Close)
 		// Auto-creation: by the controller this node runs, else asked
 		// of the holder.
@@ -188,7 +208,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 
 	// The group coordinator runs on the holder of its lease, reaching
 	// each transactional id's coordinator through the routed clients.
-	c.txnClients = txnCoordinatorsClient(cfg, self, &ownServer, dial, log)
+	c.txnClients = txnCoordinatorsClient(cfg, self, &ownServer, dial, log, groupsClientID)
 	if cfg.Shares == nil { // a process of its own: the leaders are others'
 		cfg.Shares = remoteShares{view: cfg.View, dial: dial}
 	}
@@ -219,6 +239,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		if c.follower != nil && !node0 { // a process of its own: the security metadata is node 0's
 			cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(forward), synced)
 		}
+		c.Partitions.RegisterBeside(reg)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)

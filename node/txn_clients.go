@@ -28,18 +28,18 @@ func dialCoordinators(v *cluster.View, dial wire.DialConfig, log zerolog.Logger)
 	return coordclient.NewRouted(coordclient.RoutedConfig{Coordinators: clients, Partitions: v.TransactionStatePartitions(), Log: log})
 }
 
-// txnCoordinatorsClient is how node 0's group coordinator reaches the
-// transaction coordinator of an id (TxnOffsetCommit's AddPartitionsToTxn):
-// its own server in-process once it listens, the others as the config
-// gives them (`txncoord up`: in-process) or over TCP, each id routed to its
-// owner.
-func txnCoordinatorsClient(cfg CoordinatorConfig, self cluster.Node, ownServer *atomic.Pointer[wire.Server], dial wire.DialConfig, log zerolog.Logger) coordclient.Client {
+// txnCoordinatorsClient is how a coordinator node's group coordinator
+// (TxnOffsetCommit's AddPartitionsToTxn) or partitions reach the
+// transaction coordinator of an id, as clientID: its own server in-process
+// once it listens, the others as the config gives them (`txncoord up`:
+// in-process) or over TCP, each id routed to its owner.
+func txnCoordinatorsClient(cfg CoordinatorConfig, self cluster.Node, ownServer *atomic.Pointer[wire.Server], dial wire.DialConfig, log zerolog.Logger, clientID string) coordclient.Client {
 	own := coordclient.InProcess(func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 		srv := ownServer.Load()
 		if srv == nil {
 			return nil, errCoordinatorNotStarted
 		}
-		return srv.Local(clusterPrincipal(cfg.View)).WithClientID(groupsClientID).Inline().Do(ctx, req)
+		return srv.Local(clusterPrincipal(cfg.View)).WithClientID(clientID).Inline().Do(ctx, req)
 	})
 	nodes := cfg.View.Coordinators()
 	if len(nodes) == 1 {

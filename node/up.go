@@ -123,17 +123,20 @@ func (e *Embedded) currentBackend() admin.Backend {
 }
 
 // partitionLeaders are the leaders of this process's partitions by node
-// id: every leader node's and, on a combined coordinator node
-// (cluster.View.CoordinatorLeads), the coordinator's.
+// id: every leader node's and every coordinator's (each a combined node).
 func (e *Embedded) partitionLeaders() map[int32]*leaderstub.Leader {
 	e.leadersMu.Lock()
-	defer e.leadersMu.Unlock()
-	out := make(map[int32]*leaderstub.Leader, len(e.Leaders)+1)
+	out := make(map[int32]*leaderstub.Leader, len(e.Leaders)+len(e.Coordinators))
 	for _, l := range e.Leaders {
 		out[l.Node.NodeID] = l.Leader
 	}
-	if co := e.Coordinator; co != nil && co.Partitions != nil {
-		out[co.Node.NodeID] = co.Partitions
+	e.leadersMu.Unlock()
+	e.coordsMu.Lock()
+	defer e.coordsMu.Unlock()
+	for _, co := range e.Coordinators {
+		if co.Partitions != nil {
+			out[co.Node.NodeID] = co.Partitions
+		}
 	}
 	return out
 }

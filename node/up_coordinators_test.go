@@ -30,6 +30,30 @@ func startSeveralCoordinators(t *testing.T) *Embedded {
 // startSeveralCoordinatorsIn is startSeveralCoordinators on data dir dir.
 func startSeveralCoordinatorsIn(t *testing.T, dir string) *Embedded {
 	t.Helper()
+	f, listeners := severalCoordinatorsFile(t)
+	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: dir, Listeners: listeners, MarkerVersionDiscovery: true,
+		LeaseTTL: time.Second, Log: zerolog.Nop()})
+	if err != nil {
+		for _, ln := range listeners {
+			ln.Close()
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := e.Stop(ctx); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return e
+}
+
+// severalCoordinatorsFile is a cluster file of three coordinators (nodes
+// 0-2) on a fresh etcd and two leaders (3, 4), with their listeners on
+// free loopback ports.
+func severalCoordinatorsFile(t *testing.T) (*cluster.File, map[int32]net.Listener) {
+	t.Helper()
 	etcd := etcdtest.Start(t, 1)
 	listeners := map[int32]net.Listener{}
 	f := &cluster.File{
@@ -57,22 +81,7 @@ func startSeveralCoordinatorsIn(t *testing.T, dir string) *Embedded {
 	if err := f.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: dir, Listeners: listeners, MarkerVersionDiscovery: true,
-		LeaseTTL: time.Second, Log: zerolog.Nop()})
-	if err != nil {
-		for _, ln := range listeners {
-			ln.Close()
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := e.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
-	return e
+	return f, listeners
 }
 
 // TestEmbeddedSeveralCoordinators: kgo producers whose ids spread over

@@ -95,6 +95,8 @@ func (e *Embedded) reviveCoordinator(id int32) error {
 	}
 	cfg := e.coordinatorConfig(id, nil)
 	cfg.Metrics = replacing{cfg.Metrics}
+	// Its partitions' series too: the stopped node's would stay, stale.
+	cfg.Partitions.Metrics = replacing{cfg.Partitions.Metrics}
 	co, err := StartCoordinator(cfg)
 	if err != nil {
 		return fmt.Errorf("restart coordinator %d: %w", id, err)

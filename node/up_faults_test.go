@@ -78,18 +78,10 @@ func TestFaultsCoordinatorPauseAndKill(t *testing.T) {
 	}
 	waitServes(t, e, 2)
 
-	addr := e.coordinatorByID(1).Node.Addr
 	// The epoch before the kill: the takeover may be done before the
 	// next line after it runs.
 	_, epoch = ownerOf(e, killed)
-	k, err := e.Faults.Add(faults.Spec{Kind: faults.Kill, Node: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-		c.Close()
-		t.Fatalf("killed coordinator 1 still accepts connections on %s", addr)
-	}
+	k := killCoordinator(t, e, 1)
 	waitTakeover(t, e, killed, 1, epoch)
 	run(killed, 3)
 	if err := e.Faults.Remove(k.ID); err != nil {
@@ -100,6 +92,22 @@ func TestFaultsCoordinatorPauseAndKill(t *testing.T) {
 	run(paused, 2)
 	run(killed, 2)
 	checkHistory(t, e.Bootstrap(), h)
+}
+
+// killCoordinator adds the up faults' Kill of coordinator id and checks
+// that its address refuses connections.
+func killCoordinator(t *testing.T, e *Embedded, id int32) faults.Fault {
+	t.Helper()
+	addr := e.coordinatorByID(id).Node.Addr
+	k, err := e.Faults.Add(faults.Spec{Kind: faults.Kill, Node: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("killed coordinator %d still accepts connections on %s", id, addr)
+	}
+	return k
 }
 
 // runRecorded runs txns transactions of producer id, each writing one

@@ -483,8 +483,8 @@ func coordinatorCommand() *cli.Command {
 			&cli.StringFlag{Name: "data-dir", Value: "./txncoord-data", EnvVars: env("data-dir")},
 			&cli.StringFlag{Name: "admin-listen", Value: "127.0.0.1:9644", EnvVars: env("admin-listen"), Usage: `admin HTTP API address ("" to disable)`},
 			discoveryFlag(), markerTimeoutFlag(), noSyncFlag(), leaseTTLFlag(),
-			// The partitions the node leads as a combined node (one
-			// coordinator, no etcd), as a leader's.
+			// The partitions the node leads as a combined node (those
+			// placed on it by hand), as a leader's.
 			retentionFlag(), producerExpirationFlag(), cleanerBackoffFlag(),
 		}, limitsFlags()...),
 		Action: func(c *cli.Context) error {
