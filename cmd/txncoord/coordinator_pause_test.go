@@ -77,8 +77,10 @@ func TestSeparateCoordinatorKill(t *testing.T) {
 // one leader process, with topic orders (4 partitions).
 type separateCoordinators struct{ base int }
 
-func (sc separateCoordinators) addr(id int) string     { return "127.0.0.1:" + strconv.Itoa(sc.base+id) }
-func (sc separateCoordinators) adminURL(id int) string { return "http://127.0.0.1:" + strconv.Itoa(sc.base+3+id) }
+func (sc separateCoordinators) addr(id int) string { return "127.0.0.1:" + strconv.Itoa(sc.base+id) }
+func (sc separateCoordinators) adminURL(id int) string {
+	return "http://127.0.0.1:" + strconv.Itoa(sc.base+3+id)
+}
 
 func startSeparateCoordinators(t *testing.T) separateCoordinators {
 	etcd := etcdtest.Start(t, 1)
