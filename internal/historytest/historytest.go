@@ -2,11 +2,13 @@ package historytest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/txncoord/txncoord/integration/checker"
@@ -143,25 +145,42 @@ func (c *Committer) Finish() checker.History {
 
 // Check reads every partition of orders (0..3) read_committed to its end
 // and fails on any anomaly the history checker finds.
+//
+// Every transaction of h ended before Check: each partition's last stable
+// offset must reach its high watermark (a transaction left open there is a
+// hang, reported as such), and the read is complete once every partition
+// holding committed data has returned records and the fetches then stay
+// empty for a while. A partition that returns nothing at all is given
+// longer before its writes count as lost: right after a node's restart a
+// client's first fetch of it can take a few retries.
 func Check(t *testing.T, bootstrap string, h checker.History) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	stable := waitStable(ctx, t, kadm.NewClient(cl))
 	offsets := map[int32]kgo.Offset{}
 	for p := range int32(4) {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{"orders": offsets})
-	// Every transaction ended before this read: it is complete once the
-	// fetches stay empty for a while (a write missing from it is a
-	// lost-write).
 	reads := checker.Reads{}
-	for idle := 0; idle < 4; {
+	for idle := 0; ; {
+		// Short when every partition with committed data has answered;
+		// 10 s when one has returned nothing yet.
+		limit := 4
+		for p, end := range stable {
+			if end > 0 && len(reads[checker.Partition{Topic: "orders", Partition: p}]) == 0 {
+				limit = 20
+			}
+		}
+		if idle >= limit {
+			break
+		}
 		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		fs := cl.PollFetches(pctx)
 		pcancel()
@@ -185,10 +204,43 @@ func Check(t *testing.T, bootstrap string, h checker.History) {
 		t.Fatal(err)
 	}
 	if rep.Anomalies() != 0 {
-		t.Fatalf("history checker: %d anomalies\n%s", rep.Anomalies(), rep.Table())
+		t.Fatalf("history checker: %d anomalies (last stable offsets %v)\n%s", rep.Anomalies(), stable, rep.Table())
 	}
 	t.Logf("history checker: %s", rep.Summary())
 	if rep.TxnsCommitted == 0 || rep.TxnsAborted == 0 {
 		t.Fatalf("history of %d committed and %d aborted transactions: want both", rep.TxnsCommitted, rep.TxnsAborted)
+	}
+}
+
+// waitStable waits until every partition of orders has its last stable
+// offset at its high watermark (no transaction open on it) and returns
+// those offsets; it fails the test naming a partition that stays behind.
+func waitStable(ctx context.Context, t *testing.T, adm *kadm.Client) map[int32]int64 {
+	t.Helper()
+	var last string
+	for {
+		hwm, herr := adm.ListEndOffsets(ctx, "orders")
+		lso, lerr := adm.ListCommittedOffsets(ctx, "orders")
+		if err := errors.Join(herr, lerr, hwm.Error(), lso.Error()); err != nil {
+			last = err.Error()
+		} else {
+			stable := map[int32]int64{}
+			last = ""
+			hwm.Each(func(o kadm.ListedOffset) {
+				l, _ := lso.Lookup("orders", o.Partition)
+				if l.Offset != o.Offset {
+					last += fmt.Sprintf(" orders/%d last stable offset %d below its high watermark %d;", o.Partition, l.Offset, o.Offset)
+				}
+				stable[o.Partition] = l.Offset
+			})
+			if last == "" && len(stable) == 4 {
+				return stable
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("a transaction stays open after every one ended:%s", last)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
