@@ -143,7 +143,7 @@ func (s *State) Close() error {
 func (s *State) ACLs() []Binding { return *s.acls.Load() }
 
 // errNotOpen answers a change on a State no store backs.
-var errNotOpen = errors.New("authmeta: the security metadata is not open on this node")
+var errNotOpen = fmt.Errorf("%w: the security metadata is not open on this node", kerr.NotController)
 
 // commitLocked appends recs, waits until every one is durable, then
 // applies them to memory with apply.
