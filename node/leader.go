@@ -181,6 +181,11 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		topics.RegisterForward(reg, ctlForward, synced)
 		if follower != nil { // a process of its own: the security metadata is the controller's
 			cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(ctlForward), synced)
+		} else {
+			// `up`: served from the process's State while a node of
+			// the process holds the controller (always, with one
+			// coordinator), else forwarded to the holder.
+			cfg.View.AuthMeta().RegisterSwitch(reg, authmeta.ForwardFunc(ctlForward), synced)
 		}
 	})
 	if err != nil {
