@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,21 +21,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/txncoord/txncoord/authmeta"
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/security"
+	"github.com/txncoord/txncoord/topicsetcd"
 )
 
-// With three coordinators on etcd and security on (`up --coordinators 3
-// --secure`), the security metadata is the controller's holder's, in
-// etcd: an ACL, a SCRAM user and a finalized transaction.version set
-// through the holder survive a SIGKILL-like kill of the holder (node 0
-// when it holds the lease, as it does when it starts first). Through
-// another node, after the lease moved: DescribeAcls lists the ACL (the new
-// holder loaded it from etcd: its Attach replaces what the process held),
-// a produce the ACL denies stays denied, the SCRAM user logs in with
-// SCRAM-SHA-256, ApiVersions finalizes the level set, and a new ACL is
-// created while the old holder is down, then enforced.
-func TestSecurityMetadataTakeover(t *testing.T) {
+// takeoverCluster is a cluster of three coordinators on etcd (nodes 0-2)
+// and two leaders (3, 4) with security on, as securityTakeover drives it.
+type takeoverCluster struct {
+	addrOf func(id int32) string
+	// holder waits until a coordinator other than not (-1: any) runs
+	// the controller and returns it with its lease's epoch.
+	holder func(not int32) (int32, int32)
+	kill   func(id int32)
+	// inEtcd, optional, checks what etcd holds once the holder moved.
+	inEtcd func()
+}
+
+// secureSeveralFile is severalCoordinatorsFile with security on (without
+// TLS), its generated credentials, and the cluster user's password.
+func secureSeveralFile(t *testing.T) (*cluster.File, map[int32]net.Listener, *security.Local, string) {
+	t.Helper()
 	local, err := security.GenerateLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -47,9 +57,112 @@ func TestSecurityMetadataTakeover(t *testing.T) {
 	if err := f.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	return f, listeners, local, strings.TrimSpace(string(clusterPw))
+}
+
+// With three coordinators on etcd and security on (`up --coordinators 3
+// --secure`), the security metadata is the controller's holder's, in
+// etcd: an ACL, a SCRAM user and a finalized transaction.version set
+// through the holder survive the kill of the holder (node 0 when it holds
+// the lease, as it does when it starts first). Through another node,
+// after the lease moved: DescribeAcls lists the ACL, a produce the ACL
+// denies stays denied, the SCRAM user logs in with SCRAM-SHA-256,
+// ApiVersions finalizes the level set, and a new ACL is created while the
+// old holder is down, then enforced. etcd holds every record under the
+// controller's prefix.
+func TestSecurityMetadataTakeover(t *testing.T) {
+	f, listeners, local, clusterPw := secureSeveralFile(t)
 	e := startEmbeddedFile(t, t.TempDir(), f, listeners)
 	waitOwned(t, e, 12)
-	holder, epoch := waitController(t, e, -1)
+	securityTakeover(t, local, clusterPw, takeoverCluster{
+		addrOf: func(id int32) string { n, _ := e.View.Node(id); return n.Addr },
+		holder: func(not int32) (int32, int32) { return waitController(t, e, not) },
+		kill:   func(id int32) { killCoordinator(t, e, id) },
+		inEtcd: func() {
+			t.Helper()
+			kinds := map[string]int{}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := topicsetcd.Snapshot(ctx, e.etcdClient, controllerLayout(e.View), topicsetcd.AuthMeta, func(raw []byte) error {
+				kind, _, _, err := authmeta.RecordKey(raw)
+				kinds[kind]++
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[string]int{"acl": 2, "scram": 1, "feature": 1}; !maps.Equal(kinds, want) {
+				t.Fatalf("etcd holds the security records %v, want %v", kinds, want)
+			}
+		},
+	})
+}
+
+// TestSecurityMetadataTakeoverSeparate is TestSecurityMetadataTakeover
+// with every coordinator and leader a process of its own (each its own
+// view and store; the followers mirror the holder, the SCRAM logins of
+// other nodes are relayed to it); the holder stops.
+func TestSecurityMetadataTakeoverSeparate(t *testing.T) {
+	f, lns, local, clusterPw := secureSeveralFile(t)
+	dir := t.TempDir()
+	var mu sync.Mutex
+	coords := map[int32]*Coordinator{}
+	for _, n := range f.Coordinators {
+		co, err := StartCoordinator(CoordinatorConfig{View: cluster.NewView(f), DataDir: filepath.Join(dir, fmt.Sprint("c", n.NodeID)), NodeID: n.NodeID,
+			Listener: lns[n.NodeID], LeaseTTL: time.Second, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		coords[n.NodeID] = co
+	}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, co := range coords {
+			stopWithin(t, co.Stop)
+		}
+	})
+	for _, n := range f.Leaders {
+		l, err := StartLeader(LeaderConfig{View: cluster.NewView(f), NodeID: n.NodeID, DataDir: dir, Listener: lns[n.NodeID], Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stopWithin(t, l.Stop) })
+	}
+	securityTakeover(t, local, clusterPw, takeoverCluster{
+		addrOf: func(id int32) string { n, _ := cluster.NewView(f).Node(id); return n.Addr },
+		holder: func(not int32) (int32, int32) {
+			t.Helper()
+			deadline := time.Now().Add(30 * time.Second)
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				for id, co := range coords {
+					if id == not || co.ctl.Current() == nil {
+						continue
+					}
+					if h, epoch, ok := co.ctl.Holder(); ok && h == id {
+						mu.Unlock()
+						return id, epoch
+					}
+				}
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+			}
+			t.Fatalf("no coordinator (other than %d) runs the controller", not)
+			return 0, 0
+		},
+		kill: func(id int32) {
+			mu.Lock()
+			co := coords[id]
+			delete(coords, id)
+			mu.Unlock()
+			stopWithin(t, co.Stop)
+		},
+	})
+}
+
+// securityTakeover is the scenario of TestSecurityMetadataTakeover on c.
+func securityTakeover(t *testing.T, local *security.Local, clusterPw string, c takeoverCluster) {
+	holder, epoch := c.holder(-1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -65,8 +178,8 @@ func TestSecurityMetadataTakeover(t *testing.T) {
 	sha512 := func(user, pass string) kgo.Opt {
 		return kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism())
 	}
-	asCluster := sha512(security.LocalClusterUser, strings.TrimSpace(string(clusterPw)))
-	addrOf := func(id int32) string { n, _ := e.View.Node(id); return n.Addr }
+	asCluster := sha512(security.LocalClusterUser, clusterPw)
+	addrOf := c.addrOf
 	// eventually retries fn (NOT_CONTROLLER while the lease moves) until
 	// it succeeds or 30 s passed.
 	eventually := func(what string, fn func() error) {
@@ -164,13 +277,18 @@ func TestSecurityMetadataTakeover(t *testing.T) {
 	if err != nil {
 		t.Fatalf("UpdateFeatures: %v", err)
 	}
-	if err := produce("locked"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
-		t.Fatalf("before the kill: the denied produce: %v, want TOPIC_AUTHORIZATION_FAILED", err)
-	}
+	// A leader in a process of its own enforces the ACL once it mirrored
+	// it from the holder.
+	eventually("before the kill: the denied produce", func() error {
+		if err := produce("locked"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			return fmt.Errorf("%v, want TOPIC_AUTHORIZATION_FAILED", err)
+		}
+		return nil
+	})
 
 	t.Logf("killing the controller's holder, node %d (epoch %d)", holder, epoch)
-	killCoordinator(t, e, holder)
-	next, nextEpoch := waitController(t, e, holder)
+	c.kill(holder)
+	next, nextEpoch := c.holder(holder)
 	if nextEpoch <= epoch {
 		t.Fatalf("the lease moved to %d at epoch %d, not above %d", next, nextEpoch, epoch)
 	}
@@ -213,8 +331,14 @@ func TestSecurityMetadataTakeover(t *testing.T) {
 		}
 		return err
 	})
-	if err := produce("locked-too"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
-		t.Fatalf("the produce the new ACL denies: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	eventually("the produce the new ACL denies", func() error {
+		if err := produce("locked-too"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			return fmt.Errorf("%v, want TOPIC_AUTHORIZATION_FAILED", err)
+		}
+		return nil
+	})
+	if c.inEtcd != nil {
+		c.inEtcd()
 	}
 }
 
