@@ -43,6 +43,19 @@ type takeoverCluster struct {
 // TLS), its generated credentials, and the cluster user's password.
 func secureSeveralFile(t *testing.T) (*cluster.File, map[int32]net.Listener, *security.Local, string) {
 	t.Helper()
+	local, clusterPw := localSecurity(t)
+	f, listeners := severalCoordinatorsFile(t)
+	f.Security = local.Settings
+	if err := f.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return f, listeners, local, clusterPw
+}
+
+// localSecurity is `up --secure`'s generated security, without TLS, and
+// the cluster user's password.
+func localSecurity(t *testing.T) (*security.Local, string) {
+	t.Helper()
 	local, err := security.GenerateLocal(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -52,12 +65,7 @@ func secureSeveralFile(t *testing.T) (*cluster.File, map[int32]net.Listener, *se
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, listeners := severalCoordinatorsFile(t)
-	f.Security = local.Settings
-	if err := f.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	return f, listeners, local, strings.TrimSpace(string(clusterPw))
+	return local, strings.TrimSpace(string(clusterPw))
 }
 
 // With three coordinators on etcd and security on (`up --coordinators 3
@@ -103,31 +111,8 @@ func TestSecurityMetadataTakeover(t *testing.T) {
 // other nodes are relayed to it); the holder stops.
 func TestSecurityMetadataTakeoverSeparate(t *testing.T) {
 	f, lns, local, clusterPw := secureSeveralFile(t)
-	dir := t.TempDir()
 	var mu sync.Mutex
-	coords := map[int32]*Coordinator{}
-	for _, n := range f.Coordinators {
-		co, err := StartCoordinator(CoordinatorConfig{View: cluster.NewView(f), DataDir: filepath.Join(dir, fmt.Sprint("c", n.NodeID)), NodeID: n.NodeID,
-			Listener: lns[n.NodeID], LeaseTTL: time.Second, Log: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		coords[n.NodeID] = co
-	}
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, co := range coords {
-			stopWithin(t, co.Stop)
-		}
-	})
-	for _, n := range f.Leaders {
-		l, err := StartLeader(LeaderConfig{View: cluster.NewView(f), NodeID: n.NodeID, DataDir: dir, Listener: lns[n.NodeID], Log: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { stopWithin(t, l.Stop) })
-	}
+	coords, _ := startSeparateCoordinators(t, f, lns, &mu)
 	securityTakeover(t, local, clusterPw, takeoverCluster{
 		addrOf: func(id int32) string { n, _ := cluster.NewView(f).Node(id); return n.Addr },
 		holder: func(not int32) (int32, int32) {
@@ -158,6 +143,47 @@ func TestSecurityMetadataTakeoverSeparate(t *testing.T) {
 			stopWithin(t, co.Stop)
 		},
 	})
+}
+
+// startSeparateCoordinators starts every coordinator and leader of f as a
+// process of its own (its own view; the coordinators' stores under
+// DATA_DIR/c<id>, leases of one second) and stops the coordinators in the
+// map at the end of the test (under mu, nil: none). start starts
+// coordinator id again on ln, on its store (the caller puts it in the map).
+func startSeparateCoordinators(t *testing.T, f *cluster.File, lns map[int32]net.Listener, mu *sync.Mutex) (coords map[int32]*Coordinator, start func(id int32, ln net.Listener) *Coordinator) {
+	t.Helper()
+	if mu == nil {
+		mu = new(sync.Mutex)
+	}
+	dir := t.TempDir()
+	start = func(id int32, ln net.Listener) *Coordinator {
+		t.Helper()
+		co, err := StartCoordinator(CoordinatorConfig{View: cluster.NewView(f), DataDir: filepath.Join(dir, fmt.Sprint("c", id)), NodeID: id,
+			Listener: ln, LeaseTTL: time.Second, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return co
+	}
+	coords = map[int32]*Coordinator{}
+	for _, n := range f.Coordinators {
+		coords[n.NodeID] = start(n.NodeID, lns[n.NodeID])
+	}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, co := range coords {
+			stopWithin(t, co.Stop)
+		}
+	})
+	for _, n := range f.Leaders {
+		l, err := StartLeader(LeaderConfig{View: cluster.NewView(f), NodeID: n.NodeID, DataDir: dir, Listener: lns[n.NodeID], Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stopWithin(t, l.Stop) })
+	}
+	return coords, start
 }
 
 // securityTakeover is the scenario of TestSecurityMetadataTakeover on c.

@@ -141,21 +141,22 @@ var errNoController = fmt.Errorf("no coordinator holds the controller's lease ye
 // st are not copied. A failure is logged: what was not copied stays
 // behind.
 func seedControllerRecords(cli *clientv3.Client, v *cluster.View, st *storage.Store, log zerolog.Logger) {
-	topicRecs, err := topics.SpaceRecords(st)
-	if err == nil {
-		err = seedRecords(cli, v, topicsetcd.Topics, topicRecs, log)
-		topicRecs.Close()
-	}
-	if err != nil {
-		log.Warn().Err(err).Msg("the topics of this data dir's single coordinator were not copied into etcd: they stay behind")
-	}
-	authRecs, err := authmeta.SpaceRecords(st)
-	if err == nil {
-		err = seedRecords(cli, v, topicsetcd.AuthMeta, authRecs, log)
-		authRecs.Close()
-	}
-	if err != nil {
-		log.Warn().Err(err).Msg("the security metadata of this data dir's single coordinator was not copied into etcd: it stays behind")
+	for _, set := range []struct {
+		what  string
+		codec topicsetcd.Codec
+		open  func(*storage.Store) (authmeta.Records, error)
+	}{
+		{"topics", topicsetcd.Topics, func(st *storage.Store) (authmeta.Records, error) { return topics.SpaceRecords(st) }},
+		{"security metadata", topicsetcd.AuthMeta, authmeta.SpaceRecords},
+	} {
+		recs, err := set.open(st)
+		if err == nil {
+			err = seedRecords(cli, v, set.codec, recs, log)
+			recs.Close()
+		}
+		if err != nil {
+			log.Warn().Err(err).Msgf("the %s of this data dir's single coordinator were not copied into etcd: they stay behind", set.what)
+		}
 	}
 }
 

@@ -103,10 +103,7 @@ func TestZombieHolderFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	aID, _ := zv.Known("a")
-	before, err := cli.Get(ctxT(t), DataPrefix(l), clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := records(t, cli, l)
 
 	fence2 := acquire(t, cli, l, 1, 2)
 	// The zombie's writes: each refused, nothing written.
@@ -123,18 +120,7 @@ func TestZombieHolderFenced(t *testing.T) {
 	if _, ok := zv.Known("late"); ok {
 		t.Fatal("the zombie shows a topic etcd refused")
 	}
-	after, err := cli.Get(ctxT(t), DataPrefix(l), clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(after.Kvs) != len(before.Kvs) {
-		t.Fatalf("etcd holds %d records after the zombie's writes, %d before", len(after.Kvs), len(before.Kvs))
-	}
-	for i := range after.Kvs {
-		if after.Kvs[i].ModRevision != before.Kvs[i].ModRevision {
-			t.Fatalf("%s changed by the zombie", after.Kvs[i].Key)
-		}
-	}
+	unchanged(t, cli, l, before)
 	// A zombie's reload is refused too.
 	if err := Open(store, txnetcd.NewFence(0, txnetcd.Owner{NodeID: 0, Epoch: 1}), Options{}).Load(func([]byte) error { return nil }); !errors.Is(err, txnetcd.ErrNotOwner) {
 		t.Fatalf("zombie load: %v, want ErrNotOwner", err)
@@ -258,13 +244,10 @@ func TestZombieHolderACLFenced(t *testing.T) {
 	if err := zombie.CreateACLs([]authmeta.Binding{acl("User:first")}); err != nil {
 		t.Fatal(err)
 	}
-	before, err := cli.Get(ctxT(t), DataPrefix(l), clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := records(t, cli, l)
 
 	fence2 := acquire(t, cli, l, 1, 2)
-	err = zombie.CreateACLs([]authmeta.Binding{acl("User:late")})
+	err := zombie.CreateACLs([]authmeta.Binding{acl("User:late")})
 	if !errors.Is(err, kerr.NotController) || !errors.Is(err, txnetcd.ErrNotOwner) {
 		t.Fatalf("zombie CreateACLs: %v, want NOT_CONTROLLER, ErrNotOwner", err)
 	}
@@ -272,18 +255,7 @@ func TestZombieHolderACLFenced(t *testing.T) {
 		Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}}); !errors.Is(err, txnetcd.ErrNotOwner) {
 		t.Fatalf("zombie DeleteACLs: %v, want ErrNotOwner", err)
 	}
-	after, err := cli.Get(ctxT(t), DataPrefix(l), clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(after.Kvs) != len(before.Kvs) {
-		t.Fatalf("etcd holds %d records after the zombie's writes, %d before", len(after.Kvs), len(before.Kvs))
-	}
-	for i := range after.Kvs {
-		if after.Kvs[i].ModRevision != before.Kvs[i].ModRevision {
-			t.Fatalf("%s changed by the zombie", after.Kvs[i].Key)
-		}
-	}
+	unchanged(t, cli, l, before)
 
 	holder := attach(fence2)
 	if got := holder.ACLs(); len(got) != 1 || got[0] != acl("User:first") {
@@ -299,5 +271,30 @@ func TestZombieHolderACLFenced(t *testing.T) {
 	n := 0
 	if err := Snapshot(ctxT(t), cli, l, AuthMeta, func([]byte) error { n++; return nil }); err != nil || n != 2 {
 		t.Fatalf("snapshot of the ACL records: %d, %v; want 2", n, err)
+	}
+}
+
+// records are the keys under l's data prefix, as etcd holds them now.
+func records(t *testing.T, cli *clientv3.Client, l txnetcd.Layout) *clientv3.GetResponse {
+	t.Helper()
+	resp, err := cli.Get(ctxT(t), DataPrefix(l), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// unchanged fails t unless etcd holds the records before held, each
+// unmodified (a zombie's writes changed nothing).
+func unchanged(t *testing.T, cli *clientv3.Client, l txnetcd.Layout, before *clientv3.GetResponse) {
+	t.Helper()
+	after := records(t, cli, l)
+	if len(after.Kvs) != len(before.Kvs) {
+		t.Fatalf("etcd holds %d records after the zombie's writes, %d before", len(after.Kvs), len(before.Kvs))
+	}
+	for i := range after.Kvs {
+		if after.Kvs[i].ModRevision != before.Kvs[i].ModRevision {
+			t.Fatalf("%s changed by the zombie", after.Kvs[i].Key)
+		}
 	}
 }
