@@ -259,13 +259,18 @@ func (s *State) scramOf(mech byte, user string) (wire.ScramCredentials, bool) {
 // controller over the Kafka protocol: DescribeAcls, ApiVersions) with the
 // controller's, so its listeners authorize and finalize as the
 // controller's do. acls nil leaves the ACLs as they are (the controller
-// has no authorizer). A State the controller's store backs ignores it.
+// has no authorizer). It drops the SCRAM credentials the State holds (a
+// node that held the controller's lease before, or loaded etcd's at
+// start): the node relays those users' logins to the controller, so a
+// user deleted or changed there is not logged in here with what it was.
+// A State the controller's store backs ignores it.
 func (s *State) Mirror(acls []Binding, features map[string]int16, epoch int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.recs != nil {
 		return
 	}
+	s.scram.Store(&map[scramKey]wire.ScramCredentials{})
 	if acls != nil {
 		acls = slices.Clone(acls)
 		s.acls.Store(&acls)
