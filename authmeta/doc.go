@@ -6,11 +6,17 @@
 // 51), and the finalized feature levels UpdateFeatures (57) sets (the
 // cluster view caps transaction.version with them).
 //
-// The state lives in the space "authmeta" of the coordinator node's store
-// (record kind storage.KindAuthMeta): one record per ACL binding added or
-// removed, per SCRAM credential set or deleted, per client quota entity
-// set or removed and per feature level finalized. A change is answered,
-// and used by the listeners, only once its record is durable.
+// The state lives in Records: the space "authmeta" of the coordinator
+// node's store (record kind storage.KindAuthMeta), or, with several
+// coordinators on etcd, etcd beside the topic controller's records,
+// written by the holder of the controller's lease under its fence
+// (package topicsetcd; the holder Attaches the State, Detaches it when it
+// loses the lease). One record per ACL binding added or removed, per SCRAM
+// credential set or deleted, per client quota entity set or removed and
+// per feature level finalized; RecordKey names what each is the whole
+// state of, so a store that keeps the last record per key keeps the
+// state. A change is answered, and used by the listeners, only once its
+// record is durable.
 //
 // Every node of one process shares one State (it hangs off the cluster
 // view): the listeners' authorizer consults its ACLs (Authorizer) and

@@ -2,7 +2,6 @@ package authmeta
 
 import (
 	"encoding/binary"
-	"fmt"
 	"maps"
 
 	"github.com/txncoord/txncoord/internal/recordio"
@@ -43,24 +42,6 @@ func applyFeature(root storage.Root, raw []byte) error {
 		return err
 	}
 	return b.Put([]byte(name), body)
-}
-
-func loadFeatures(root storage.Root) (map[string]featureLevel, error) {
-	out := map[string]featureLevel{}
-	b := root.Bucket(bucketFeatures)
-	if b == nil {
-		return out, nil
-	}
-	err := b.ForEach(func(k, v []byte) error {
-		r := recordio.NewReader(v, errBadRecord)
-		f := featureLevel{Level: int16(r.Uint16()), Epoch: r.Int64()}
-		if r.Err() != nil || r.Len() != 0 {
-			return fmt.Errorf("feature %q: %w", k, errBadRecord)
-		}
-		out[string(k)] = f
-		return nil
-	})
-	return out, err
 }
 
 // FinalizedFeature is the level UpdateFeatures set for name, if any.

@@ -47,20 +47,45 @@ func (s *State) RegisterForward(reg *wire.Registry, fwd ForwardFunc, synced func
 		if _, _, ok := reg.Range(a.Key); ok {
 			continue
 		}
-		local, op := a.Bind(s), clusterOps[a.Key]
+		reg.Register(a.Key, a.Min, a.Max, s.forwarding(a.Key, a.Bind(s), fwd, synced))
+	}
+}
+
+// RegisterSwitch registers the APIs of this package on a coordinator of a
+// cluster whose controller moves between coordinators (an etcd lease):
+// served from the State while it is attached (this process holds the
+// lease), otherwise forwarded to the holder with fwd, as RegisterForward
+// does (fwd fails while no other node holds it: NOT_CONTROLLER, and
+// clients retry).
+func (s *State) RegisterSwitch(reg *wire.Registry, fwd ForwardFunc, synced func(context.Context)) {
+	for _, a := range apis {
+		local := a.Bind(s)
+		forward := s.forwarding(a.Key, local, fwd, synced)
 		reg.Register(a.Key, a.Min, a.Max, func(ctx context.Context, req *wire.Request) wire.Reply {
-			if !clusterAllowed(req, op) {
+			if s.Attached() {
 				return local(ctx, req)
 			}
-			after := synced
-			if op == kmsg.ACLOperationDescribe || op == kmsg.ACLOperationDescribeConfigs {
-				after = nil
-			}
-			return func() (kmsg.Response, error) {
-				return wire.Forward(ctx, req, forwardTimeout, fwd, func() kmsg.Response {
-					return wire.UnservedResponse(req.Body, kerr.NotController.Code)
-				}, after)
-			}
+			return forward(ctx, req)
 		})
+	}
+}
+
+// forwarding is the handler of key that forwards with fwd what this
+// node's mirror allows, and answers a refusal with local.
+func (s *State) forwarding(key int16, local wire.Handler, fwd ForwardFunc, synced func(context.Context)) wire.Handler {
+	op := clusterOps[key]
+	return func(ctx context.Context, req *wire.Request) wire.Reply {
+		if !clusterAllowed(req, op) {
+			return local(ctx, req)
+		}
+		after := synced
+		if op == kmsg.ACLOperationDescribe || op == kmsg.ACLOperationDescribeConfigs {
+			after = nil
+		}
+		return func() (kmsg.Response, error) {
+			return wire.Forward(ctx, req, forwardTimeout, fwd, func() kmsg.Response {
+				return wire.UnservedResponse(req.Body, kerr.NotController.Code)
+			}, after)
+		}
 	}
 }

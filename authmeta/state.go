@@ -23,9 +23,9 @@ const SpaceName = "authmeta"
 // SCRAM logins) take a snapshot without locking; changes are serialized
 // and apply only once durable.
 type State struct {
-	mu    sync.Mutex // serializes changes; held while one becomes durable
-	space *storage.Space
-	log   zerolog.Logger
+	mu   sync.Mutex // serializes changes; held while one becomes durable
+	recs Records    // nil: not attached (a follower's mirror, or nothing)
+	log  zerolog.Logger
 
 	acls   atomic.Pointer[[]Binding]
 	scram  atomic.Pointer[map[scramKey]wire.ScramCredentials]
@@ -51,62 +51,91 @@ func New() *State {
 }
 
 // Open attaches the State to the controller's store and loads what it
-// holds: the node that owns the metadata (the coordinator node 0).
+// holds: the node that owns the metadata (a single coordinator).
 func (s *State) Open(st *storage.Store, log zerolog.Logger) error {
-	space, err := st.Space(SpaceName, storage.KindAuthMeta, storage.SpaceOptions{})
+	recs, err := SpaceRecords(st)
 	if err != nil {
-		return fmt.Errorf("authmeta: %w", err)
-	}
-	if err := st.Apply(); err != nil {
-		space.Close()
-		return fmt.Errorf("authmeta: load: %w", err)
-	}
-	var acls []Binding
-	var creds map[scramKey]wire.ScramCredentials
-	var quotas map[string]quotaEntry
-	var features map[string]featureLevel
-	if err := space.View(func(r storage.Root) error {
-		var err error
-		if acls, creds, err = load(r); err != nil {
-			return err
-		}
-		if quotas, err = loadQuotas(r); err != nil {
-			return err
-		}
-		features, err = loadFeatures(r)
 		return err
-	}); err != nil {
-		space.Close()
-		return fmt.Errorf("authmeta: load: %w", err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.space, s.log = space, log.With().Str("component", "authmeta").Logger()
-	s.acls.Store(&acls)
-	s.scram.Store(&creds)
-	s.quotas.Store(&quotas)
-	s.features.Store(&features)
-	s.log.Info().Int("client_quotas", len(quotas)).Int("acls", len(acls)).Int("scram_credentials", len(creds)).Msg("security metadata loaded")
+	if err := s.Attach(recs, log); err != nil {
+		recs.Close()
+		return err
+	}
 	return nil
 }
 
-// Attached reports whether the State is the controller's (Open was
-// called): only then does a node serve the APIs of this package.
+// Attach makes recs the State's records (the node serves the APIs of this
+// package from now on) and loads what they hold. With several
+// coordinators on etcd the holder of the controller's lease attaches the
+// records it writes under that lease, and Detach them when it loses it.
+func (s *State) Attach(recs Records, log zerolog.Logger) error {
+	m, err := replay(recs)
+	if err != nil {
+		return fmt.Errorf("authmeta: load: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recs, s.log = recs, log.With().Str("component", "authmeta").Logger()
+	s.storeLocked(m)
+	s.log.Info().Int("client_quotas", len(m.quotas)).Int("acls", len(m.acls)).Int("scram_credentials", len(m.scram)).Msg("security metadata loaded")
+	return nil
+}
+
+// Show loads what recs hold into a State that is not attached, without
+// attaching it: a node whose listeners must enforce the ACLs and log the
+// SCRAM users in before it hears from the controller (a coordinator
+// starting while no holder serves yet). An attached State ignores it.
+func (s *State) Show(recs Records) error {
+	m, err := replay(recs)
+	if err != nil {
+		return fmt.Errorf("authmeta: load: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.recs == nil {
+		s.storeLocked(m)
+	}
+	return nil
+}
+
+func (s *State) storeLocked(m memory) {
+	s.acls.Store(&m.acls)
+	s.scram.Store(&m.scram)
+	s.quotas.Store(&m.quotas)
+	s.features.Store(&m.features)
+}
+
+// Attached reports whether the State is the controller's (Open or Attach
+// was called): only then does a node serve the APIs of this package.
 func (s *State) Attached() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.space != nil
+	return s.recs != nil
 }
 
-// Close closes the space.
+// Detach closes recs if they are the State's records and leaves the State
+// unattached, with what it held: its listeners keep enforcing that until
+// a follower's Mirror or the next Attach replaces it. Records another
+// Attach replaced are left alone (that holder's, in the same process).
+func (s *State) Detach(recs Records) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.recs != recs {
+		return nil
+	}
+	s.recs = nil
+	return recs.Close()
+}
+
+// Close closes the records.
 func (s *State) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.space == nil {
+	if s.recs == nil {
 		return nil
 	}
-	err := s.space.Close()
-	s.space = nil
+	err := s.recs.Close()
+	s.recs = nil
 	return err
 }
 
@@ -114,30 +143,22 @@ func (s *State) Close() error {
 func (s *State) ACLs() []Binding { return *s.acls.Load() }
 
 // errNotOpen answers a change on a State no store backs.
-var errNotOpen = errors.New("authmeta: the security metadata is not open on this node")
+var errNotOpen = fmt.Errorf("%w: the security metadata is not open on this node", kerr.NotController)
 
 // commitLocked appends recs, waits until every one is durable, then
 // applies them to memory with apply.
 func (s *State) commitLocked(recs [][]byte, apply func()) error {
-	if s.space == nil {
+	if s.recs == nil {
 		return errNotOpen
 	}
 	if len(recs) == 0 {
 		return nil
 	}
-	waits := make([]<-chan error, 0, len(recs))
-	for _, r := range recs {
-		_, done := s.space.Submit(r, nil)
-		waits = append(waits, done)
-	}
-	var err error
-	for _, done := range waits {
-		if e := <-done; e != nil && err == nil {
-			err = e
-		}
-	}
-	if err != nil {
+	if err := s.recs.Commit(recs); err != nil {
 		s.log.Error().Err(err).Msg("security metadata change not durable")
+		if errors.Is(err, ErrFenced) {
+			return fmt.Errorf("%w: %w", kerr.NotController, err)
+		}
 		return fmt.Errorf("%w: %w", kerr.KafkaStorageError, err)
 	}
 	apply()
@@ -238,13 +259,18 @@ func (s *State) scramOf(mech byte, user string) (wire.ScramCredentials, bool) {
 // controller over the Kafka protocol: DescribeAcls, ApiVersions) with the
 // controller's, so its listeners authorize and finalize as the
 // controller's do. acls nil leaves the ACLs as they are (the controller
-// has no authorizer). A State the controller's store backs ignores it.
+// has no authorizer). It drops the SCRAM credentials the State holds (a
+// node that held the controller's lease before, or loaded etcd's at
+// start): the node relays those users' logins to the controller, so a
+// user deleted or changed there is not logged in here with what it was.
+// A State the controller's store backs ignores it.
 func (s *State) Mirror(acls []Binding, features map[string]int16, epoch int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.space != nil {
+	if s.recs != nil {
 		return
 	}
+	s.scram.Store(&map[scramKey]wire.ScramCredentials{})
 	if acls != nil {
 		acls = slices.Clone(acls)
 		s.acls.Store(&acls)

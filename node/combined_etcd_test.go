@@ -3,17 +3,12 @@ package node
 import (
 	"context"
 	"fmt"
-	"net"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/txncoord/txncoord/cluster"
 )
 
 // With three coordinators on etcd (`up --coordinators 3`) every
@@ -138,32 +133,7 @@ func sameValues(a, b []string) bool {
 // partition and serves it again.
 func TestCombinedNodeSeparateCoordinatorsOnEtcd(t *testing.T) {
 	f, lns := severalCoordinatorsFile(t)
-	dir := t.TempDir()
-	startCoordinator := func(id int32, ln net.Listener) *Coordinator {
-		t.Helper()
-		co, err := StartCoordinator(CoordinatorConfig{View: cluster.NewView(f), DataDir: filepath.Join(dir, fmt.Sprint("c", id)), NodeID: id,
-			Listener: ln, LeaseTTL: time.Second, Log: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return co
-	}
-	coords := map[int32]*Coordinator{}
-	for _, n := range f.Coordinators {
-		coords[n.NodeID] = startCoordinator(n.NodeID, lns[n.NodeID])
-	}
-	t.Cleanup(func() {
-		for _, co := range coords {
-			stopWithin(t, co.Stop)
-		}
-	})
-	for _, n := range f.Leaders {
-		l, err := StartLeader(LeaderConfig{View: cluster.NewView(f), NodeID: n.NodeID, DataDir: dir, Listener: lns[n.NodeID], Log: zerolog.Nop()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { stopWithin(t, l.Stop) })
-	}
+	coords, startCoordinator := startSeparateCoordinators(t, f, lns, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	bootstrap := f.Leaders[0].Addr

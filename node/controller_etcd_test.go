@@ -181,9 +181,10 @@ func TestControllerTakeover(t *testing.T) {
 }
 
 // A single coordinator's data dir taken into the etcd mode: its topics
-// are copied into etcd once, so the controller, on whichever coordinator
-// holds its lease, serves them with their ids and configs; a deleted
-// topic stays deleted.
+// and its security metadata are copied into etcd once, so the controller,
+// on whichever coordinator holds its lease, serves the topics with their
+// ids and configs (a deleted topic stays deleted), a client quota and the
+// transaction.version UpdateFeatures finalized.
 func TestSingleCoordinatorTopicsIntoEtcd(t *testing.T) {
 	dir := t.TempDir()
 	f, lns := twoLeaderFile(t)
@@ -193,7 +194,7 @@ func TestSingleCoordinatorTopicsIntoEtcd(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	adm, _ := adminAt(t, single.Bootstrap())
+	adm, singleCl := adminAt(t, single.Bootstrap())
 	kept, err := adm.CreateTopic(ctx, 3, -1, map[string]*string{"retention.ms": kmsg.StringPtr("123456")}, "kept")
 	if err != nil || kept.Err != nil {
 		t.Fatalf("create kept: %v %v", err, kept.Err)
@@ -204,11 +205,41 @@ func TestSingleCoordinatorTopicsIntoEtcd(t *testing.T) {
 	if _, err := adm.DeleteTopic(ctx, "dropped"); err != nil {
 		t.Fatal(err)
 	}
+	user := "quota-user"
+	quota := kadm.ClientQuotaEntity{{Type: "user", Name: &user}}
+	altered, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{Entity: quota, Ops: []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 1024}}}})
+	if err != nil || len(altered) != 1 || altered[0].Err != nil {
+		t.Fatalf("AlterClientQuotas: %v %+v", err, altered)
+	}
+	up := kmsg.NewPtrUpdateFeaturesRequest()
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.UpgradeType = "transaction.version", 1, 2 // safe downgrade
+	up.FeatureUpdates = append(up.FeatureUpdates, u)
+	if resp, err := up.RequestWith(ctx, singleCl); err != nil || resp.ErrorCode != 0 {
+		t.Fatalf("UpdateFeatures: %v %+v", err, resp)
+	}
 	stopWithin(t, single.Stop)
 
 	e := startSeveralCoordinatorsIn(t, dir)
 	waitController(t, e, -1)
-	adm, _ = adminAt(t, e.Bootstrap())
+	adm, cl := adminAt(t, e.Bootstrap())
+	quotas, err := adm.DescribeClientQuotas(ctx, false, []kadm.DescribeClientQuotaComponent{{Type: "user", MatchName: &user}})
+	if err != nil || len(quotas) != 1 || len(quotas[0].Values) != 1 || quotas[0].Values[0] != (kadm.ClientQuotaValue{Key: "producer_byte_rate", Value: 1024}) {
+		t.Fatalf("client quotas on etcd: %+v (%v), want %s's producer_byte_rate 1024", quotas, err, user)
+	}
+	versions, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := int16(-1)
+	for _, ff := range versions.FinalizedFeatures {
+		if ff.Name == "transaction.version" {
+			level = ff.MaxVersionLevel
+		}
+	}
+	if level != 1 {
+		t.Fatalf("transaction.version finalized at %d on etcd, want the 1 UpdateFeatures set", level)
+	}
 	listed, err := adm.ListTopics(ctx)
 	if err != nil {
 		t.Fatal(err)

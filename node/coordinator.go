@@ -150,7 +150,6 @@ type Coordinator struct {
 	view          *cluster.View
 	lg            zerolog.Logger
 	ownController bool
-	ownAuth       bool           // it opened the view's security metadata (etcd mode, node 0)
 	ownStore      *storage.Store // the process's store (no Shared): closed last
 	etcdClient    *clientv3.Client
 	// groups holds the group coordinator when this node has its lease
@@ -531,9 +530,6 @@ func (c *Coordinator) Stop(ctx context.Context) error {
 	}
 	if c.ownController {
 		err = errors.Join(err, c.Controller.Close())
-	}
-	if c.ownAuth {
-		err = errors.Join(err, c.view.AuthMeta().Close())
 	}
 	if c.ownStore != nil {
 		err = errors.Join(err, c.ownStore.Close())

@@ -2,8 +2,6 @@ package node
 
 import (
 	"context"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,15 +20,7 @@ import (
 // same request succeeds. An Envelope from a principal other than the
 // cluster's is CLUSTER_AUTHORIZATION_FAILED and its request never runs.
 func TestForwardCarriesClientPrincipal(t *testing.T) {
-	local, err := security.GenerateLocal(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	local.Settings.TLS = nil
-	clusterPw, err := os.ReadFile(local.ClusterPasswordFile)
-	if err != nil {
-		t.Fatal(err)
-	}
+	local, clusterPw := localSecurity(t)
 	f, lns := twoLeaderFile(t)
 	f.Security = local.Settings
 	co, _ := startSeparate(t, f, lns)
@@ -45,7 +35,7 @@ func TestForwardCarriesClientPrincipal(t *testing.T) {
 		t.Cleanup(func() { cl.Close() })
 		return cl
 	}
-	admin := dial(f.Coordinator.Addr, security.LocalClusterUser, strings.TrimSpace(string(clusterPw)))
+	admin := dial(f.Coordinator.Addr, security.LocalClusterUser, clusterPw)
 	client := dial(f.Leaders[0].Addr, local.ClientUser, local.ClientPassword)
 	do := func(cl *wire.Client, req kmsg.Request) kmsg.Response { t.Helper(); return mustDo(ctx, t, cl, req) }
 

@@ -54,10 +54,13 @@ func DialEtcd(v *cluster.View) (*clientv3.Client, error) {
 //     groupHolder), their records in etcd; another node forwards the
 //     controller's requests to the holder and, in a process of its own,
 //     follows its topics as a leader process does;
-//   - node 0 keeps the security metadata (ACLs, SCRAM users, quotas,
-//     features) in its local store (DATA_DIR/coordinator, or the shared
-//     store of `txncoord up`), and copies a single coordinator's topics
-//     from it into etcd once;
+//   - the security metadata (ACLs, SCRAM users, quotas, features) is the
+//     controller's, in etcd beside the topics under the same lease and
+//     fence: the holder serves it, every other node forwards its APIs to
+//     the holder, relays SCRAM logins to it and mirrors its ACLs and
+//     features; node 0 copies a single coordinator's topics and security
+//     metadata from its local store (DATA_DIR/coordinator, or the shared
+//     store of `txncoord up`) into etcd once;
 //   - every node leads the partitions placed on it by hand, as a KRaft
 //     combined node, in its local store (the space "leader-<id>" of
 //     `up`'s shared store): their one copy is there.
@@ -95,38 +98,26 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	node0 := self.NodeID == cfg.View.Coordinator().NodeID
 	var ownServer atomic.Pointer[wire.Server]
 	switch {
-	case node0 && cfg.Shared == nil:
-		// Node 0's data dir keeps the security metadata (ACLs, SCRAM
-		// credentials, quotas, features), served by node 0 alone; its
-		// topics, if a single coordinator wrote them, are copied into
-		// etcd once.
-		if c.ownStore, err = openCoordinatorStore(cfg); err != nil {
-			return nil, fmt.Errorf("coordinator: %w", err)
-		}
-		cleanup = append(cleanup, func() { c.ownStore.Close(); c.ownStore = nil })
-		if err := cfg.View.AuthMeta().Open(c.ownStore, log); err != nil {
-			return nil, fmt.Errorf("coordinator: %w", err)
-		}
-		cleanup = append(cleanup, func() { cfg.View.AuthMeta().Close() })
-		c.ownAuth = true
-		recs, err := topics.SpaceRecords(c.ownStore)
-		if err != nil {
-			return nil, fmt.Errorf("coordinator: %w", err)
-		}
-		err = seedControllerRecords(c.etcdClient, cfg.View, recs, log)
-		recs.Close()
-		if err != nil {
-			log.Warn().Err(err).Msg("the topics of this data dir's single coordinator were not copied into etcd: they stay behind")
-		}
 	case cfg.Shared == nil:
 		// Its data dir keeps the partitions placed on this node, in a
-		// store laid out as node 0's (created and locked, so two
-		// processes never share one).
+		// store laid out as a single coordinator's (created and
+		// locked, so two processes never share one). Node 0's may be
+		// a single coordinator's, from before the cluster had several:
+		// its topics and security metadata are copied into etcd once.
 		if c.ownStore, err = openCoordinatorStore(cfg); err != nil {
 			return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
 		}
 		cleanup = append(cleanup, func() { c.ownStore.Close(); c.ownStore = nil })
-		relaySCRAM(sec, cfg.View, dial)
+		if node0 {
+			seedControllerRecords(c.etcdClient, cfg.View, c.ownStore, log)
+		}
+		// The security metadata is the controller's: this node
+		// enforces what etcd holds until it holds the controller's
+		// lease or mirrors the holder, and relays the logins of SCRAM
+		// users it does not know to the holder.
+		if err := showAuthRecords(c.etcdClient, cfg.View); err != nil {
+			log.Warn().Err(err).Msg("the security metadata in etcd not read: the listeners enforce none until the controller's holder is heard from")
+		}
 	}
 	if node0 {
 		if err := c.adoptSingleCoordinatorIDs(cfg, log); err != nil {
@@ -138,6 +129,9 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		return nil, fmt.Errorf("coordinator %d: %w", self.NodeID, err)
 	}
 	cleanup = append(cleanup, func() { c.ctl.Close() })
+	if cfg.Shared == nil {
+		relaySCRAM(sec, c.ctl.forwardAddr(self), dial)
+	}
 	if cfg.Shared == nil {
 		// A process of its own learns topics from the controller (the
 		// marker sender needs every partition's leader), as a leader
@@ -222,11 +216,10 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		cfg.View.SetLiveCoordinators(c.liveCoordinators)
 	}
 
-	// The security metadata's requests go to node 0; the controller's
-	// to the holder of its lease (in `up`, cfg.Forward finds it).
-	forward, ctlForward, synced := cfg.Forward, cfg.Forward, func(context.Context) {}
-	if forward == nil {
-		forward = topics.DialForward(cfg.View.Coordinator().Addr, dial)
+	// The controller's requests and the security metadata's go to the
+	// holder of its lease (in `up`, cfg.Forward finds it).
+	ctlForward, synced := cfg.Forward, func(context.Context) {}
+	if ctlForward == nil {
 		ctlForward = topics.DialForwardTo(c.ctl.forwardAddr(self), dial)
 	}
 	if c.follower != nil {
@@ -236,9 +229,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 		c.Router.Register(reg)
 		groups.RegisterSwitch(reg, self.KafkaVersion, c.groups.Current)
 		topics.RegisterSwitch(reg, c.ctl.Current, ctlForward, synced)
-		if c.follower != nil && !node0 { // a process of its own: the security metadata is node 0's
-			cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(forward), synced)
-		}
+		cfg.View.AuthMeta().RegisterSwitch(reg, authmeta.ForwardFunc(ctlForward), synced)
 		c.Partitions.RegisterBeside(reg)
 	})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -134,20 +133,7 @@ func startInProcessCluster(t *testing.T, sec *security.Settings) (*Embedded, *sn
 	if err := f.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: t.TempDir(), Listeners: listeners, MarkerVersionDiscovery: true, Log: zerolog.Nop()})
-	if err != nil {
-		for _, ln := range listeners {
-			ln.Close()
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := e.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
+	e := startEmbeddedFile(t, t.TempDir(), f, listeners)
 	return e, coordLn, leaderLns
 }
 

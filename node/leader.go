@@ -112,7 +112,7 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		// its lease: the follower tracks Metadata's ControllerID.
 		follower = topics.NewFollower(topics.FollowerConfig{View: cfg.View, Addr: cfg.View.Coordinator().Addr, Dial: dial, Log: log,
 			Track: len(cfg.View.Coordinators()) > 1})
-		relaySCRAM(sec, cfg.View, dial)
+		relaySCRAM(sec, follower.ControllerAddr, dial)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		follower.Sync(ctx, nil, nil)
 		cancel()
@@ -155,10 +155,10 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		})
 		follower.Start(l.HeldTopics, l.DropTopic)
 	}
-	// The controller's requests go to the controller (the coordinator
-	// node, or the holder of the controller's lease as the follower
-	// knows it), the security metadata's to the coordinator node; a
-	// process of its own then syncs, so its own Metadata shows the change.
+	// The controller's requests, and the security metadata's, go to the
+	// controller (the coordinator node, or the holder of the
+	// controller's lease as the follower knows it); a process of its own
+	// then syncs, so its own Metadata shows the change.
 	forward, synced := cfg.Forward, func(context.Context) {}
 	if forward == nil {
 		forward = topics.DialForward(cfg.View.Coordinator().Addr, dial)
@@ -179,8 +179,13 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 			r.RegisterFindCoordinator(reg, cfg.View)
 		}
 		topics.RegisterForward(reg, ctlForward, synced)
-		if follower != nil { // a process of its own: the security metadata is node 0's
-			cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(forward), synced)
+		if follower != nil { // a process of its own: the security metadata is the controller's
+			cfg.View.AuthMeta().RegisterForward(reg, authmeta.ForwardFunc(ctlForward), synced)
+		} else {
+			// `up`: served from the process's State while a node of
+			// the process holds the controller (always, with one
+			// coordinator), else forwarded to the holder.
+			cfg.View.AuthMeta().RegisterSwitch(reg, authmeta.ForwardFunc(ctlForward), synced)
 		}
 	})
 	if err != nil {

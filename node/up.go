@@ -88,12 +88,8 @@ type Embedded struct {
 	// nil with several coordinators on etcd: the coordinator holding the
 	// controller's lease runs it (on the same View).
 	Controller *topics.Controller
-	// ownAuth: the process opened the security metadata itself (etcd
-	// mode: no Controller to open it).
-	ownAuth bool
-
-	cfg       EmbeddedConfig
-	inProcess *inProcessCoordinator
+	cfg        EmbeddedConfig
+	inProcess  *inProcessCoordinator
 	// byNode are the in-process clients of every coordinator (several
 	// coordinators: the leaders route each id to its owner).
 	byNode     map[int32]*inProcessCoordinator
@@ -394,9 +390,6 @@ func (e *Embedded) Stop(ctx context.Context) error {
 	if e.Controller != nil {
 		errs = append(errs, e.Controller.Close())
 	}
-	if e.ownAuth {
-		errs = append(errs, e.View.AuthMeta().Close())
-	}
 	if e.Shared != nil {
 		errs = append(errs, e.Shared.Close())
 	}
@@ -437,10 +430,12 @@ func securityOf(v *cluster.View) (*wire.SecurityConfig, wire.DialConfig, error) 
 // relaySCRAM makes a node whose process is not the controller's
 // authenticate the controller's SCRAM users (created with
 // AlterUserScramCredentials, kept by the controller) by relaying their
-// exchange to it; the credentials file's users stay local.
-func relaySCRAM(sec *wire.SecurityConfig, v *cluster.View, dial wire.DialConfig) {
+// exchange to it, at the address controller names at each login (node
+// 0, or the holder of the controller's lease); the credentials file's
+// users stay local.
+func relaySCRAM(sec *wire.SecurityConfig, controller func() (string, error), dial wire.DialConfig) {
 	if sec != nil && sec.SASL != nil {
-		sec.SASL.Relay = wire.DialSASLRelay(v.Coordinator().Addr, dial)
+		sec.SASL.Relay = wire.DialSASLRelayTo(controller, dial)
 	}
 }
 
@@ -474,8 +469,8 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 	if _, _, ok := reg.Range(32); !ok { // every node describes configs, as in Kafka
 		topics.RegisterDescribeConfigs(reg, v, self)
 	}
-	if am := v.AuthMeta(); am.Attached() { // the controller's process
-		am.Register(reg)
+	if _, _, ok := reg.Range(29); !ok && v.AuthMeta().Attached() { // the controller's process
+		v.AuthMeta().Register(reg)
 	}
 	v.RegisterDescribeCluster(reg)
 	v.RegisterDescribeTopicPartitions(reg)
@@ -498,9 +493,20 @@ func listen(v *cluster.View, self cluster.Node, profile *kversion.Versions, ln n
 		Faults:    injected.Node(self.NodeID),
 		Requests:  requests.Node(self.NodeID),
 		// The controller's node unwraps the requests other nodes
-		// forward with their clients' principals.
-		Envelope: v.AuthMeta().Attached() && self.NodeID == v.Coordinator().NodeID,
+		// forward with their clients' principals: node 0, or any
+		// coordinator on etcd (the holder of the controller's lease).
+		Envelope: isCoordinator(v, self) && (len(v.Etcd().Endpoints) > 0 || v.AuthMeta().Attached() && self.NodeID == v.Coordinator().NodeID),
 	})
+}
+
+// isCoordinator reports whether self is one of v's coordinators.
+func isCoordinator(v *cluster.View, self cluster.Node) bool {
+	for _, n := range v.Coordinators() {
+		if n.NodeID == self.NodeID {
+			return true
+		}
+	}
+	return false
 }
 
 // requestMetrics is a node's per-API series: the process's shared ones,

@@ -138,26 +138,14 @@ func (e *Embedded) WaitServing(ctx context.Context) error {
 }
 
 // openLeasedController prepares the process for a controller that moves
-// between its coordinators (several coordinators on etcd): the security
-// metadata stays in the shared store, served by every node of the
-// process; the topics of the shared store (a single coordinator's, or
+// between its coordinators (several coordinators on etcd): the topics and
+// the security metadata of the shared store (a single coordinator's, or
 // those of several coordinators before the controller moved to etcd) are
-// copied into etcd once; the view shows etcd's topics before the leaders
-// recover (a topic a leader holds that etcd does not list is dropped).
+// copied into etcd once; the view shows etcd's topics and enforces its
+// security metadata before the leaders recover and before a holder
+// serves (a topic a leader holds that etcd does not list is dropped).
 func (e *Embedded) openLeasedController() error {
-	if err := e.View.AuthMeta().Open(e.Shared, e.cfg.Log); err != nil {
-		return err
-	}
-	e.ownAuth = true
-	recs, err := topics.SpaceRecords(e.Shared)
-	if err != nil {
-		return err
-	}
-	err = seedControllerRecords(e.etcdClient, e.View, recs, e.cfg.Log)
-	recs.Close()
-	if err != nil {
-		e.cfg.Log.Warn().Err(err).Msg("the topics of this data dir's single coordinator were not copied into etcd: they stay behind")
-	}
+	seedControllerRecords(e.etcdClient, e.View, e.Shared, e.cfg.Log)
 	if err := showControllerRecords(e.etcdClient, e.View); err != nil {
 		return fmt.Errorf("topics in etcd: %w", err)
 	}

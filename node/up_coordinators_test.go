@@ -31,22 +31,7 @@ func startSeveralCoordinators(t *testing.T) *Embedded {
 func startSeveralCoordinatorsIn(t *testing.T, dir string) *Embedded {
 	t.Helper()
 	f, listeners := severalCoordinatorsFile(t)
-	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: dir, Listeners: listeners, MarkerVersionDiscovery: true,
-		LeaseTTL: time.Second, Log: zerolog.Nop()})
-	if err != nil {
-		for _, ln := range listeners {
-			ln.Close()
-		}
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if err := e.Stop(ctx); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
-	return e
+	return startEmbeddedFile(t, dir, f, listeners)
 }
 
 // severalCoordinatorsFile is a cluster file of three coordinators (nodes

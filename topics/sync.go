@@ -35,8 +35,9 @@ type FollowerConfig struct {
 	// of the controller's etcd lease); false: Addr.
 	Target func() (string, bool)
 	// Serving, optional, reports that this process runs the controller
-	// now: the follower then polls only the security metadata (node 0's)
-	// and does not auto-create through it.
+	// now: the follower then polls only the security metadata (which
+	// this process serves then too: nothing to mirror) and does not
+	// auto-create through it.
 	Serving func() bool
 	// Track, without Target (a process without an etcd client, with
 	// several coordinators): the controller is the node the last
@@ -376,7 +377,7 @@ func (f *Follower) syncLocked(ctx context.Context, held func() map[string]int32,
 }
 
 // mirrorAuth is mirrorAuthLocked for a process that runs the controller
-// but not the security metadata (node 0 keeps it).
+// (its security metadata is attached then: nothing to mirror).
 func (f *Follower) mirrorAuth(ctx context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

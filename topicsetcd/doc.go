@@ -10,11 +10,15 @@
 // Layout (DataPrefix): one etcd key per topic (kind "topic": its whole
 // state, tombstones included, so a topic created again gets a new id) and
 // per group with configs of its own (kind "group"), the value the record
-// package topics wrote (topics.RecordKey names the key); and the key
-// <prefix>/seeded, put once when the records of a single coordinator's
-// store were copied in (Seed).
+// package topics wrote (topics.RecordKey names the key); beside them,
+// under the same lease and fence, the security metadata: one key per ACL
+// binding, SCRAM credential, client quota entity and finalized feature
+// (kinds "acl", "scram", "quota", "feature", authmeta.RecordKey). A Codec
+// names one of the two sets (Topics, AuthMeta); each is read and written
+// alone. The key <prefix>/seeded (<prefix>/seeded-authmeta) is put once
+// when the records of a single coordinator's store were copied in (Seed).
 //
-// Records is a topics.Records: Commit writes the records in one etcd Txn
+// Records is a topics.Records and an authmeta.Records: Commit writes the records in one etcd Txn
 // per --max-txn-ops keys (the last record of a key wins: etcd refuses a
 // Txn naming a key twice), every Txn fenced by the holder's owner value
 // (txnetcd.Store.Commit), so a former holder, paused past its lease (a
@@ -26,5 +30,5 @@
 // does), decide what a record means (package topics does), or write
 // anything outside its layout.
 //
-// Main types: Records, Options.
+// Main types: Records, Options, Codec, SnapshotRecords.
 package topicsetcd

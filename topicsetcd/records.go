@@ -10,6 +10,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/txncoord/txncoord/authmeta"
 	"github.com/txncoord/txncoord/topics"
 	"github.com/txncoord/txncoord/txnetcd"
 )
@@ -26,9 +27,35 @@ var loadPageSize = int64(1000)
 // DataPrefix is where the records of the controller Layout l live.
 func DataPrefix(l txnetcd.Layout) string { return strings.TrimRight(l.Prefix, "/") + "/data/" }
 
-// seededKey is put once the records of a single coordinator's store were
-// copied in (Seed).
-func seededKey(l txnetcd.Layout) string { return strings.TrimRight(l.Prefix, "/") + "/seeded" }
+// Codec is one set of records kept under the data prefix: the kinds
+// Key gives, each under <data prefix>/<kind>/.
+type Codec struct {
+	// Name tells the codecs' Seed marks apart ("" for the topics').
+	Name string
+	// Kinds are every kind Key gives.
+	Kinds []string
+	// Key names what a record is the whole state of (remove: delete it).
+	Key func(raw []byte) (kind, name string, remove bool, err error)
+	// Fenced is wrapped into a Commit refused by the fence.
+	Fenced error
+}
+
+// Topics are the topic controller's records (kinds "topic", "group").
+var Topics = Codec{Kinds: []string{"topic", "group"}, Key: topics.RecordKey, Fenced: topics.ErrFenced}
+
+// AuthMeta are the security metadata's records (kinds "acl", "scram",
+// "quota", "feature"), kept under the same lease and fence as the topics.
+var AuthMeta = Codec{Name: "authmeta", Kinds: []string{"acl", "scram", "quota", "feature"}, Key: authmeta.RecordKey, Fenced: authmeta.ErrFenced}
+
+// seededKey is put once the records of codec c from a single
+// coordinator's store were copied in (Seed).
+func seededKey(l txnetcd.Layout, c Codec) string {
+	k := strings.TrimRight(l.Prefix, "/") + "/seeded"
+	if c.Name != "" {
+		k += "-" + c.Name
+	}
+	return k
+}
 
 func key(l txnetcd.Layout, kind, name string) string {
 	return DataPrefix(l) + kind + "/" + hex.EncodeToString([]byte(name))
@@ -36,6 +63,8 @@ func key(l txnetcd.Layout, kind, name string) string {
 
 // Options configure Records.
 type Options struct {
+	// Codec is which records (default Topics).
+	Codec Codec
 	// MaxTxnOps is the etcd server's --max-txn-ops (default
 	// txnetcd.DefaultMaxTxnOps).
 	MaxTxnOps int
@@ -66,10 +95,16 @@ func Open(store *txnetcd.Store, fence txnetcd.Fence, opts Options) *Records {
 	if opts.CommitTimeout <= 0 {
 		opts.CommitTimeout = DefaultCommitTimeout
 	}
+	if opts.Codec.Key == nil {
+		opts.Codec = Topics
+	}
 	return &Records{store: store, fence: fence, opts: opts}
 }
 
-var _ topics.Records = (*Records)(nil)
+var (
+	_ topics.Records   = (*Records)(nil)
+	_ authmeta.Records = (*Records)(nil)
+)
 
 // Commit writes records, in order, fenced: a former holder's Commit fails
 // with txnetcd.ErrNotOwner (and topics.ErrFenced) and writes nothing. Records beyond one Txn's
@@ -85,7 +120,7 @@ func (r *Records) Commit(records [][]byte) error {
 		}
 	}
 	if errors.Is(err, txnetcd.ErrNotOwner) {
-		err = fmt.Errorf("%w: %w", topics.ErrFenced, err)
+		err = fmt.Errorf("%w: %w", r.opts.Codec.Fenced, err)
 	}
 	if err != nil {
 		err = fmt.Errorf("topicsetcd: commit: %w", err)
@@ -103,7 +138,7 @@ func (r *Records) ops(records [][]byte) ([]clientv3.Op, error) {
 	var order []string
 	last := map[string]clientv3.Op{}
 	for _, raw := range records {
-		kind, name, remove, err := topics.RecordKey(raw)
+		kind, name, remove, err := r.opts.Codec.Key(raw)
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +177,7 @@ func (r *Records) Load(fn func(raw []byte) error) error {
 	if owner != r.fence.OwnerValue {
 		return fmt.Errorf("topicsetcd: load: %w %d: owner is %q, fence %s", txnetcd.ErrNotOwner, r.fence.Partition, owner, r.fence.OwnerValue)
 	}
-	return read(ctx, cli, l, head.Header.Revision, fn)
+	return read(ctx, cli, l, r.opts.Codec, head.Header.Revision, fn)
 }
 
 // Close does nothing: the records hold no resource of their own.
@@ -151,13 +186,46 @@ func (r *Records) Close() error { return nil }
 // Snapshot calls fn with every record of the controller Layout l as etcd
 // holds them now, without a fence: for a node that shows the topics (a
 // process's view before its leaders recover), not for a writer.
-func Snapshot(ctx context.Context, cli *clientv3.Client, l txnetcd.Layout, fn func(raw []byte) error) error {
-	return read(ctx, cli, l, 0, fn)
+func Snapshot(ctx context.Context, cli *clientv3.Client, l txnetcd.Layout, c Codec, fn func(raw []byte) error) error {
+	return read(ctx, cli, l, c, 0, fn)
 }
 
-// read walks the data prefix at rev (0: the latest), a page at a time.
-func read(ctx context.Context, cli *clientv3.Client, l txnetcd.Layout, rev int64, fn func(raw []byte) error) error {
-	prefix := DataPrefix(l)
+// SnapshotRecords are codec c's records of the controller Layout l as
+// etcd holds them at each Load, without a fence (Snapshot as Records; it
+// commits nothing): for authmeta.State.Show.
+type SnapshotRecords struct {
+	Client *clientv3.Client
+	Layout txnetcd.Layout
+	Codec  Codec
+}
+
+func (s SnapshotRecords) Load(fn func(raw []byte) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), txnetcd.LoadTimeout)
+	defer cancel()
+	return Snapshot(ctx, s.Client, s.Layout, s.Codec, fn)
+}
+
+// Commit refuses: a snapshot has no fence to write under.
+func (s SnapshotRecords) Commit([][]byte) error {
+	return fmt.Errorf("topicsetcd: a snapshot is not written: %w", s.Codec.Fenced)
+}
+
+func (s SnapshotRecords) Close() error { return nil }
+
+// read walks codec c's kinds at rev (0: the latest), a page at a time.
+func read(ctx context.Context, cli *clientv3.Client, l txnetcd.Layout, c Codec, rev int64, fn func(raw []byte) error) error {
+	for _, kind := range c.Kinds {
+		var err error
+		if rev, err = readPrefix(ctx, cli, l, c, DataPrefix(l)+kind+"/", rev, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readPrefix walks prefix at rev (0: the latest, whose revision it
+// returns for the next prefix).
+func readPrefix(ctx context.Context, cli *clientv3.Client, l txnetcd.Layout, c Codec, prefix string, rev int64, fn func(raw []byte) error) (int64, error) {
 	end := clientv3.GetPrefixRangeEnd(prefix)
 	from := prefix
 	for {
@@ -168,29 +236,29 @@ func read(ctx context.Context, cli *clientv3.Client, l txnetcd.Layout, rev int64
 		}
 		resp, err := cli.Get(ctx, from, opts...)
 		if err != nil {
-			return fmt.Errorf("topicsetcd: load at revision %d: %w", rev, err)
+			return 0, fmt.Errorf("topicsetcd: load at revision %d: %w", rev, err)
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision // every later page at the first one's revision
 		}
 		for _, kv := range resp.Kvs {
-			if err := check(l, string(kv.Key), kv.Value); err != nil {
-				return err
+			if err := check(l, c, string(kv.Key), kv.Value); err != nil {
+				return 0, err
 			}
 			if err := fn(kv.Value); err != nil {
-				return fmt.Errorf("topicsetcd: %s: %w", kv.Key, err)
+				return 0, fmt.Errorf("topicsetcd: %s: %w", kv.Key, err)
 			}
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
-			return nil
+			return rev, nil
 		}
 		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
 }
 
 // check refuses a key that is not the one its record would be written at.
-func check(l txnetcd.Layout, k string, value []byte) error {
-	kind, name, _, err := topics.RecordKey(value)
+func check(l txnetcd.Layout, c Codec, k string, value []byte) error {
+	kind, name, _, err := c.Key(value)
 	if err != nil {
 		return fmt.Errorf("%w: %q: %w", ErrCorrupt, k, err)
 	}
@@ -200,15 +268,16 @@ func check(l txnetcd.Layout, k string, value []byte) error {
 	return nil
 }
 
-// Seed copies records (a single coordinator's store: topics.SpaceRecords)
-// into the controller Layout l once: only when etcd holds no records and
-// was never seeded, in one Txn (more records than one Txn may hold fail
-// it). It reports whether it copied them.
-func Seed(ctx context.Context, cli *clientv3.Client, l txnetcd.Layout, records [][]byte, maxTxnOps int) (bool, error) {
+// Seed copies codec c's records (a single coordinator's store:
+// topics.SpaceRecords, authmeta.SpaceRecords) into the controller Layout
+// l once: only when etcd holds none of c's records and c was never
+// seeded, in one Txn (more records than one Txn may hold fail it). It
+// reports whether it copied them.
+func Seed(ctx context.Context, cli *clientv3.Client, l txnetcd.Layout, c Codec, records [][]byte, maxTxnOps int) (bool, error) {
 	if maxTxnOps <= 0 {
 		maxTxnOps = txnetcd.DefaultMaxTxnOps
 	}
-	r := &Records{store: txnetcd.NewStore(cli, txnetcd.Options{Layout: l, Partitions: 1})}
+	r := &Records{store: txnetcd.NewStore(cli, txnetcd.Options{Layout: l, Partitions: 1}), opts: Options{Codec: c}}
 	ops, err := r.ops(records)
 	if err != nil {
 		return false, err
@@ -216,11 +285,13 @@ func Seed(ctx context.Context, cli *clientv3.Client, l txnetcd.Layout, records [
 	if len(ops)+1 > maxTxnOps {
 		return false, fmt.Errorf("topicsetcd: seed: %d records is more than one etcd Txn holds (%d)", len(ops), maxTxnOps)
 	}
-	prefix := DataPrefix(l)
+	conds := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(seededKey(l, c)), "=", 0)}
+	for _, kind := range c.Kinds {
+		conds = append(conds, clientv3.Compare(clientv3.CreateRevision(DataPrefix(l)+kind+"/").WithPrefix(), "=", 0))
+	}
 	resp, err := cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(seededKey(l)), "=", 0),
-			clientv3.Compare(clientv3.CreateRevision(prefix).WithPrefix(), "=", 0)).
-		Then(append(ops, clientv3.OpPut(seededKey(l), time.Now().UTC().Format(time.RFC3339)))...).
+		If(conds...).
+		Then(append(ops, clientv3.OpPut(seededKey(l, c), time.Now().UTC().Format(time.RFC3339)))...).
 		Commit()
 	if err != nil {
 		return false, fmt.Errorf("topicsetcd: seed: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/txncoord/txncoord/authmeta"
@@ -102,10 +103,7 @@ func TestZombieHolderFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	aID, _ := zv.Known("a")
-	before, err := cli.Get(ctxT(t), DataPrefix(l), clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := records(t, cli, l)
 
 	fence2 := acquire(t, cli, l, 1, 2)
 	// The zombie's writes: each refused, nothing written.
@@ -122,18 +120,7 @@ func TestZombieHolderFenced(t *testing.T) {
 	if _, ok := zv.Known("late"); ok {
 		t.Fatal("the zombie shows a topic etcd refused")
 	}
-	after, err := cli.Get(ctxT(t), DataPrefix(l), clientv3.WithPrefix())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(after.Kvs) != len(before.Kvs) {
-		t.Fatalf("etcd holds %d records after the zombie's writes, %d before", len(after.Kvs), len(before.Kvs))
-	}
-	for i := range after.Kvs {
-		if after.Kvs[i].ModRevision != before.Kvs[i].ModRevision {
-			t.Fatalf("%s changed by the zombie", after.Kvs[i].Key)
-		}
-	}
+	unchanged(t, cli, l, before)
 	// A zombie's reload is refused too.
 	if err := Open(store, txnetcd.NewFence(0, txnetcd.Owner{NodeID: 0, Epoch: 1}), Options{}).Load(func([]byte) error { return nil }); !errors.Is(err, txnetcd.ErrNotOwner) {
 		t.Fatalf("zombie load: %v, want ErrNotOwner", err)
@@ -209,10 +196,10 @@ func TestSeedOnce(t *testing.T) {
 	if len(raws) != 2 { // kept and the file's orders
 		t.Fatalf("%d records in the store, want 2", len(raws))
 	}
-	if ok, err := Seed(ctxT(t), cli, l, raws, 0); err != nil || !ok {
+	if ok, err := Seed(ctxT(t), cli, l, Topics, raws, 0); err != nil || !ok {
 		t.Fatalf("first seed: %v %v", ok, err)
 	}
-	if ok, err := Seed(ctxT(t), cli, l, raws[:1], 0); err != nil || ok {
+	if ok, err := Seed(ctxT(t), cli, l, Topics, raws[:1], 0); err != nil || ok {
 		t.Fatalf("second seed: %v %v, want nothing copied", ok, err)
 	}
 	_, hv := open(t, txnetcd.NewStore(cli, txnetcd.Options{Layout: l, Partitions: 1}), acquire(t, cli, l, 2, 1))
@@ -220,7 +207,94 @@ func TestSeedOnce(t *testing.T) {
 		t.Fatalf("seeded topic: %+v %v, want %+v", got, ok, kept)
 	}
 	n := 0
-	if err := Snapshot(ctxT(t), cli, l, func([]byte) error { n++; return nil }); err != nil || n != 2 {
+	if err := Snapshot(ctxT(t), cli, l, Topics, func([]byte) error { n++; return nil }); err != nil || n != 2 {
 		t.Fatalf("snapshot: %d records, %v", n, err)
+	}
+}
+
+// The security metadata's records live beside the topics', under the same
+// fence: a holder creates an ACL; another node takes the lease over; the
+// former holder's ACL write is refused (NOT_CONTROLLER naming the fence)
+// and changes nothing in etcd; the new holder loads the first ACL, its
+// topics load beside it, and its own ACL write succeeds.
+func TestZombieHolderACLFenced(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	cli := c.Client(t)
+	l := layout(t)
+	store := txnetcd.NewStore(cli, txnetcd.Options{Layout: l, Partitions: 1})
+	attach := func(fence txnetcd.Fence) *authmeta.State {
+		st := authmeta.New()
+		if err := st.Attach(Open(store, fence, Options{Codec: AuthMeta}), zerolog.Nop()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	acl := func(principal string) authmeta.Binding {
+		return authmeta.Binding{ResourceType: kmsg.ACLResourceTypeTopic, Name: "orders", Pattern: kmsg.ACLResourcePatternTypeLiteral,
+			Principal: principal, Host: "*", Operation: kmsg.ACLOperationWrite, Permission: kmsg.ACLPermissionTypeDeny}
+	}
+
+	fence1 := acquire(t, cli, l, 0, 1)
+	zombie := attach(fence1)
+	ctl, _ := open(t, store, fence1)
+	if res := ctl.Create(ctxT(t), []topics.Spec{{Name: "a", Partitions: 2, ReplicationFactor: -1}}, false); res[0].Err != nil {
+		t.Fatalf("create: %v %s", res[0].Err, res[0].Msg)
+	}
+	if err := zombie.CreateACLs([]authmeta.Binding{acl("User:first")}); err != nil {
+		t.Fatal(err)
+	}
+	before := records(t, cli, l)
+
+	fence2 := acquire(t, cli, l, 1, 2)
+	err := zombie.CreateACLs([]authmeta.Binding{acl("User:late")})
+	if !errors.Is(err, kerr.NotController) || !errors.Is(err, txnetcd.ErrNotOwner) {
+		t.Fatalf("zombie CreateACLs: %v, want NOT_CONTROLLER, ErrNotOwner", err)
+	}
+	if _, err := zombie.DeleteACLs([]authmeta.Filter{{ResourceType: kmsg.ACLResourceTypeAny, Pattern: kmsg.ACLResourcePatternTypeAny,
+		Operation: kmsg.ACLOperationAny, Permission: kmsg.ACLPermissionTypeAny}}); !errors.Is(err, txnetcd.ErrNotOwner) {
+		t.Fatalf("zombie DeleteACLs: %v, want ErrNotOwner", err)
+	}
+	unchanged(t, cli, l, before)
+
+	holder := attach(fence2)
+	if got := holder.ACLs(); len(got) != 1 || got[0] != acl("User:first") {
+		t.Fatalf("the new holder loads ACLs %v, want the first holder's one", got)
+	}
+	_, v2 := open(t, store, fence2)
+	if _, ok := v2.Known("a"); !ok {
+		t.Fatal("the new holder's controller does not load topic a beside the ACL records")
+	}
+	if err := holder.CreateACLs([]authmeta.Binding{acl("User:second")}); err != nil {
+		t.Fatalf("the new holder's CreateACLs: %v", err)
+	}
+	n := 0
+	if err := Snapshot(ctxT(t), cli, l, AuthMeta, func([]byte) error { n++; return nil }); err != nil || n != 2 {
+		t.Fatalf("snapshot of the ACL records: %d, %v; want 2", n, err)
+	}
+}
+
+// records are the keys under l's data prefix, as etcd holds them now.
+func records(t *testing.T, cli *clientv3.Client, l txnetcd.Layout) *clientv3.GetResponse {
+	t.Helper()
+	resp, err := cli.Get(ctxT(t), DataPrefix(l), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// unchanged fails t unless etcd holds the records before held, each
+// unmodified (a zombie's writes changed nothing).
+func unchanged(t *testing.T, cli *clientv3.Client, l txnetcd.Layout, before *clientv3.GetResponse) {
+	t.Helper()
+	after := records(t, cli, l)
+	if len(after.Kvs) != len(before.Kvs) {
+		t.Fatalf("etcd holds %d records after the zombie's writes, %d before", len(after.Kvs), len(before.Kvs))
+	}
+	for i := range after.Kvs {
+		if after.Kvs[i].ModRevision != before.Kvs[i].ModRevision {
+			t.Fatalf("%s changed by the zombie", after.Kvs[i].Key)
+		}
 	}
 }

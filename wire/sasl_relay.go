@@ -40,8 +40,18 @@ const relayTimeout = 10 * time.Second
 // DialSASLRelay relays to addr, connecting with cfg's TLS (cfg's SASL is
 // not used: the exchange is the client's).
 func DialSASLRelay(addr string, cfg DialConfig) SASLRelay {
+	return DialSASLRelayTo(func() (string, error) { return addr, nil }, cfg)
+}
+
+// DialSASLRelayTo is DialSASLRelay to the address addr names at each
+// login (the holder of the controller's lease); its error fails the login.
+func DialSASLRelayTo(addr func() (string, error), cfg DialConfig) SASLRelay {
 	return func(ctx context.Context, mechanism string) (SASLExchange, error) {
-		cl, err := DialWith(ctx, addr, "txncoord-sasl-relay", DialConfig{TLS: cfg.TLS})
+		to, err := addr()
+		if err != nil {
+			return nil, err
+		}
+		cl, err := DialWith(ctx, to, "txncoord-sasl-relay", DialConfig{TLS: cfg.TLS})
 		if err != nil {
 			return nil, err
 		}
