@@ -139,9 +139,9 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 		// A process of its own has no etcd client: it learns which
 		// coordinator holds the group coordinator from the coordinators,
 		// for its Metadata's leader of __consumer_offsets.
-		r.FollowGroupCoordinator(groupCoordinatorPoll)
-		cfg.View.SetGroupCoordinator(func() (cluster.Node, bool) {
-			if id, ok := r.GroupCoordinator(); ok {
+		r.FollowGroupCoordinator(groupCoordinatorPoll, cfg.View.OffsetsPartitions())
+		cfg.View.SetGroupCoordinatorOf(func(p int32) (cluster.Node, bool) {
+			if id, ok := r.GroupCoordinatorOf(p); ok {
 				return cfg.View.Node(id)
 			}
 			return cluster.Node{}, false
