@@ -1,0 +1,278 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/cluster"
+)
+
+// waitGroupPartitionsServed waits until every __consumer_offsets
+// partition has an instance open on one running coordinator, and returns
+// each partition's coordinator.
+func waitGroupPartitionsServed(t *testing.T, e *Embedded) map[int32]*Coordinator {
+	t.Helper()
+	n := e.View.OffsetsPartitions()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		served := map[int32]*Coordinator{}
+		for _, co := range e.Coordinators {
+			for p := range n {
+				if co.groups.Of(p) != nil {
+					served[p] = co
+				}
+			}
+		}
+		if int32(len(served)) == n {
+			return served
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("coordinators serve the groups of %d of %d __consumer_offsets partitions", len(served), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestGroupsSpreadOverCoordinators: with three coordinators on etcd each
+// __consumer_offsets partition is owned by one of them, and a group's
+// coordinator is its partition's owner. Group ids hashed to partitions
+// of every coordinator get FindCoordinator answers naming all three, each
+// the leader Metadata names for the group's partition. Two kgo consumer
+// groups, A and B, on different coordinators, consume "orders" and commit
+// offsets; A's coordinator stops mid-consumption. B's instance is the
+// same before and after (its partition keeps its epoch) and every offset
+// commit of B during A's takeover succeeds; A's partition moves, and a
+// new consumer of A resumes at A's committed offsets, loaded from etcd by
+// the new owner.
+func TestGroupsSpreadOverCoordinators(t *testing.T) {
+	e := startSeveralCoordinators(t)
+	waitOwned(t, e, 12)
+	served := waitGroupPartitionsServed(t, e)
+	n := e.View.OffsetsPartitions()
+	ownerOf := func(g string) int32 { return served[cluster.OffsetsPartitionFor(g, n)].Node.NodeID }
+
+	// One group per coordinator, by hashing.
+	byOwner := map[int32]string{}
+	for i := 0; len(byOwner) < 3 && i < 1000; i++ {
+		g := fmt.Sprintf("spread-%d", i)
+		if _, ok := byOwner[ownerOf(g)]; !ok {
+			byOwner[ownerOf(g)] = g
+		}
+	}
+	if len(byOwner) != 3 {
+		t.Fatalf("the groups of 1000 ids are on %d coordinators, want 3", len(byOwner))
+	}
+
+	var seeds []string
+	for _, b := range e.View.Brokers() {
+		seeds = append(seeds, b.Addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+
+	// FindCoordinator names each group's owner, the leader Metadata
+	// names for its partition.
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.CoordinatorType = 0
+	for _, g := range byOwner {
+		find.CoordinatorKeys = append(find.CoordinatorKeys, g)
+	}
+	fresp, err := find.RequestWith(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(cluster.OffsetsTopic)
+	meta.Topics = append(meta.Topics, mt)
+	mresp, err := meta.RequestWith(ctx, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := map[int32]int32{}
+	for _, tp := range mresp.Topics {
+		for _, p := range tp.Partitions {
+			leaders[p.Partition] = p.Leader
+		}
+	}
+	answered := map[int32]bool{}
+	for _, c := range fresp.Coordinators {
+		p := cluster.OffsetsPartitionFor(c.Key, n)
+		if c.ErrorCode != 0 || c.NodeID != ownerOf(c.Key) || c.NodeID != leaders[p] {
+			t.Errorf("group %s (partition %d): FindCoordinator names %d (error %d), its owner is %d, Metadata's leader %d",
+				c.Key, p, c.NodeID, c.ErrorCode, ownerOf(c.Key), leaders[p])
+		}
+		answered[c.NodeID] = true
+	}
+	if len(answered) != 3 {
+		t.Errorf("FindCoordinator named %d coordinators for groups of three, want 3", len(answered))
+	}
+
+	// A on one coordinator, B on another; neither on the controller
+	// (node 0 runs the embedded cluster's admin and bootstrap).
+	var groupA, groupB string
+	var ownerA, ownerB int32 = 1, 2
+	groupA, groupB = byOwner[ownerA], byOwner[ownerB]
+
+	producer, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic("orders"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	produce := func(k int) {
+		t.Helper()
+		for i := range k {
+			producer.Produce(ctx, &kgo.Record{Value: fmt.Append(nil, i)}, nil)
+		}
+		if err := producer.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(200)
+	consumer := func(group string) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics("orders"),
+			kgo.DisableAutoCommit(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	// consumeCommit polls until it consumed at least k records, committing
+	// each poll's records.
+	consumeCommit := func(cl *kgo.Client, k int) (first map[int32]int64) {
+		first = map[int32]int64{}
+		got := 0
+		for got < k && ctx.Err() == nil {
+			fs := cl.PollRecords(ctx, 50)
+			fs.EachRecord(func(r *kgo.Record) {
+				if _, ok := first[r.Partition]; !ok {
+					first[r.Partition] = r.Offset
+				}
+			})
+			got += fs.NumRecords()
+			if err := cl.CommitRecords(ctx, fs.Records()...); err != nil {
+				t.Errorf("commit: %v", err)
+			}
+		}
+		return first
+	}
+
+	a := consumer(groupA)
+	consumeCommit(a, 100)
+	adm := kadm.NewClient(admin)
+	committedA, err := adm.FetchOffsets(ctx, groupA)
+	if err != nil || committedA.Error() != nil {
+		t.Fatalf("A's offsets: %v %v", err, committedA.Error())
+	}
+	a.Close() // A leaves mid-topic, its offsets committed
+
+	b := consumer(groupB)
+	defer b.Close()
+	consumeCommit(b, 10)
+	pB := cluster.OffsetsPartitionFor(groupB, n)
+	instanceB := e.coordinatorByID(ownerB).groups.Of(pB)
+	_, epochB, _ := e.coordinatorByID(ownerB).groups.OwnerOf(pB)
+	if instanceB == nil {
+		t.Fatalf("coordinator %d does not serve B's partition %d", ownerB, pB)
+	}
+
+	// B commits throughout A's takeover.
+	var bMu sync.Mutex
+	bCommits, bFailed := 0, 0
+	stopB := make(chan struct{})
+	var bWG sync.WaitGroup
+	bWG.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stopB:
+				return
+			default:
+			}
+			// A commit of B's member, in its generation.
+			req := kmsg.NewPtrOffsetCommitRequest()
+			req.Group = groupB
+			req.MemberID, req.Generation = b.GroupMetadata()
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = "orders"
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset = 0, int64(i)
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, b)
+			bMu.Lock()
+			switch {
+			case err != nil:
+				bFailed++
+				t.Logf("B's commit %d: %v", i, err)
+			case resp.Topics[0].Partitions[0].ErrorCode != 0:
+				bFailed++
+				t.Logf("B's commit %d: %v", i, kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode))
+			default:
+				bCommits++
+			}
+			bMu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+
+	stopCtx, stopCancel := context.WithTimeout(ctx, 15*time.Second)
+	if err := e.killCoordinator(stopCtx, ownerA); err != nil {
+		t.Fatal(err)
+	}
+	stopCancel()
+	var rest []*Coordinator
+	for _, co := range e.Coordinators {
+		if co.Node.NodeID != ownerA {
+			rest = append(rest, co)
+		}
+	}
+	e.Coordinators = rest
+
+	// A resumes on the new owner of its partition, at its committed
+	// offsets.
+	a2 := consumer(groupA)
+	defer a2.Close()
+	first := consumeCommit(a2, 50)
+	close(stopB)
+	bWG.Wait()
+	committedA.Each(func(o kadm.OffsetResponse) {
+		if f, ok := first[o.Partition]; ok && f != o.At {
+			t.Errorf("A resumed orders/%d at %d, its committed offset is %d", o.Partition, f, o.At)
+		}
+	})
+	if len(first) == 0 {
+		t.Error("A's new consumer consumed nothing")
+	}
+	pA := cluster.OffsetsPartitionFor(groupA, n)
+	if newOwner, _, ok := e.Coordinators[0].groups.OwnerOf(pA); !ok || newOwner == ownerA {
+		t.Errorf("A's partition %d owned by %d (%v) after its owner stopped", pA, newOwner, ok)
+	}
+
+	// B never paused: the same instance, the same epoch, and every
+	// commit during the takeover answered without error.
+	if got := e.coordinatorByID(ownerB).groups.Of(pB); got != instanceB {
+		t.Errorf("B's partition %d: instance %p after A's takeover, %p before", pB, got, instanceB)
+	}
+	if _, epoch, _ := e.coordinatorByID(ownerB).groups.OwnerOf(pB); epoch != epochB {
+		t.Errorf("B's partition %d: epoch %d after A's takeover, %d before", pB, epoch, epochB)
+	}
+	bMu.Lock()
+	defer bMu.Unlock()
+	if bFailed > 0 || bCommits == 0 {
+		t.Errorf("B's commits during A's takeover: %d answered, %d failed", bCommits, bFailed)
+	}
+	t.Logf("groups A=%s on %d, B=%s on %d; B committed %d times during A's takeover", groupA, ownerA, groupB, ownerB, bCommits)
+}
