@@ -276,3 +276,93 @@ func TestGroupsSpreadOverCoordinators(t *testing.T) {
 	}
 	t.Logf("groups A=%s on %d, B=%s on %d; B committed %d times during A's takeover", groupA, ownerA, groupB, ownerB, bCommits)
 }
+
+// TestGroupsSpreadBatchedRequests: requests naming groups of several
+// __consumer_offsets partitions are split by partition. kadm batches the
+// groups of one coordinator into one OffsetFetch and one DescribeGroups:
+// with two groups on each of three coordinators (different partitions),
+// every group's committed offset and description comes back. A
+// DescribeGroups sent to one coordinator for a group of its own and a
+// group of another gets the first described and NOT_COORDINATOR for the
+// second.
+func TestGroupsSpreadBatchedRequests(t *testing.T) {
+	e := startSeveralCoordinators(t)
+	waitOwned(t, e, 12)
+	served := waitGroupPartitionsServed(t, e)
+	n := e.View.OffsetsPartitions()
+	byOwner := map[int32][]string{}
+	usedPartition := map[int32]bool{}
+	for i := 0; i < 1000; i++ {
+		g := fmt.Sprintf("batched-%d", i)
+		p := cluster.OffsetsPartitionFor(g, n)
+		owner := served[p].Node.NodeID
+		if len(byOwner[owner]) < 2 && !usedPartition[p] {
+			usedPartition[p] = true
+			byOwner[owner] = append(byOwner[owner], g)
+		}
+	}
+	var all []string
+	for owner := range int32(3) {
+		if len(byOwner[owner]) != 2 {
+			t.Fatalf("coordinator %d: groups %v, want two of different partitions", owner, byOwner[owner])
+		}
+		all = append(all, byOwner[owner]...)
+	}
+
+	var seeds []string
+	for _, b := range e.View.Brokers() {
+		seeds = append(seeds, b.Addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for i, g := range all {
+		var os kadm.Offsets
+		os.Add(kadm.Offset{Topic: "orders", Partition: 0, At: int64(10 + i), LeaderEpoch: -1})
+		resp, err := adm.CommitOffsets(ctx, g, os)
+		if err != nil || resp.Error() != nil {
+			t.Fatalf("commit for %s: %v %v", g, err, resp.Error())
+		}
+	}
+	fetched := adm.FetchManyOffsets(ctx, all...)
+	for i, g := range all {
+		r, ok := fetched[g]
+		if !ok || r.Err != nil {
+			t.Errorf("OffsetFetch of %s: %+v", g, r)
+			continue
+		}
+		if o, ok := r.Fetched.Lookup("orders", 0); !ok || o.At != int64(10+i) {
+			t.Errorf("OffsetFetch of %s: orders/0 at %+v (%v), want %d", g, o, ok, 10+i)
+		}
+	}
+	described, err := adm.DescribeGroups(ctx, all...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range all {
+		if d, ok := described[g]; !ok || d.Err != nil {
+			t.Errorf("DescribeGroups of %s: %+v", g, d)
+		}
+	}
+
+	// One coordinator asked for its group and another's.
+	own, other := byOwner[1][0], byOwner[2][0]
+	req := kmsg.NewPtrDescribeGroupsRequest()
+	req.Groups = []string{own, other}
+	resp, err := req.RequestWith(ctx, cl.Broker(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	codes := map[string]int16{}
+	for _, g := range resp.Groups {
+		codes[g.Group] = g.ErrorCode
+	}
+	if len(resp.Groups) != 2 || codes[own] != 0 || codes[other] != kerr.NotCoordinator.Code {
+		t.Errorf("DescribeGroups at coordinator 1 of %s (its own) and %s (coordinator 2's): %v, want 0 and NOT_COORDINATOR", own, other, codes)
+	}
+}
