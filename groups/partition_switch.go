@@ -285,18 +285,7 @@ func splitMarkers(partitions int32, of func(int32) *Coordinator, body *kmsg.Writ
 			}
 		}
 	}
-	if len(order) <= 1 {
-		var c *Coordinator
-		if len(order) == 1 {
-			c = order[0]
-		}
-		return call(c, body)
-	}
-	replies := make([]wire.Reply, len(order))
-	for i, c := range order {
-		replies[i] = call(c, parts[c])
-	}
-	return joinReplies(body, replies)
+	return callParts(body, order, parts, call)
 }
 
 // splitProducers splits DescribeProducers by the instance of each
@@ -324,6 +313,12 @@ func splitProducers(partitions int32, of func(int32) *Coordinator, body *kmsg.De
 			lt.Partitions = append(lt.Partitions, p)
 		}
 	}
+	return callParts(body, order, parts, call)
+}
+
+// callParts hands each instance (in order) its part of body, or body
+// whole when one instance (or none) has a part, and joins the answers.
+func callParts[R kmsg.Request](body kmsg.Request, order []*Coordinator, parts map[*Coordinator]R, call func(*Coordinator, kmsg.Request) wire.Reply) wire.Reply {
 	if len(order) <= 1 {
 		var c *Coordinator
 		if len(order) == 1 {

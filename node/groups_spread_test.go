@@ -41,6 +41,16 @@ func waitGroupPartitionsServed(t *testing.T, e *Embedded) map[int32]*Coordinator
 	}
 }
 
+// brokerSeeds is every node's address: a client's seeds that survive the
+// stop of any one coordinator.
+func brokerSeeds(e *Embedded) []string {
+	var seeds []string
+	for _, b := range e.View.Brokers() {
+		seeds = append(seeds, b.Addr)
+	}
+	return seeds
+}
+
 // TestGroupsSpreadOverCoordinators: with three coordinators on etcd each
 // __consumer_offsets partition is owned by one of them, and a group's
 // coordinator is its partition's owner. Group ids hashed to partitions
@@ -71,10 +81,7 @@ func TestGroupsSpreadOverCoordinators(t *testing.T) {
 		t.Fatalf("the groups of 1000 ids are on %d coordinators, want 3", len(byOwner))
 	}
 
-	var seeds []string
-	for _, b := range e.View.Brokers() {
-		seeds = append(seeds, b.Addr)
-	}
+	seeds := brokerSeeds(e)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
@@ -309,10 +316,7 @@ func TestGroupsSpreadBatchedRequests(t *testing.T) {
 		all = append(all, byOwner[owner]...)
 	}
 
-	var seeds []string
-	for _, b := range e.View.Brokers() {
-		seeds = append(seeds, b.Addr)
-	}
+	seeds := brokerSeeds(e)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
