@@ -370,3 +370,94 @@ func TestGroupsSpreadBatchedRequests(t *testing.T) {
 		t.Errorf("DescribeGroups at coordinator 1 of %s (its own) and %s (coordinator 2's): %v, want 0 and NOT_COORDINATOR", own, other, codes)
 	}
 }
+
+// TestGroupsZombieOwnerRefused: the owner of a group's partition stops
+// renewing its leases (as a paused process would) while it still answers
+// on its Kafka address. Another coordinator takes the partition over and
+// loads the group's offsets; an offset commit sent to the former owner
+// afterwards is refused, and the new owner still has the offset committed
+// before the takeover. (TestPartitionsFencedApart in groupsetcd shows the
+// etcd fence refusing such a write when the former owner has not noticed
+// yet.)
+func TestGroupsZombieOwnerRefused(t *testing.T) {
+	e := startSeveralCoordinators(t)
+	waitOwned(t, e, 12)
+	served := waitGroupPartitionsServed(t, e)
+	n := e.View.OffsetsPartitions()
+	const zombie = int32(2)
+	var group string
+	for i := 0; group == "" && i < 1000; i++ {
+		if g := fmt.Sprintf("zombie-%d", i); served[cluster.OffsetsPartitionFor(g, n)].Node.NodeID == zombie {
+			group = g
+		}
+	}
+	if group == "" {
+		t.Fatalf("no group of 1000 ids on coordinator %d", zombie)
+	}
+	p := cluster.OffsetsPartitionFor(group, n)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokerSeeds(e)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	commitAt := func(offset int64) {
+		t.Helper()
+		var os kadm.Offsets
+		os.Add(kadm.Offset{Topic: "orders", Partition: 0, At: offset, LeaderEpoch: -1})
+		if resp, err := adm.CommitOffsets(ctx, group, os); err != nil || resp.Error() != nil {
+			t.Fatalf("commit %d: %v %v", offset, err, resp.Error())
+		}
+	}
+	commitAt(5)
+
+	co := e.coordinatorByID(zombie)
+	_, epoch, _ := co.groups.OwnerOf(p)
+	co.PauseLeases(true)
+	defer co.PauseLeases(false)
+	var next *Coordinator
+	deadline := time.Now().Add(20 * time.Second)
+	for next == nil {
+		for _, other := range e.Coordinators {
+			if other != co && other.groups.Of(p) != nil {
+				next = other
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no coordinator took partition %d over from the paused coordinator %d", p, zombie)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, e2, _ := next.groups.OwnerOf(p); e2 <= epoch {
+		t.Errorf("partition %d taken over at epoch %d, the former owner's was %d", p, e2, epoch)
+	}
+
+	// The former owner's address still answers: a commit sent there is
+	// refused.
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "orders"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, 99
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl.Broker(int(zombie)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code == 0 {
+		t.Error("the former owner accepted an offset commit after the takeover")
+	} else {
+		t.Logf("the former owner answered %v", kerr.ErrorForCode(code))
+	}
+	fetched, err := adm.FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := fetched.Lookup("orders", 0); !ok || o.At != 5 {
+		t.Errorf("the new owner's offset of orders/0: %+v (%v), want 5, committed before the takeover", o, ok)
+	}
+}
