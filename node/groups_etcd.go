@@ -56,6 +56,7 @@ func startGroupHolder(cli *clientv3.Client, v *cluster.View, self cluster.Node, 
 		return nil, fmt.Errorf("group partitions' ownership: %w", err)
 	}
 	store := txnetcd.NewStore(cli, txnetcd.Options{Layout: layout, Partitions: n})
+	base := log // the instances' components name themselves
 	log = log.With().Str("component", "groups-holder").Logger()
 	h := &groupHolder{member: m, partitions: n, dispatched: make(chan struct{})}
 	// One set of series for every instance this node opens: counters
@@ -65,12 +66,13 @@ func startGroupHolder(cli *clientv3.Client, v *cluster.View, self cluster.Node, 
 	for p := range n {
 		ch := make(chan ownership.Event, 16)
 		plog := log.With().Int32("offsets_partition", p).Logger()
+		ilog := base.With().Int32("offsets_partition", p).Logger()
 		h.events = append(h.events, ch)
 		h.holders = append(h.holders, newPartitionHolder(m, p, ch, "group coordinator", plog,
 			func(fence txnetcd.Fence, failed func(error)) (*groups.Coordinator, error) {
 				cfg := cfg
-				cfg.Log = plog
-				cfg.Records = groupsetcd.Open(store, fence, groupsetcd.Options{Log: plog, OnFail: failed,
+				cfg.Log = ilog
+				cfg.Records = groupsetcd.Open(store, fence, groupsetcd.Options{Log: ilog, OnFail: failed,
 					DataPrefix: groupsetcd.PartitionDataPrefix(layout, p)})
 				c, err := groups.Open(cfg)
 				if err != nil {
