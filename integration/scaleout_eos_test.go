@@ -75,7 +75,7 @@ func TestScaleoutEOSGroupsSpread(t *testing.T) {
 	cfg.Groups = [2]string{groupOn(1, 1), groupOn(2, 2)}
 	t.Logf("groups %s on coordinator 1, %s on coordinator 2", cfg.Groups[0], cfg.Groups[1])
 	firstGroupsOwner := func(ctx context.Context) (int32, error) {
-		victim := sc.offsetsLeadersAt(ctx, 0)[cluster.OffsetsPartitionFor(cfg.Groups[0], n)]
+		victim := sc.groupCoordinatorAt(ctx, 0, cfg.Groups[0])
 		if victim <= 0 {
 			return -1, fmt.Errorf("the first group's coordinator is %d, want a non-zero coordinator", victim)
 		}

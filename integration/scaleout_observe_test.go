@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/cluster"
 )
 
 // What the scale-out tests observe of the cluster: commits as a
@@ -291,6 +292,18 @@ func (sc *scaleCluster) tryCommit(ctx context.Context, txnID, topic string, d ti
 func (sc *scaleCluster) offsetsLeaderAt(ctx context.Context, node int32) int32 {
 	sc.t.Helper()
 	if l, ok := sc.offsetsLeadersAt(ctx, node)[0]; ok {
+		return l
+	}
+	return -1
+}
+
+// groupCoordinatorAt is the leader node's Metadata names for group's
+// __consumer_offsets partition: the group's coordinator (-1 when it
+// names none).
+func (sc *scaleCluster) groupCoordinatorAt(ctx context.Context, node int32, group string) int32 {
+	sc.t.Helper()
+	leaders := sc.offsetsLeadersAt(ctx, node)
+	if l, ok := leaders[cluster.OffsetsPartitionFor(group, int32(len(leaders)))]; ok {
 		return l
 	}
 	return -1
