@@ -461,3 +461,88 @@ func TestGroupsZombieOwnerRefused(t *testing.T) {
 		t.Errorf("the new owner's offset of orders/0: %+v (%v), want 5, committed before the takeover", o, ok)
 	}
 }
+
+// TestGroupsMarkersFollowPartitionOwner: WriteTxnMarkers for
+// __consumer_offsets partitions are answered by each partition's owner.
+// One request to coordinator 1 naming a partition it owns and one that
+// coordinator 2 owns gets the first accepted and NOT_LEADER_OR_FOLLOWER
+// for the second. Coordinator 1 then stops: the new owner of its
+// partition loaded the producer's state from etcd, so a marker of an
+// older coordinator epoch (a former transaction coordinator's) is fenced
+// with TRANSACTION_COORDINATOR_FENCED, and one of a newer epoch accepted.
+func TestGroupsMarkersFollowPartitionOwner(t *testing.T) {
+	e := startSeveralCoordinators(t)
+	waitOwned(t, e, 12)
+	served := waitGroupPartitionsServed(t, e)
+	n := e.View.OffsetsPartitions()
+	ownedBy := func(node int32) int32 {
+		for p := range n {
+			if served[p].Node.NodeID == node {
+				return p
+			}
+		}
+		t.Fatalf("coordinator %d owns no __consumer_offsets partition", node)
+		return -1
+	}
+	p, q := ownedBy(1), ownedBy(2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokerSeeds(e)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const producerID = 4242
+	marker := func(to int32, coordinatorEpoch int32, partitions ...int32) map[int32]int16 {
+		t.Helper()
+		req := kmsg.NewPtrWriteTxnMarkersRequest()
+		req.Version = 1
+		m := kmsg.NewWriteTxnMarkersRequestMarker()
+		m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = producerID, 1, true, coordinatorEpoch
+		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		mt.Topic, mt.Partitions = cluster.OffsetsTopic, partitions
+		m.Topics = append(m.Topics, mt)
+		req.Markers = append(req.Markers, m)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(to)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		codes := map[int32]int16{}
+		for _, rm := range resp.Markers {
+			for _, rt := range rm.Topics {
+				for _, rp := range rt.Partitions {
+					codes[rp.Partition] = rp.ErrorCode
+				}
+			}
+		}
+		return codes
+	}
+	if got := marker(1, 7, p, q); len(got) != 2 || got[p] != 0 || got[q] != kerr.NotLeaderForPartition.Code {
+		t.Fatalf("markers at coordinator 1 for its partition %d and coordinator 2's %d: %v, want 0 and NOT_LEADER_OR_FOLLOWER", p, q, got)
+	}
+
+	stopCtx, stopCancel := context.WithTimeout(ctx, 15*time.Second)
+	if err := e.killCoordinator(stopCtx, 1); err != nil {
+		t.Fatal(err)
+	}
+	stopCancel()
+	var next int32 = -1
+	deadline := time.Now().Add(20 * time.Second)
+	for next < 0 {
+		for _, co := range e.Coordinators {
+			if co.Node.NodeID != 1 && co.groups.Of(p) != nil {
+				next = co.Node.NodeID
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no coordinator took partition %d over", p)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := marker(next, 3, p); got[p] != kerr.TransactionCoordinatorFenced.Code {
+		t.Errorf("a marker of coordinator epoch 3 after one of 7, at partition %d's new owner %d: %v, want TRANSACTION_COORDINATOR_FENCED", p, next, got)
+	}
+	if got := marker(next, 8, p); got[p] != 0 {
+		t.Errorf("a marker of coordinator epoch 8 at partition %d's new owner %d: %v, want accepted", p, next, got)
+	}
+}
