@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,9 @@ type groupHolder struct {
 	holders    []*leaseHolder[groups.Coordinator]
 	events     []chan ownership.Event
 	dispatched chan struct{} // closed when the dispatcher stopped
+	closing    chan struct{} // closed by Close: the holders no longer read events
+	closeOnce  sync.Once
+	closeErr   error
 }
 
 // groupsPrefix is where the group partitions' ownership and state live.
@@ -58,11 +62,7 @@ func startGroupHolder(cli *clientv3.Client, v *cluster.View, self cluster.Node, 
 	store := txnetcd.NewStore(cli, txnetcd.Options{Layout: layout, Partitions: n})
 	base := log // the instances' components name themselves
 	log = log.With().Str("component", "groups-holder").Logger()
-	h := &groupHolder{member: m, partitions: n, dispatched: make(chan struct{})}
-	// One set of series for every instance this node opens: counters
-	// add up across them, gauges over the instances it runs. Set before
-	// any instance opens: every instance's config (the closure's) has it.
-	cfg.SharedMetrics = groups.NewMetricsOf(cfg.Metrics, h.All)
+	h := &groupHolder{member: m, partitions: n, dispatched: make(chan struct{}), closing: make(chan struct{})}
 	for p := range n {
 		ch := make(chan ownership.Event, 16)
 		plog := log.With().Int32("offsets_partition", p).Logger()
@@ -81,6 +81,11 @@ func startGroupHolder(cli *clientv3.Client, v *cluster.View, self cluster.Node, 
 				return c, err
 			}, (*groups.Coordinator).Close))
 	}
+	// One set of series for every instance this node opens: counters
+	// add up across them, gauges over the instances it runs. Set before
+	// any instance opens (the closures read cfg when they open one), and
+	// after h.holders is complete (the gauges read it).
+	cfg.SharedMetrics = groups.NewMetricsOf(cfg.Metrics, h.All)
 	for _, ph := range h.holders {
 		ph.start()
 	}
@@ -97,8 +102,12 @@ func (h *groupHolder) dispatch() {
 		}
 	}()
 	for ev := range h.member.Events() {
-		if ev.Partition >= 0 && ev.Partition < h.partitions {
-			h.events[ev.Partition] <- ev
+		if ev.Partition < 0 || ev.Partition >= h.partitions {
+			continue
+		}
+		select {
+		case h.events[ev.Partition] <- ev:
+		case <-h.closing: // the member's last events (its partitions released) have no reader
 		}
 	}
 }
@@ -128,12 +137,15 @@ func (h *groupHolder) OwnerOf(p int32) (node, epoch int32, ok bool) { return h.m
 // Close closes every instance and releases the partitions (their next
 // owners take over at once).
 func (h *groupHolder) Close() error {
-	for _, ph := range h.holders {
-		ph.Close()
-	}
-	err := h.member.Close()
-	<-h.dispatched
-	return err
+	h.closeOnce.Do(func() {
+		close(h.closing)
+		for _, ph := range h.holders {
+			ph.Close()
+		}
+		h.closeErr = h.member.Close()
+		<-h.dispatched
+	})
+	return h.closeErr
 }
 
 // groupsTxnFunc adapts a coordinators' client to groups.Config.TxnCoordinator.
