@@ -51,6 +51,38 @@ func brokerSeeds(e *Embedded) []string {
 	return seeds
 }
 
+// seededClient is a kgo client of every node (brokerSeeds) and a context
+// of a minute, both ended with the test.
+func seededClient(t *testing.T, e *Embedded) (context.Context, *kgo.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokerSeeds(e)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return ctx, cl
+}
+
+// waitPartitionMoved waits until a coordinator other than from serves
+// the groups of __consumer_offsets partition p, and returns it.
+func waitPartitionMoved(t *testing.T, e *Embedded, p, from int32) *Coordinator {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		for _, co := range e.Coordinators {
+			if co.Node.NodeID != from && co.groups.Of(p) != nil {
+				return co
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no coordinator took partition %d over from coordinator %d", p, from)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestGroupsSpreadOverCoordinators: with three coordinators on etcd each
 // __consumer_offsets partition is owned by one of them, and a group's
 // coordinator is its partition's owner. Group ids hashed to partitions
@@ -316,14 +348,7 @@ func TestGroupsSpreadBatchedRequests(t *testing.T) {
 		all = append(all, byOwner[owner]...)
 	}
 
-	seeds := brokerSeeds(e)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cl := seededClient(t, e)
 	adm := kadm.NewClient(cl)
 	for i, g := range all {
 		var os kadm.Offsets
@@ -395,13 +420,7 @@ func TestGroupsZombieOwnerRefused(t *testing.T) {
 		t.Fatalf("no group of 1000 ids on coordinator %d", zombie)
 	}
 	p := cluster.OffsetsPartitionFor(group, n)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokerSeeds(e)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cl := seededClient(t, e)
 	adm := kadm.NewClient(cl)
 	commitAt := func(offset int64) {
 		t.Helper()
@@ -417,19 +436,7 @@ func TestGroupsZombieOwnerRefused(t *testing.T) {
 	_, epoch, _ := co.groups.OwnerOf(p)
 	co.PauseLeases(true)
 	defer co.PauseLeases(false)
-	var next *Coordinator
-	deadline := time.Now().Add(20 * time.Second)
-	for next == nil {
-		for _, other := range e.Coordinators {
-			if other != co && other.groups.Of(p) != nil {
-				next = other
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no coordinator took partition %d over from the paused coordinator %d", p, zombie)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	next := waitPartitionMoved(t, e, p, zombie)
 	if _, e2, _ := next.groups.OwnerOf(p); e2 <= epoch {
 		t.Errorf("partition %d taken over at epoch %d, the former owner's was %d", p, e2, epoch)
 	}
@@ -485,13 +492,7 @@ func TestGroupsMarkersFollowPartitionOwner(t *testing.T) {
 		return -1
 	}
 	p, q := ownedBy(1), ownedBy(2)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokerSeeds(e)...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	ctx, cl := seededClient(t, e)
 	const producerID = 4242
 	marker := func(to int32, coordinatorEpoch int32, partitions ...int32) map[int32]int16 {
 		t.Helper()
@@ -526,19 +527,7 @@ func TestGroupsMarkersFollowPartitionOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopCancel()
-	var next int32 = -1
-	deadline := time.Now().Add(20 * time.Second)
-	for next < 0 {
-		for _, co := range e.Coordinators {
-			if co.Node.NodeID != 1 && co.groups.Of(p) != nil {
-				next = co.Node.NodeID
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no coordinator took partition %d over", p)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	next := waitPartitionMoved(t, e, p, 1).Node.NodeID
 	if got := marker(next, 3, p); got[p] != kerr.TransactionCoordinatorFenced.Code {
 		t.Errorf("a marker of coordinator epoch 3 after one of 7, at partition %d's new owner %d: %v, want TRANSACTION_COORDINATOR_FENCED", p, next, got)
 	}
