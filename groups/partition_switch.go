@@ -3,14 +3,15 @@ package groups
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/wire"
 )
 
-// RegisterPartitionSwitch registers every group key (as RegisterSwitch)
-// for a node that coordinates the groups of some __consumer_offsets
+// RegisterPartitionSwitch registers every group key (and the KIP-848 and
+// share-group keys when a node of kafkaVersion serves them) for a node that coordinates the groups of some __consumer_offsets
 // partitions only, one Coordinator per partition it owns: of(p) is the
 // instance of partition p, or nil while this node does not own it. A
 // group's requests go to the instance of its partition
@@ -331,4 +332,26 @@ func callParts[R kmsg.Request](body kmsg.Request, order []*Coordinator, parts ma
 		replies[i] = call(c, parts[c])
 	}
 	return joinReplies(body, replies)
+}
+
+// notServed is the answer of a node that does not coordinate a request's
+// groups now (RegisterPartitionSwitch): ListGroups lists none, a group
+// request gets NOT_COORDINATOR (the client asks FindCoordinator again),
+// and WriteTxnMarkers and DescribeProducers, about __consumer_offsets
+// partitions, get NOT_LEADER_OR_FOLLOWER per partition (the marker
+// sender looks the leader up again).
+func notServed(req *wire.Request) wire.Reply {
+	switch body := req.Body.(type) {
+	case *kmsg.ListGroupsRequest:
+		return wire.Now(body.ResponseKind())
+	case *kmsg.WriteTxnMarkersRequest:
+		return wire.Now(wire.WriteTxnMarkersResponse(body, func(kmsg.WriteTxnMarkersRequestMarker, string, int32) int16 {
+			return kerr.NotLeaderForPartition.Code
+		}))
+	case *kmsg.DescribeProducersRequest:
+		return wire.Now(wire.DescribeProducersResponse(body, func(string, int32) (int16, wire.ActiveProducers) {
+			return kerr.NotLeaderForPartition.Code, nil
+		}))
+	}
+	return wire.Now(wire.UnservedResponse(req.Body, kerr.NotCoordinator.Code))
 }
