@@ -256,80 +256,89 @@ func partitionOwner(partitions int32, of func(int32) *Coordinator, topic string,
 // splitMarkers splits WriteTxnMarkers by the instance of each
 // __consumer_offsets partition it names.
 func splitMarkers(partitions int32, of func(int32) *Coordinator, body *kmsg.WriteTxnMarkersRequest, call func(*Coordinator, kmsg.Request) wire.Reply) wire.Reply {
-	var order []*Coordinator
-	parts := map[*Coordinator]*kmsg.WriteTxnMarkersRequest{}
+	parts := newRequestParts(func() *kmsg.WriteTxnMarkersRequest { cp := *body; cp.Markers = nil; return &cp })
 	for _, m := range body.Markers {
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
-				c := partitionOwner(partitions, of, t.Topic, p)
-				req, ok := parts[c]
-				if !ok {
-					cp := *body
-					cp.Markers = nil
-					req = &cp
-					parts[c] = req
-					order = append(order, c)
-				}
+				req := parts.of(partitionOwner(partitions, of, t.Topic, p))
 				if n := len(req.Markers); n == 0 || req.Markers[n-1].ProducerID != m.ProducerID {
 					cm := m
 					cm.Topics = nil
 					req.Markers = append(req.Markers, cm)
 				}
 				last := &req.Markers[len(req.Markers)-1]
-				if n := len(last.Topics); n == 0 || last.Topics[n-1].Topic != t.Topic {
-					ct := t
-					ct.Partitions = nil
-					last.Topics = append(last.Topics, ct)
-				}
-				lt := &last.Topics[len(last.Topics)-1]
-				lt.Partitions = append(lt.Partitions, p)
+				last.Topics = appendPartition(last.Topics, t, p,
+					func(t kmsg.WriteTxnMarkersRequestMarkerTopic) string { return t.Topic },
+					func(t *kmsg.WriteTxnMarkersRequestMarkerTopic) *[]int32 { return &t.Partitions })
 			}
 		}
 	}
-	return callParts(body, order, parts, call)
+	return parts.call(body, call)
 }
 
 // splitProducers splits DescribeProducers by the instance of each
 // __consumer_offsets partition it names.
 func splitProducers(partitions int32, of func(int32) *Coordinator, body *kmsg.DescribeProducersRequest, call func(*Coordinator, kmsg.Request) wire.Reply) wire.Reply {
-	var order []*Coordinator
-	parts := map[*Coordinator]*kmsg.DescribeProducersRequest{}
+	parts := newRequestParts(func() *kmsg.DescribeProducersRequest { cp := *body; cp.Topics = nil; return &cp })
 	for _, t := range body.Topics {
 		for _, p := range t.Partitions {
-			c := partitionOwner(partitions, of, t.Topic, p)
-			req, ok := parts[c]
-			if !ok {
-				cp := *body
-				cp.Topics = nil
-				req = &cp
-				parts[c] = req
-				order = append(order, c)
-			}
-			if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != t.Topic {
-				ct := t
-				ct.Partitions = nil
-				req.Topics = append(req.Topics, ct)
-			}
-			lt := &req.Topics[len(req.Topics)-1]
-			lt.Partitions = append(lt.Partitions, p)
+			req := parts.of(partitionOwner(partitions, of, t.Topic, p))
+			req.Topics = appendPartition(req.Topics, t, p,
+				func(t kmsg.DescribeProducersRequestTopic) string { return t.Topic },
+				func(t *kmsg.DescribeProducersRequestTopic) *[]int32 { return &t.Partitions })
 		}
 	}
-	return callParts(body, order, parts, call)
+	return parts.call(body, call)
 }
 
-// callParts hands each instance (in order) its part of body, or body
-// whole when one instance (or none) has a part, and joins the answers.
-func callParts[R kmsg.Request](body kmsg.Request, order []*Coordinator, parts map[*Coordinator]R, call func(*Coordinator, kmsg.Request) wire.Reply) wire.Reply {
-	if len(order) <= 1 {
+// appendPartition adds partition p of topic t to topics: to its last
+// entry when that is t's, else to a new copy of t without partitions.
+func appendPartition[T any](topics []T, t T, p int32, name func(T) string, partitionsOf func(*T) *[]int32) []T {
+	if n := len(topics); n == 0 || name(topics[n-1]) != name(t) {
+		*partitionsOf(&t) = nil
+		topics = append(topics, t)
+	}
+	ps := partitionsOf(&topics[len(topics)-1])
+	*ps = append(*ps, p)
+	return topics
+}
+
+// requestParts are the parts of a request, one per instance (nil: not
+// served here), in the order of their first item.
+type requestParts[R kmsg.Request] struct {
+	order []*Coordinator
+	by    map[*Coordinator]R
+	empty func() R
+}
+
+func newRequestParts[R kmsg.Request](empty func() R) *requestParts[R] {
+	return &requestParts[R]{by: map[*Coordinator]R{}, empty: empty}
+}
+
+// of is c's part, new (empty) at c's first item.
+func (p *requestParts[R]) of(c *Coordinator) R {
+	if r, ok := p.by[c]; ok {
+		return r
+	}
+	r := p.empty()
+	p.by[c] = r
+	p.order = append(p.order, c)
+	return r
+}
+
+// call hands each instance (in order) its part of body, or body whole
+// when one instance (or none) has a part, and joins the answers.
+func (p *requestParts[R]) call(body kmsg.Request, call func(*Coordinator, kmsg.Request) wire.Reply) wire.Reply {
+	if len(p.order) <= 1 {
 		var c *Coordinator
-		if len(order) == 1 {
-			c = order[0]
+		if len(p.order) == 1 {
+			c = p.order[0]
 		}
 		return call(c, body)
 	}
-	replies := make([]wire.Reply, len(order))
-	for i, c := range order {
-		replies[i] = call(c, parts[c])
+	replies := make([]wire.Reply, len(p.order))
+	for i, c := range p.order {
+		replies[i] = call(c, p.by[c])
 	}
 	return joinReplies(body, replies)
 }

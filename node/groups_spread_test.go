@@ -473,7 +473,7 @@ func TestGroupsZombieOwnerRefused(t *testing.T) {
 // __consumer_offsets partitions are answered by each partition's owner.
 // One request to coordinator 1 naming a partition it owns and one that
 // coordinator 2 owns gets the first accepted and NOT_LEADER_OR_FOLLOWER
-// for the second. Coordinator 1 then stops: the new owner of its
+// for the second (DescribeProducers likewise). Coordinator 1 then stops: the new owner of its
 // partition loaded the producer's state from etcd, so a marker of an
 // older coordinator epoch (a former transaction coordinator's) is fenced
 // with TRANSACTION_COORDINATOR_FENCED, and one of a newer epoch accepted.
@@ -520,6 +520,25 @@ func TestGroupsMarkersFollowPartitionOwner(t *testing.T) {
 	}
 	if got := marker(1, 7, p, q); len(got) != 2 || got[p] != 0 || got[q] != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("markers at coordinator 1 for its partition %d and coordinator 2's %d: %v, want 0 and NOT_LEADER_OR_FOLLOWER", p, q, got)
+	}
+	// DescribeProducers is split the same way: the producer is known at
+	// its partition's owner.
+	dreq := kmsg.NewPtrDescribeProducersRequest()
+	dt := kmsg.NewDescribeProducersRequestTopic()
+	dt.Topic, dt.Partitions = cluster.OffsetsTopic, []int32{p, q}
+	dreq.Topics = append(dreq.Topics, dt)
+	dresp, err := dreq.RequestWith(ctx, cl.Broker(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	described := map[int32]string{}
+	for _, rt := range dresp.Topics {
+		for _, rp := range rt.Partitions {
+			described[rp.Partition] = fmt.Sprintf("code %d, %d producers", rp.ErrorCode, len(rp.ActiveProducers))
+		}
+	}
+	if want := map[int32]string{p: "code 0, 1 producers", q: fmt.Sprintf("code %d, 0 producers", kerr.NotLeaderForPartition.Code)}; fmt.Sprint(described) != fmt.Sprint(want) {
+		t.Errorf("DescribeProducers at coordinator 1 of partitions %d and %d: %v, want %v", p, q, described, want)
 	}
 
 	stopCtx, stopCancel := context.WithTimeout(ctx, 15*time.Second)
