@@ -56,7 +56,15 @@ func (v *View) RegisterFindCoordinator(reg *wire.Registry) {
 func (v *View) FindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	coord := v.Coordinator()
-	group, groupOK := v.groupCoordinator()
+	// A group's coordinator is the owner of its __consumer_offsets
+	// partition, as in Kafka.
+	groupOf := func(group string) (Node, int16, *string) {
+		n, ok := v.groupCoordinatorOf(OffsetsPartitionFor(group, v.OffsetsPartitions()))
+		if !ok {
+			return Node{NodeID: -1}, kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr("the group coordinator is moving to another node")
+		}
+		return n, 0, nil
+	}
 	answer := func(keyType int8, key string) (node Node, errCode int16, msg *string) {
 		switch keyType {
 		case 1:
@@ -77,15 +85,9 @@ func (v *View) FindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 					return n, 0, nil
 				}
 			}
-			if !groupOK {
-				return Node{NodeID: -1}, kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr("the group coordinator is moving to another node")
-			}
-			return group, 0, nil
+			return groupOf(shareGroupOf(key))
 		case 0:
-			if !groupOK {
-				return Node{NodeID: -1}, kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr("the group coordinator is moving to another node")
-			}
-			return group, 0, nil
+			return groupOf(key)
 		default:
 			return Node{NodeID: -1}, kerr.InvalidRequest.Code, kmsg.StringPtr("unknown coordinator key type")
 		}
@@ -110,6 +112,13 @@ func (v *View) FindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 		resp.Host, resp.Port = hostPort(n.Addr)
 	}
 	return resp
+}
+
+// shareGroupOf is the group id of a share coordinator key parseShareKey
+// accepted.
+func shareGroupOf(key string) string {
+	tokens := strings.Split(key, ":")
+	return strings.Join(tokens[:len(tokens)-2], ":")
 }
 
 // parseShareKey reads a share coordinator key, Kafka's SharePartitionKey

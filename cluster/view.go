@@ -111,7 +111,7 @@ type View struct {
 	groupConfigs map[string]map[string]string
 
 	creator   atomic.Pointer[func(string) (Topic, error)]
-	groupHook atomic.Pointer[func() (Node, bool)]
+	groupHook atomic.Pointer[func(partition int32) (Node, bool)]
 	ctlHook   atomic.Pointer[func() (Node, bool)]
 	liveHook  atomic.Pointer[func() (map[int32]bool, bool)]
 	onMiss    atomic.Pointer[func(string)]
@@ -160,9 +160,14 @@ func (v *View) GroupCoordinator() Node {
 }
 
 // groupCoordinator is GroupCoordinator and whether a node holds it.
-func (v *View) groupCoordinator() (Node, bool) {
+func (v *View) groupCoordinator() (Node, bool) { return v.groupCoordinatorOf(0) }
+
+// groupCoordinatorOf is the node coordinating the groups of
+// __consumer_offsets partition p (and leading it), and whether a node
+// does.
+func (v *View) groupCoordinatorOf(p int32) (Node, bool) {
 	if fn := v.groupHook.Load(); fn != nil {
-		if n, ok := (*fn)(); ok {
+		if n, ok := (*fn)(p); ok {
 			return n, true
 		}
 		return v.Coordinator(), false
@@ -170,11 +175,23 @@ func (v *View) groupCoordinator() (Node, bool) {
 	return v.Coordinator(), true
 }
 
+// GroupCoordinatorOf is the node coordinating the groups of
+// __consumer_offsets partition p, and whether a node does now.
+func (v *View) GroupCoordinatorOf(p int32) (Node, bool) { return v.groupCoordinatorOf(p) }
+
 // SetGroupCoordinator makes fn name the group coordinator node: the
 // coordinator holding the group coordinator's etcd lease. fn
 // returns false while none does: FindCoordinator for groups then answers
 // COORDINATOR_NOT_AVAILABLE and __consumer_offsets has no leader.
-func (v *View) SetGroupCoordinator(fn func() (Node, bool)) { v.groupHook.Store(&fn) }
+func (v *View) SetGroupCoordinator(fn func() (Node, bool)) {
+	v.SetGroupCoordinatorOf(func(int32) (Node, bool) { return fn() })
+}
+
+// SetGroupCoordinatorOf makes fn name the node coordinating the groups of
+// each __consumer_offsets partition (and leading it), when the groups are
+// spread over the coordinators by partition; fn returns false while no
+// node owns the partition (a takeover).
+func (v *View) SetGroupCoordinatorOf(fn func(partition int32) (Node, bool)) { v.groupHook.Store(&fn) }
 
 // Controller is the node Metadata and DescribeCluster name as
 // ControllerID: the coordinator (node 0), or with several coordinators
@@ -579,7 +596,7 @@ func (v *View) LeaderOf(topic string, partition int32) (Node, bool) {
 		return Node{}, false
 	}
 	if t.Internal {
-		return v.groupCoordinator()
+		return v.groupCoordinatorOf(partition)
 	}
 	if int(partition) < len(t.Replicas) && len(t.Replicas[partition]) > 0 {
 		return v.Node(t.Replicas[partition][0])

@@ -62,9 +62,12 @@ type Routed struct {
 	// (a transport error), so a dead coordinator does not cost every
 	// request a failed dial first.
 	suspect map[int32]time.Time
-	// groups is the group coordinator's node as a FindCoordinator for a
-	// group last answered (-1: unknown); see FollowGroupCoordinator.
-	groups int32
+	// groups is the node coordinating each __consumer_offsets partition
+	// as a FindCoordinator for its probe key last answered (absent:
+	// unknown); probes maps each probe key to its partition. See
+	// FollowGroupCoordinator.
+	groups map[int32]int32
+	probes map[string]int32
 
 	done    context.Context // ends at Close: FollowGroupCoordinator stops
 	close   context.CancelFunc
@@ -111,7 +114,7 @@ func NewRouted(cfg RoutedConfig) *Routed {
 		log:        cfg.Log,
 		owners:     map[int32]int32{},
 		suspect:    map[int32]time.Time{},
-		groups:     -1,
+		groups:     map[int32]int32{},
 	}
 	r.done, r.close = context.WithCancel(context.Background())
 	for node, cl := range cfg.Coordinators {
@@ -298,46 +301,78 @@ func (r *Routed) learn(resp *kmsg.FindCoordinatorResponse) {
 	}
 }
 
-// learnGroups keeps the group coordinator's node a FindCoordinator for
-// groups answered: one node coordinates every group (the holder of its
-// etcd lease), so any key's answer names it; none is known while the
-// answer is an error.
+// learnGroups keeps the node coordinating each __consumer_offsets
+// partition a FindCoordinator for the probe keys answered (a group's
+// coordinator is its partition's owner); a partition whose answer is an
+// error has none known.
 func (r *Routed) learnGroups(resp *kmsg.FindCoordinatorResponse) {
-	node := int32(-1)
-	for _, c := range resp.Coordinators {
-		if c.ErrorCode == 0 {
-			node = c.NodeID
-			break
-		}
-	}
-	r.mu.Lock()
-	r.groups = node
-	r.mu.Unlock()
-}
-
-// GroupCoordinator is the group coordinator's node as last learned.
-func (r *Routed) GroupCoordinator() (int32, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.groups, r.groups >= 0
+	for _, c := range resp.Coordinators {
+		p, probe := r.probes[c.Key]
+		if !probe {
+			continue
+		}
+		if c.ErrorCode == 0 {
+			r.groups[p] = c.NodeID
+		} else {
+			delete(r.groups, p)
+		}
+	}
 }
 
-// groupProbeKey is the group FindCoordinator asks FollowGroupCoordinator
-// sends: any key names the one group coordinator.
+// GroupCoordinatorOf is the node coordinating the groups of
+// __consumer_offsets partition p, as last learned.
+func (r *Routed) GroupCoordinatorOf(p int32) (int32, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, ok := r.groups[p]
+	return n, ok
+}
+
+// groupProbeKey starts the groups FindCoordinator asks
+// FollowGroupCoordinator sends: groupProbeKey-<i>, one key hashed to each
+// __consumer_offsets partition.
 const groupProbeKey = "txncoord-leader-group-probe"
 
-// FollowGroupCoordinator asks the coordinators for the group coordinator
-// every interval until Close, so that GroupCoordinator stays current on a
-// leader process, which has no etcd client (its Metadata names that node
-// as the leader of __consumer_offsets, as the coordinators' does).
-func (r *Routed) FollowGroupCoordinator(interval time.Duration) {
+// probeKeys is one group id per partition of __consumer_offsets of n
+// partitions, each hashed to its partition.
+func probeKeys(n int32) map[string]int32 {
+	keys := map[string]int32{}
+	found := map[int32]bool{}
+	for i := 0; int32(len(found)) < n; i++ {
+		k := fmt.Sprintf("%s-%d", groupProbeKey, i)
+		if p := cluster.OffsetsPartitionFor(k, n); !found[p] {
+			found[p] = true
+			keys[k] = p
+		}
+	}
+	return keys
+}
+
+// FollowGroupCoordinator asks the coordinators for the coordinator of
+// each of the offsetsPartitions partitions of __consumer_offsets every
+// interval until Close (one FindCoordinator, a key per partition), so that
+// GroupCoordinatorOf stays current on a leader process, which has no etcd
+// client (its Metadata names those nodes as the partitions' leaders, as
+// the coordinators' does).
+func (r *Routed) FollowGroupCoordinator(interval time.Duration, offsetsPartitions int32) {
+	probes := probeKeys(offsetsPartitions)
+	keys := make([]string, 0, len(probes))
+	for k := range probes {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	r.mu.Lock()
+	r.probes = probes
+	r.mu.Unlock()
 	r.follows.Go(func() {
 		for {
 			req := kmsg.NewPtrFindCoordinatorRequest()
-			req.CoordinatorType, req.CoordinatorKeys = 0, []string{groupProbeKey}
+			req.CoordinatorType, req.CoordinatorKeys = 0, keys
 			if _, err := r.FindCoordinator(r.done, req); err != nil {
 				r.mu.Lock()
-				r.groups = -1
+				clear(r.groups)
 				r.mu.Unlock()
 			}
 			t := time.NewTimer(interval)

@@ -729,36 +729,56 @@ func TestRoutedFindHedgesAPausedCoordinator(t *testing.T) {
 	}
 }
 
-// A leader process follows which coordinator holds the group coordinator
-// (FollowGroupCoordinator: a FindCoordinator for a group every interval):
-// it names the node the coordinators answer, follows a move, and stops
-// at Close.
+// A leader process follows which coordinator coordinates the groups of
+// each __consumer_offsets partition (FollowGroupCoordinator: one
+// FindCoordinator for groups every interval, a key hashed to each
+// partition): it names the node the coordinators answer for each
+// partition, follows a move, and stops at Close.
 func TestRoutedFollowsGroupCoordinator(t *testing.T) {
 	fakes, table := startOwnerFakes(t, 3)
 	r := routedOver(t, fakes)
-	if _, ok := r.GroupCoordinator(); ok {
+	const offsetsPartitions = 5
+	if _, ok := r.GroupCoordinatorOf(0); ok {
 		t.Fatal("a group coordinator known before any FindCoordinator for groups")
 	}
-	p := cluster.TransactionPartitionFor(groupProbeKey, routedPartitions) // the fakes answer every key by its partition
-	r.FollowGroupCoordinator(10 * time.Millisecond)
-	waitGroups := func(want int32) {
+	probes := probeKeys(offsetsPartitions)
+	if len(probes) != offsetsPartitions {
+		t.Fatalf("%d probe keys for %d partitions", len(probes), offsetsPartitions)
+	}
+	r.FollowGroupCoordinator(10*time.Millisecond, offsetsPartitions)
+	// The fakes answer every key by its __transaction_state partition's
+	// owner in table.
+	waitGroups := func() {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			if got, ok := r.GroupCoordinator(); ok && got == want {
+			wrong := 0
+			for k, p := range probes {
+				if got, ok := r.GroupCoordinatorOf(p); !ok || got != table.ownerOf(k) {
+					wrong++
+				}
+			}
+			if wrong == 0 {
 				return
 			}
 			if time.Now().After(deadline) {
-				got, ok := r.GroupCoordinator()
-				t.Fatalf("group coordinator %d (%v), want %d", got, ok, want)
+				t.Fatalf("%d of %d partitions name another coordinator than the coordinators answer", wrong, offsetsPartitions)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	waitGroups(table.ownerOf(groupProbeKey))
-	next := (table.ownerOf(groupProbeKey) + 1) % 3
-	table.move(p, next)
-	waitGroups(next)
+	waitGroups()
+	var moved string
+	for k := range probes {
+		moved = k
+		break
+	}
+	next := (table.ownerOf(moved) + 1) % 3
+	table.move(cluster.TransactionPartitionFor(moved, routedPartitions), next)
+	waitGroups()
+	if got, _ := r.GroupCoordinatorOf(probes[moved]); got != next {
+		t.Fatalf("partition %d: coordinator %d after the move, want %d", probes[moved], got, next)
+	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}

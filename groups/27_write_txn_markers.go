@@ -1,7 +1,8 @@
 package groups
 
 // WriteTxnMarkers (key 27), v0–v2, for __consumer_offsets partitions
-// (the coordinator node leads them all).
+// (the partitions whose groups this coordinator serves: all of them on a
+// single coordinator, the partitions it owns on etcd).
 //
 // Behavior:
 //   - per partition: validated by txnrules.CheckMarker, the rule every

@@ -14,6 +14,18 @@ type Metrics struct {
 // reg is nil); the gauges read the groups of current(), none while it
 // returns nil.
 func NewMetrics(reg prometheus.Registerer, current func() *Coordinator) *Metrics {
+	return NewMetricsOf(reg, func() []*Coordinator {
+		if c := current(); c != nil {
+			return []*Coordinator{c}
+		}
+		return nil
+	})
+}
+
+// NewMetricsOf is NewMetrics for a node running several Coordinators (one
+// per __consumer_offsets partition it owns): the gauges add up every
+// instance all returns.
+func NewMetricsOf(reg prometheus.Registerer, all func() []*Coordinator) *Metrics {
 	m := &Metrics{
 		rebalances: prometheus.NewCounter(prometheus.CounterOpts{Name: "txncoord_group_rebalances_total",
 			Help: "Completed rebalances of classic groups (a generation that started)."}),
@@ -31,15 +43,13 @@ func NewMetrics(reg prometheus.Registerer, current func() *Coordinator) *Metrics
 	}
 	count := func(f func(g *Group) int) func() float64 {
 		return func() float64 {
-			c := current()
-			if c == nil {
-				return 0
-			}
-			c.mu.Lock()
-			defer c.mu.Unlock()
 			n := 0
-			for _, g := range c.core.groups {
-				n += f(g)
+			for _, c := range all() {
+				c.mu.Lock()
+				for _, g := range c.core.groups {
+					n += f(g)
+				}
+				c.mu.Unlock()
 			}
 			return float64(n)
 		}

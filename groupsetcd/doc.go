@@ -1,12 +1,15 @@
 // Package groupsetcd keeps the group coordinator's records in etcd, for a
-// cluster of several coordinators, where the group
-// coordinator moves between coordinator nodes: one node at a time holds
-// it through an etcd lease (an ownership.Member over one partition of the
-// Layout <cluster prefix>/groups), and whichever node holds it next loads
-// the state this package wrote.
+// cluster of several coordinators, where the groups of each
+// __consumer_offsets partition move between coordinator nodes: one node at
+// a time owns a partition through an etcd lease (an ownership.Member over
+// the partitions of the Layout <cluster prefix>/groupparts), runs a group
+// coordinator for its groups with one Log, and whichever node owns it
+// next loads the state this package wrote.
 //
-// It owns the keys <prefix>/data/<bucket>/<hex(key)> of a groups Layout
-// (DataPrefix): one etcd key per bbolt key of the single-coordinator
+// A Log owns the keys <data prefix><bucket>/<hex(key)>, its data prefix
+// PartitionDataPrefix (<prefix>/data/<partition>/) of the partition it
+// writes for, or DataPrefix (<prefix>/data/) for a Log of a single-lease
+// Layout: one etcd key per bbolt key of the single-coordinator
 // store (groups' buckets: groups, offsets, txnoffsets, producers,
 // partitions), the value as the record put it. Hex keeps etcd's byte order
 // of keys equal to the raw keys' (as bbolt's ForEach walks them) and keeps

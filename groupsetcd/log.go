@@ -36,7 +36,11 @@ type Options struct {
 	// CommitTimeout bounds one etcd Txn (default DefaultCommitTimeout):
 	// with etcd unreachable, the log fails after that long.
 	CommitTimeout time.Duration
-	Log           zerolog.Logger
+	// DataPrefix, optional, is where the records live instead of
+	// DataPrefix(layout): PartitionDataPrefix for the groups of one
+	// __consumer_offsets partition.
+	DataPrefix string
+	Log        zerolog.Logger
 }
 
 // Log is the group coordinator's record log over etcd, for the holder of
@@ -94,8 +98,16 @@ func DataPrefix(l txnetcd.Layout) string {
 	return strings.TrimRight(l.Prefix, "/") + "/data/"
 }
 
-// Open returns a groups.RecordLog over etcd for the holder of fence f
-// (f.Partition is 0), keys under DataPrefix(store.Layout()). The store's
+// PartitionDataPrefix is where the records of the groups of one
+// __consumer_offsets partition live, when each partition has its owner:
+// <prefix>/data/<partition>/.
+func PartitionDataPrefix(l txnetcd.Layout, partition int32) string {
+	return fmt.Sprintf("%s%d/", DataPrefix(l), partition)
+}
+
+// Open returns a groups.RecordLog over etcd for the holder of fence f,
+// keys under opts.DataPrefix, or DataPrefix(store.Layout()) (f.Partition
+// is then 0). The store's
 // client is the caller's; Close does not close it.
 func Open(store *txnetcd.Store, f txnetcd.Fence, opts Options) *Log {
 	if opts.MaxTxnOps <= 0 {
@@ -104,7 +116,11 @@ func Open(store *txnetcd.Store, f txnetcd.Fence, opts Options) *Log {
 	if opts.CommitTimeout <= 0 {
 		opts.CommitTimeout = DefaultCommitTimeout
 	}
-	l := &Log{store: store, fence: f, opts: opts, dataPrefix: DataPrefix(store.Layout()),
+	prefix := opts.DataPrefix
+	if prefix == "" {
+		prefix = DataPrefix(store.Layout())
+	}
+	l := &Log{store: store, fence: f, opts: opts, dataPrefix: prefix,
 		log:  opts.Log.With().Str("component", "groupsetcd").Int32("partition", f.Partition).Logger(),
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancel(context.Background())

@@ -19,7 +19,7 @@ func (l *Log) write() {
 	if failed {
 		ev := l.log.Error()
 		if isFenced(err) {
-			ev = l.log.Warn() // another node holds the group coordinator: expected after a takeover
+			ev = l.log.Warn() // another node owns the partition now: expected after a takeover
 		}
 		ev.Err(err).Msg("group coordinator records not written; the log is closed")
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/integration/eos"
 )
 
@@ -22,37 +23,9 @@ func TestScaleoutEOS(t *testing.T) {
 	topics := eosTopics("scale-eos")
 	sc := startScaleCluster(t, scaleConfig{Topics: eosTopicMap(topics, eosPartitions), LeaseTTL: 2 * time.Second})
 	cfg := eosConfig("kgo", sc.Bootstrap(), topics)
-	var victim int32 = -1
-	var killedAt time.Time
-	cfg.Events = append(cfg.Events,
-		eos.Event{At: 0.3, Kind: eos.Func, Name: "SIGKILL of a non-zero coordinator", Do: func(ctx context.Context) error {
-			var err error
-			if victim, err = sc.busiestNonZero(ctx); err != nil {
-				return err
-			}
-			killedAt = sc.KillCoordinator(victim)
-			t.Logf("SIGKILL of coordinator %d", victim)
-			return nil
-		}},
-		eos.Event{At: 0.6, Kind: eos.Func, Name: "restart of the killed coordinator", Do: func(ctx context.Context) error {
-			if victim < 0 {
-				return fmt.Errorf("no coordinator was killed")
-			}
-			sc.StartCoordinator(victim)
-			t.Logf("coordinator %d restarted %v after its SIGKILL", victim, time.Since(killedAt).Round(time.Millisecond))
-			return nil
-		}})
+	cfg.Events = append(cfg.Events, killCoordinatorEvents(t, sc, "SIGKILL of a non-zero coordinator", sc.busiestNonZero)...)
 	sortEvents(cfg.Events)
-	rep := runEOS(t, testCtx(t, 4*time.Minute), cfg)
-	kills := 0
-	for _, n := range rep.Notes {
-		if strings.HasPrefix(n, "SIGKILL of a non-zero") && !strings.Contains(n, " at 100% committed") {
-			kills++
-		}
-	}
-	if kills != 1 {
-		t.Fatalf("the coordinator kill did not land while the chain ran: %q", rep.Notes)
-	}
+	checkKillLanded(t, runEOS(t, testCtx(t, 4*time.Minute), cfg), "SIGKILL of a non-zero coordinator")
 	sc.waitBalanced(testCtx(t, time.Minute), 0, 1, 2)
 }
 
@@ -71,4 +44,87 @@ func (sc *scaleCluster) busiestNonZero(ctx context.Context) (int32, error) {
 		return 2, nil
 	}
 	return 1, nil
+}
+
+// TestScaleoutEOSGroupsSpread is the exactly-once chain (kgo members)
+// with its two groups on different coordinators (their
+// __consumer_offsets partitions owned by coordinators 1 and 2, as
+// Metadata names them): at 30% of the values committed the coordinator
+// of the first stage's group is SIGKILLed; its partitions (of both
+// topics) move to the others while the other group's coordinator keeps
+// serving it; at 60% it starts again. Every value must come out exactly
+// once and both groups' offsets must resume at the end.
+func TestScaleoutEOSGroupsSpread(t *testing.T) {
+	topics := eosTopics("scale-eos-spread")
+	sc := startScaleCluster(t, scaleConfig{Topics: eosTopicMap(topics, eosPartitions), LeaseTTL: 2 * time.Second})
+	ctx := testCtx(t, 5*time.Minute)
+	sc.waitBalanced(ctx, 0, 1, 2)
+	leaders := sc.offsetsLeadersAt(ctx, 0)
+	n := int32(len(leaders))
+	groupOn := func(owner int32, stage int) string {
+		for i := 0; i < 1000; i++ {
+			g := fmt.Sprintf("%s-g%d-%d", topics[stage-1], stage, i)
+			if leaders[cluster.OffsetsPartitionFor(g, n)] == owner {
+				return g
+			}
+		}
+		t.Fatalf("no group of 1000 ids on coordinator %d (Metadata's leaders %v)", owner, leaders)
+		return ""
+	}
+	cfg := eosConfig("kgo", sc.Bootstrap(), topics)
+	cfg.Groups = [2]string{groupOn(1, 1), groupOn(2, 2)}
+	t.Logf("groups %s on coordinator 1, %s on coordinator 2", cfg.Groups[0], cfg.Groups[1])
+	firstGroupsOwner := func(ctx context.Context) (int32, error) {
+		victim := sc.groupCoordinatorAt(ctx, 0, cfg.Groups[0])
+		if victim <= 0 {
+			return -1, fmt.Errorf("the first group's coordinator is %d, want a non-zero coordinator", victim)
+		}
+		return victim, nil
+	}
+	cfg.Events = append(cfg.Events, killCoordinatorEvents(t, sc, "SIGKILL of the first group's coordinator", firstGroupsOwner)...)
+	sortEvents(cfg.Events)
+	checkKillLanded(t, runEOS(t, ctx, cfg), "SIGKILL of the first group's coordinator")
+	sc.waitBalanced(testCtx(t, time.Minute), 0, 1, 2)
+}
+
+// killCoordinatorEvents are a chain's events that SIGKILL the coordinator
+// victim names at 30% of the values committed (the event called name),
+// and start it again at 60%.
+func killCoordinatorEvents(t *testing.T, sc *scaleCluster, name string, victimOf func(context.Context) (int32, error)) []eos.Event {
+	var victim int32 = -1
+	var killedAt time.Time
+	return []eos.Event{
+		{At: 0.3, Kind: eos.Func, Name: name, Do: func(ctx context.Context) error {
+			var err error
+			if victim, err = victimOf(ctx); err != nil {
+				return err
+			}
+			killedAt = sc.KillCoordinator(victim)
+			t.Logf("SIGKILL of coordinator %d", victim)
+			return nil
+		}},
+		{At: 0.6, Kind: eos.Func, Name: "restart of the killed coordinator", Do: func(ctx context.Context) error {
+			if victim < 0 {
+				return fmt.Errorf("no coordinator was killed")
+			}
+			sc.StartCoordinator(victim)
+			t.Logf("coordinator %d restarted %v after its SIGKILL", victim, time.Since(killedAt).Round(time.Millisecond))
+			return nil
+		}},
+	}
+}
+
+// checkKillLanded fails the test unless the event called name ran while
+// the chain ran.
+func checkKillLanded(t *testing.T, rep *eos.Report, name string) {
+	t.Helper()
+	kills := 0
+	for _, note := range rep.Notes {
+		if strings.HasPrefix(note, name) && !strings.Contains(note, " at 100% committed") {
+			kills++
+		}
+	}
+	if kills != 1 {
+		t.Fatalf("the coordinator kill did not land while the chain ran: %q", rep.Notes)
+	}
 }

@@ -5,12 +5,13 @@ import (
 	"time"
 )
 
-// TestScaleoutLeadersFollowGroupCoordinator: the leader of every
-// __consumer_offsets partition is the coordinator holding the group
-// coordinator's lease. Leader processes have no etcd client: they ask the
-// coordinators every 2 s and name that holder in their Metadata, as the
-// coordinators do. When the holder is SIGKILLed the lease moves, and every
-// leader process names the new holder; before, they named node 0 always.
+// TestScaleoutLeadersFollowGroupCoordinator: the leader of each
+// __consumer_offsets partition is the coordinator owning it (the
+// coordinator of its groups). Leader processes have no etcd client: they
+// ask the coordinators every 2 s (a group id hashed to each partition)
+// and name each partition's owner in their Metadata, as the coordinators
+// do. When partition 0's owner is SIGKILLed the partition moves, and every
+// leader process names its new owner.
 func TestScaleoutLeadersFollowGroupCoordinator(t *testing.T) {
 	sc := startScaleCluster(t, scaleConfig{Topics: map[string]int32{"scale-groups-meta": 1}, LeaseTTL: 2 * time.Second})
 	ctx := testCtx(t, 2*time.Minute)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/cluster"
 )
 
 // What the scale-out tests observe of the cluster: commits as a
@@ -290,16 +291,37 @@ func (sc *scaleCluster) tryCommit(ctx context.Context, txnID, topic string, d ti
 // Metadata node answers (-1 when it names none).
 func (sc *scaleCluster) offsetsLeaderAt(ctx context.Context, node int32) int32 {
 	sc.t.Helper()
+	if l, ok := sc.offsetsLeadersAt(ctx, node)[0]; ok {
+		return l
+	}
+	return -1
+}
+
+// groupCoordinatorAt is the leader node's Metadata names for group's
+// __consumer_offsets partition: the group's coordinator (-1 when it
+// names none).
+func (sc *scaleCluster) groupCoordinatorAt(ctx context.Context, node int32, group string) int32 {
+	sc.t.Helper()
+	leaders := sc.offsetsLeadersAt(ctx, node)
+	if l, ok := leaders[cluster.OffsetsPartitionFor(group, int32(len(leaders)))]; ok {
+		return l
+	}
+	return -1
+}
+
+// offsetsLeadersAt is the leader of each __consumer_offsets partition in
+// node's Metadata; a partition it does not list is missing.
+func (sc *scaleCluster) offsetsLeadersAt(ctx context.Context, node int32) map[int32]int32 {
+	sc.t.Helper()
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr("__consumer_offsets")
 	req.Topics = append(req.Topics, rt)
+	out := map[int32]int32{}
 	for _, t := range sc.requestAt(ctx, node, req).(*kmsg.MetadataResponse).Topics {
 		for _, p := range t.Partitions {
-			if p.Partition == 0 {
-				return p.Leader
-			}
+			out[p.Partition] = p.Leader
 		}
 	}
-	return -1
+	return out
 }

@@ -11,10 +11,10 @@ import (
 )
 
 // TestScaleoutShareGroupSurvivesSIGKILL: a share group in the etcd mode
-// (three coordinator processes, the group coordinator on the holder of its
-// lease with its state in etcd; three leader processes). Three kgo share
-// members consume; halfway, the holder is SIGKILLed. The lease moves, the
-// new holder loads the group from etcd and serves the members (their
+// (three coordinator processes, the group on the owner of its
+// __consumer_offsets partition with its state in etcd; three leader
+// processes). Three kgo share members consume; halfway, the owner (the
+// holder) is SIGKILLed. The partition moves, the new holder loads the group from etcd and serves the members (their
 // leaves at the end reach it: it describes the group empty at a higher
 // epoch), and the consumption finishes: every record delivered, a record
 // delivered again
@@ -46,7 +46,7 @@ func TestScaleoutShareGroupSurvivesSIGKILL(t *testing.T) {
 	var before kadm.DescribedShareGroup
 	var killed time.Time
 	got := consumeShare(ctx, t, seeds, group, topic, 3, n, func() {
-		holder = sc.offsetsLeaderAt(ctx, sc.file.Leaders[0].NodeID)
+		holder = sc.groupCoordinatorAt(ctx, sc.file.Leaders[0].NodeID, group)
 		ds, err := adm.DescribeShareGroups(ctx, group)
 		if err != nil || ds[group].Err != nil {
 			t.Errorf("describe before the SIGKILL: %v %v", err, ds[group].Err)

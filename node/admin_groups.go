@@ -67,52 +67,64 @@ func (c *Coordinator) withGroupsAdmin(b *adminBackend) admin.Backend {
 }
 
 // heldGroups is the group coordinator as the admin API of a coordinator
-// on etcd sees it: the instance this node, or another coordinator of this
-// process, runs while it holds the lease; none otherwise (its holder's
-// admin API answers).
+// on etcd sees it: the instances of the __consumer_offsets partitions this
+// node, or another coordinator of this process, owns; a partition owned
+// by another process is left out (its owner's admin API answers).
 type heldGroups struct{ c *Coordinator }
 
-func (h heldGroups) current() (*groups.Coordinator, int32) {
-	node, _, ok := h.c.groups.Holder()
+// of is the instance of partition p in this process, and its owner.
+func (h heldGroups) of(p int32) (*groups.Coordinator, int32) {
+	node, _, ok := h.c.groups.OwnerOf(p)
 	if !ok {
 		return nil, -1
 	}
-	if g := h.c.groups.Current(); g != nil {
+	if g := h.c.groups.Of(p); g != nil {
 		return g, node
 	}
-	if p := h.c.peer(node); p != nil && p.groups != nil {
-		return p.groups.Current(), node
+	if peer := h.c.peer(node); peer != nil && peer.groups != nil {
+		return peer.groups.Of(p), node
 	}
 	return nil, node
 }
 
+// ofGroup is the instance of group id's partition, and its owner.
+func (h heldGroups) ofGroup(id string) (*groups.Coordinator, int32) {
+	return h.of(cluster.OffsetsPartitionFor(id, h.c.groups.partitions))
+}
+
 func (h heldGroups) ListGroups() []groups.GroupSummary {
-	if g, _ := h.current(); g != nil {
-		return g.ListGroups()
+	var out []groups.GroupSummary
+	for p := range h.c.groups.partitions {
+		if g, _ := h.of(p); g != nil {
+			out = append(out, g.ListGroups()...)
+		}
 	}
-	return nil
+	return out
 }
 
 func (h heldGroups) DescribeGroup(id string) (groups.GroupDescription, bool) {
-	if g, _ := h.current(); g != nil {
+	if g, _ := h.ofGroup(id); g != nil {
 		return g.DescribeGroup(id)
 	}
 	return groups.GroupDescription{}, false
 }
 
 func (h heldGroups) DeleteGroup(ctx context.Context, id string) error {
-	g, node := h.current()
+	g, node := h.ofGroup(id)
 	if g == nil {
-		return fmt.Errorf("%w: the group coordinator runs on coordinator %d: use its admin API", admin.ErrConflict, node)
+		return fmt.Errorf("%w: the group's coordinator is coordinator %d: use its admin API", admin.ErrConflict, node)
 	}
 	return g.DeleteGroup(ctx, id)
 }
 
 func (h heldGroups) PendingOffsets(producerID int64) []groups.PendingOffsetInfo {
-	if g, _ := h.current(); g != nil {
-		return g.PendingOffsets(producerID)
+	var out []groups.PendingOffsetInfo
+	for p := range h.c.groups.partitions {
+		if g, _ := h.of(p); g != nil {
+			out = append(out, g.PendingOffsets(producerID)...)
+		}
 	}
-	return nil
+	return out
 }
 
 // withGroups adds the group coordinator g to the admin backend b; the lag

@@ -152,8 +152,9 @@ type Coordinator struct {
 	ownController bool
 	ownStore      *storage.Store // the process's store (no Shared): closed last
 	etcdClient    *clientv3.Client
-	// groups holds the group coordinator when this node has its lease
-	// (etcd mode; Groups is nil then).
+	// groups runs a group coordinator instance for each
+	// __consumer_offsets partition this node owns (etcd mode; Groups is
+	// nil then).
 	groups *groupHolder
 	// ctl holds the topic controller when this node has its lease (etcd
 	// mode; Controller is nil then).

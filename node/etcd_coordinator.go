@@ -212,7 +212,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	}
 	cleanup = append(cleanup, func() { c.groups.Close() })
 	if cfg.Shared == nil { // a process of its own: its view follows its own member
-		cfg.View.SetGroupCoordinator(c.groups.holderNode(cfg.View))
+		cfg.View.SetGroupCoordinatorOf(c.groups.ownerNode(cfg.View))
 		cfg.View.SetLiveCoordinators(c.liveCoordinators)
 	}
 
@@ -227,7 +227,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	}
 	c.Server, err = listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, requestMetrics(cfg.Requests, cfg.Metrics), log, func(reg *wire.Registry) {
 		c.Router.Register(reg)
-		groups.RegisterSwitch(reg, self.KafkaVersion, c.groups.Current)
+		groups.RegisterPartitionSwitch(reg, self.KafkaVersion, c.groups.partitions, c.groups.Of)
 		topics.RegisterSwitch(reg, c.ctl.Current, ctlForward, synced)
 		cfg.View.AuthMeta().RegisterSwitch(reg, authmeta.ForwardFunc(ctlForward), synced)
 		c.Partitions.RegisterBeside(reg)

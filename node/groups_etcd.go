@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,51 +19,133 @@ import (
 	"github.com/txncoord/txncoord/txnetcd"
 )
 
-// groupHolder runs the group coordinator on whichever coordinator holds
-// its etcd lease (several coordinators). Every coordinator runs
-// one: an ownership.Member over a single partition (keys under
-// <prefix>/groups), so exactly one live coordinator holds it at a time,
-// with a coordinator epoch from etcd that rises at every takeover. The
-// holder opens a groups.Coordinator whose records go to etcd
-// (groupsetcd), every write fenced by its lease, so a former holder,
-// paused past its lease, writes nothing; the next holder loads the groups,
-// their offsets and pending transactional offsets from etcd. Requests
-// reach the current instance through groups.RegisterSwitch; a node that
-// does not hold it answers NOT_COORDINATOR, and FindCoordinator for groups
-// names the holder (cluster.View.SetGroupCoordinator).
+// groupHolder spreads the group coordinator over the coordinators on
+// etcd by __consumer_offsets partition, as Kafka spreads groups over the
+// leaders of that topic: an ownership.Member over its partitions (keys
+// under <prefix>/groupparts) balances them among the live coordinators as
+// the __transaction_state partitions are, each with its own epoch from
+// etcd that rises at every takeover. For each partition it owns, a node
+// opens a groups.Coordinator serving the groups hashed to it
+// (cluster.OffsetsPartitionFor), whose records go to that partition's keys
+// in etcd (groupsetcd.PartitionDataPrefix), every write fenced by the
+// partition's ownership, so a former owner, paused past its lease, writes
+// nothing; the next owner loads the partition's groups, offsets and
+// pending transactional offsets. A coordinator's death moves only its
+// partitions: groups of the others never pause. Requests reach the
+// partition's instance through groups.RegisterPartitionSwitch (another
+// partition's group is answered NOT_COORDINATOR), and FindCoordinator and
+// Metadata name each partition's owner (cluster.View.SetGroupCoordinatorOf).
 type groupHolder struct {
-	*leaseHolder[groups.Coordinator]
+	member     *ownership.Member
+	partitions int32
+	holders    []*leaseHolder[groups.Coordinator]
+	events     []chan ownership.Event
+	dispatched chan struct{} // closed when the dispatcher stopped
+	closing    chan struct{} // closed by Close: the holders no longer read events
+	closeOnce  sync.Once
+	closeErr   error
 }
 
-// groupsPrefix is where the group coordinator's lease and state live.
-func groupsPrefix(v *cluster.View) string { return v.Etcd().Prefix + "/groups" }
+// groupsPrefix is where the group partitions' ownership and state live.
+func groupsPrefix(v *cluster.View) string { return v.Etcd().Prefix + "/groupparts" }
 
-// startGroupHolder starts following the group coordinator's lease.
+// startGroupHolder starts following the ownership of the
+// __consumer_offsets partitions.
 func startGroupHolder(cli *clientv3.Client, v *cluster.View, self cluster.Node, ttl time.Duration, cfg groups.Config, log zerolog.Logger) (*groupHolder, error) {
+	n := v.OffsetsPartitions()
 	layout := txnetcd.Layout{Prefix: groupsPrefix(v)}
-	m, err := ownership.Start(ownership.Config{Client: cli, Layout: layout, NodeID: self.NodeID, Partitions: 1, LeaseTTL: ttl,
+	m, err := ownership.Start(ownership.Config{Client: cli, Layout: layout, NodeID: self.NodeID, Partitions: n, LeaseTTL: ttl,
 		Log: log.With().Str("role", "groups").Logger()}) // ownership names itself the component
 	if err != nil {
-		return nil, fmt.Errorf("group coordinator lease: %w", err)
+		return nil, fmt.Errorf("group partitions' ownership: %w", err)
 	}
-	store := txnetcd.NewStore(cli, txnetcd.Options{Layout: layout, Partitions: 1})
+	store := txnetcd.NewStore(cli, txnetcd.Options{Layout: layout, Partitions: n})
+	base := log // the instances' components name themselves
 	log = log.With().Str("component", "groups-holder").Logger()
-	h := &groupHolder{}
-	h.leaseHolder = newLeaseHolder(m, "group coordinator", log, func(fence txnetcd.Fence, failed func(error)) (*groups.Coordinator, error) {
-		cfg := cfg
-		cfg.Records = groupsetcd.Open(store, fence, groupsetcd.Options{Log: log, OnFail: failed})
-		c, err := groups.Open(cfg)
-		if err != nil {
-			cfg.Records.Close()
-		}
-		return c, err
-	}, (*groups.Coordinator).Close)
+	h := &groupHolder{member: m, partitions: n, dispatched: make(chan struct{}), closing: make(chan struct{})}
+	for p := range n {
+		ch := make(chan ownership.Event, 16)
+		plog := log.With().Int32("offsets_partition", p).Logger()
+		ilog := base.With().Int32("offsets_partition", p).Logger()
+		h.events = append(h.events, ch)
+		h.holders = append(h.holders, newPartitionHolder(m, p, ch, "group coordinator", plog,
+			func(fence txnetcd.Fence, failed func(error)) (*groups.Coordinator, error) {
+				cfg := cfg
+				cfg.Log = ilog
+				cfg.Records = groupsetcd.Open(store, fence, groupsetcd.Options{Log: ilog, OnFail: failed,
+					DataPrefix: groupsetcd.PartitionDataPrefix(layout, p)})
+				c, err := groups.Open(cfg)
+				if err != nil {
+					cfg.Records.Close()
+				}
+				return c, err
+			}, (*groups.Coordinator).Close))
+	}
 	// One set of series for every instance this node opens: counters
-	// add up across them, gauges read the one it runs (0 on the others).
-	// Set before start: every instance's config (the closure's) has it.
-	cfg.SharedMetrics = groups.NewMetrics(cfg.Metrics, h.Current)
-	h.start()
+	// add up across them, gauges over the instances it runs. Set before
+	// any instance opens (the closures read cfg when they open one), and
+	// after h.holders is complete (the gauges read it).
+	cfg.SharedMetrics = groups.NewMetricsOf(cfg.Metrics, h.All)
+	for _, ph := range h.holders {
+		ph.start()
+	}
+	go h.dispatch()
 	return h, nil
+}
+
+// dispatch passes each ownership event on to its partition's holder.
+func (h *groupHolder) dispatch() {
+	defer close(h.dispatched)
+	defer func() {
+		for _, ch := range h.events {
+			close(ch)
+		}
+	}()
+	for ev := range h.member.Events() {
+		if ev.Partition < 0 || ev.Partition >= h.partitions {
+			continue
+		}
+		select {
+		case h.events[ev.Partition] <- ev:
+		case <-h.closing: // the member's last events (its partitions released) have no reader
+		}
+	}
+}
+
+// Of is the instance serving partition p's groups on this node, or nil.
+func (h *groupHolder) Of(p int32) *groups.Coordinator {
+	if p < 0 || p >= h.partitions {
+		return nil
+	}
+	return h.holders[p].Current()
+}
+
+// All is every instance this node runs.
+func (h *groupHolder) All() []*groups.Coordinator {
+	var out []*groups.Coordinator
+	for _, ph := range h.holders {
+		if c := ph.Current(); c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// OwnerOf is the node owning partition p, as etcd says.
+func (h *groupHolder) OwnerOf(p int32) (node, epoch int32, ok bool) { return h.member.Owner(p) }
+
+// Close closes every instance and releases the partitions (their next
+// owners take over at once).
+func (h *groupHolder) Close() error {
+	h.closeOnce.Do(func() {
+		close(h.closing)
+		for _, ph := range h.holders {
+			ph.Close()
+		}
+		h.closeErr = h.member.Close()
+		<-h.dispatched
+	})
+	return h.closeErr
 }
 
 // groupsTxnFunc adapts a coordinators' client to groups.Config.TxnCoordinator.
@@ -76,18 +159,24 @@ func groupsTxnFunc(cl coordclient.Client) func(context.Context, kmsg.Request) (k
 	}
 }
 
-// holderNode is the View's group coordinator hook: the holder etcd names,
-// or while none does (a takeover), the last one known, so that markers
-// for __consumer_offsets keep going to a node (they retry there until the
-// next holder is known) instead of counting "no leader" refusals.
-func (h *groupHolder) holderNode(v *cluster.View) func() (cluster.Node, bool) {
-	var last atomic.Int32
-	last.Store(-1)
-	return func() (cluster.Node, bool) {
-		node, _, ok := h.Holder()
+// ownerNode is the View's group coordinator hook: the owner etcd names
+// for a partition, or while none does (a takeover), the last one known, so
+// that markers for that __consumer_offsets partition keep going to a node
+// (they retry there until the next owner is known) instead of counting
+// "no leader" refusals.
+func (h *groupHolder) ownerNode(v *cluster.View) func(p int32) (cluster.Node, bool) {
+	last := make([]atomic.Int32, h.partitions)
+	for i := range last {
+		last[i].Store(-1)
+	}
+	return func(p int32) (cluster.Node, bool) {
+		if p < 0 || p >= h.partitions {
+			return cluster.Node{}, false
+		}
+		node, _, ok := h.OwnerOf(p)
 		if ok {
-			last.Store(node)
-		} else if node = last.Load(); node < 0 {
+			last[p].Store(node)
+		} else if node = last[p].Load(); node < 0 {
 			return cluster.Node{}, false
 		}
 		return v.Node(node)

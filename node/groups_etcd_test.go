@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/txncoord/txncoord/cluster"
 )
 
 // TestGroupsMoveWithTheLease: with three coordinators on etcd the group
@@ -41,7 +43,7 @@ func TestGroupsMoveWithTheLease(t *testing.T) {
 	if err := producer.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	firstHolder := holderOf(t, e)
+	firstHolder := holderOf(t, e, "move")
 
 	var mu sync.Mutex
 	moved := 0
@@ -119,7 +121,7 @@ func TestGroupsMoveWithTheLease(t *testing.T) {
 	if moved < n {
 		t.Fatalf("moved %d of %d before the deadline", moved, n)
 	}
-	if h := holderOf(t, e); h == firstHolder {
+	if h := holderOf(t, e, "move"); h == firstHolder {
 		t.Fatal("the stopped coordinator still holds the group coordinator")
 	}
 
@@ -182,7 +184,7 @@ func TestGroupsMoveWithTheLease(t *testing.T) {
 	// The group series: each holder counted the transactional offset
 	// commits it took; the gauges are the current holder's, 0 on the
 	// node that stopped.
-	second := holderOf(t, e)
+	second := holderOf(t, e, "move")
 	for _, c := range []struct {
 		name string
 		node int32
@@ -207,14 +209,14 @@ func metricOfNode(t *testing.T, e *Embedded, name string, node int32) float64 {
 	return gatherSum(t, e, name, map[string]string{"node": fmt.Sprint(node)})
 }
 
-// holderOf waits until one running coordinator serves the group
-// coordinator and returns it.
-func holderOf(t *testing.T, e *Embedded) *Coordinator {
+// holderOf waits until one running coordinator serves the groups of
+// group's __consumer_offsets partition and returns it.
+func holderOf(t *testing.T, e *Embedded, group string) *Coordinator {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		for _, co := range e.Coordinators {
-			if co.groups != nil && co.groups.Current() != nil {
+			if co.groups != nil && co.groups.Of(cluster.OffsetsPartitionFor(group, co.groups.partitions)) != nil {
 				return co
 			}
 		}

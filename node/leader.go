@@ -22,8 +22,8 @@ import (
 )
 
 // groupCoordinatorPoll is how often a leader process asks the coordinators
-// which of them holds the group coordinator (the lease moves in about its
-// TTL, 5 s by default).
+// which of them coordinates the groups of each __consumer_offsets
+// partition (a partition moves in about the lease TTL, 5 s by default).
 const groupCoordinatorPoll = 2 * time.Second
 
 // LeaderConfig configures one leader node.
@@ -137,11 +137,11 @@ func StartLeader(cfg LeaderConfig) (*Leader, error) {
 	}
 	if r, ok := coordCl.(*coordclient.Routed); ok && follower != nil {
 		// A process of its own has no etcd client: it learns which
-		// coordinator holds the group coordinator from the coordinators,
-		// for its Metadata's leader of __consumer_offsets.
-		r.FollowGroupCoordinator(groupCoordinatorPoll)
-		cfg.View.SetGroupCoordinator(func() (cluster.Node, bool) {
-			if id, ok := r.GroupCoordinator(); ok {
+		// coordinator owns each __consumer_offsets partition from the
+		// coordinators, for its Metadata's leaders of that topic.
+		r.FollowGroupCoordinator(groupCoordinatorPoll, cfg.View.OffsetsPartitions())
+		cfg.View.SetGroupCoordinatorOf(func(p int32) (cluster.Node, bool) {
+			if id, ok := r.GroupCoordinatorOf(p); ok {
 				return cfg.View.Node(id)
 			}
 			return cluster.Node{}, false

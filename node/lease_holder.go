@@ -22,8 +22,15 @@ import (
 // from etcd while it still holds the lease.
 type leaseHolder[T any] struct {
 	member *ownership.Member
-	role   string // for the log: "group coordinator", "controller"
-	log    zerolog.Logger
+	// partition is the member's partition this holder follows (0 for a
+	// role's single lease); events are its events.
+	partition int32
+	events    <-chan ownership.Event
+	// sharedMember: the member is the caller's (one holder per partition
+	// of it), so Close leaves it running.
+	sharedMember bool
+	role         string // for the log: "group coordinator", "controller"
+	log          zerolog.Logger
 	// openAt opens an instance writing under fence; failed closes it
 	// and reloads (it must not be called before openAt returns).
 	openAt  func(fence txnetcd.Fence, failed func(error)) (*T, error)
@@ -41,7 +48,16 @@ type leaseHolder[T any] struct {
 // newLeaseHolder returns a holder of m's lease; start follows it.
 func newLeaseHolder[T any](m *ownership.Member, role string, log zerolog.Logger,
 	openAt func(txnetcd.Fence, func(error)) (*T, error), closeT func(*T) error) *leaseHolder[T] {
-	return &leaseHolder[T]{member: m, role: role, log: log, openAt: openAt, closeT: closeT, done: make(chan struct{})}
+	return &leaseHolder[T]{member: m, events: m.Events(), role: role, log: log, openAt: openAt, closeT: closeT, done: make(chan struct{})}
+}
+
+// newPartitionHolder returns a holder of partition p of m, whose events
+// the caller passes on (one holder per partition of a shared member).
+func newPartitionHolder[T any](m *ownership.Member, p int32, events <-chan ownership.Event, role string, log zerolog.Logger,
+	openAt func(txnetcd.Fence, func(error)) (*T, error), closeT func(*T) error) *leaseHolder[T] {
+	h := newLeaseHolder(m, role, log, openAt, closeT)
+	h.partition, h.events, h.sharedMember = p, events, true
+	return h
 }
 
 // start follows the lease until Close.
@@ -54,11 +70,11 @@ func (h *leaseHolder[T]) start() {
 func (h *leaseHolder[T]) Current() *T { return h.current.Load() }
 
 // Holder is the node holding the lease, as etcd says.
-func (h *leaseHolder[T]) Holder() (node, epoch int32, ok bool) { return h.member.Owner(0) }
+func (h *leaseHolder[T]) Holder() (node, epoch int32, ok bool) { return h.member.Owner(h.partition) }
 
 func (h *leaseHolder[T]) follow() {
 	defer h.wg.Done()
-	events := h.member.Events()
+	events := h.events
 	for {
 		select {
 		case ev, ok := <-events:
@@ -85,7 +101,7 @@ func (h *leaseHolder[T]) open(epoch int32) {
 	if h.closed {
 		return
 	}
-	fence, ok := h.member.Fence(0)
+	fence, ok := h.member.Fence(h.partition)
 	if !ok {
 		return
 	}
@@ -126,7 +142,7 @@ func (h *leaseHolder[T]) retry(epoch int32) {
 		case <-h.done:
 			return
 		}
-		if _, e, ok := h.member.Owner(0); ok && e == epoch {
+		if _, e, ok := h.member.Owner(h.partition); ok && e == epoch {
 			h.open(epoch)
 		}
 	}()
@@ -164,7 +180,10 @@ func (h *leaseHolder[T]) Close() error {
 	h.closeLocked("node stopping")
 	h.mu.Unlock()
 	close(h.done)
-	err := h.member.Close()
+	var err error
+	if !h.sharedMember {
+		err = h.member.Close()
+	}
 	h.wg.Wait()
 	return err
 }

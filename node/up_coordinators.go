@@ -87,24 +87,24 @@ func (e *Embedded) coordinatorByID(id int32) *Coordinator {
 // holder as the coordinators' lease members see it (several coordinators
 // on etcd): the first running coordinator's view of it.
 func (e *Embedded) followGroupHolder() {
-	var hooks []func() (cluster.Node, bool)
+	var hooks []func(int32) (cluster.Node, bool)
 	var members []*groupHolder
 	for _, co := range e.Coordinators {
 		if co.groups != nil {
-			hooks = append(hooks, co.groups.holderNode(e.View))
+			hooks = append(hooks, co.groups.ownerNode(e.View))
 			members = append(members, co.groups)
 		}
 	}
 	if len(hooks) == 0 {
 		return
 	}
-	e.View.SetGroupCoordinator(func() (cluster.Node, bool) {
+	e.View.SetGroupCoordinatorOf(func(p int32) (cluster.Node, bool) {
 		for i, h := range members {
 			if h.member.Err() == nil {
-				return hooks[i]()
+				return hooks[i](p)
 			}
 		}
-		return hooks[0]()
+		return hooks[0](p)
 	})
 }
 

@@ -15,8 +15,8 @@ package txnrouter
 // whose coordinator died then retries against the dead broker with a
 // growing backoff until the partition has moved, and for one backoff
 // after: the wait turns that into one answer as soon as the new owner is
-// known. Groups (key type 0) wait the same way for the group
-// coordinator's lease to move. The wait is well within every client's
+// known. Groups (key type 0) wait the same way for their
+// __consumer_offsets partition to move. The wait is well within every client's
 // timeout for a request without a timeout of its own (kgo 10 s, sarama
 // 30 s, librdkafka 60 s).
 
@@ -61,7 +61,7 @@ func (r *Router) handleFindCoordinator(ctx context.Context, req *wire.Request) w
 
 // findAnswer is the answer as things are: transactional ids (key type 1)
 // from the owners of their partitions, other key types from the cluster
-// view (groups: the holder of the group coordinator's lease).
+// view (groups: the owner of the group's __consumer_offsets partition).
 func (r *Router) findAnswer(body *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	if body.CoordinatorType != 1 {
 		return r.cfg.Coordinator.View.FindCoordinator(body)
