@@ -25,6 +25,9 @@ func Main(ctx context.Context, args []string, self Command, stdout, stderr io.Wr
 	if len(args) > 0 && args[0] == "serve-kfake" {
 		return serveKfakeMain(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "scale" {
+		return scaleMain(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) > 0 && args[0] == "drive" {
 		return driveMain(ctx, args[1:], stdout, stderr)
 	}
@@ -51,7 +54,8 @@ func Main(ctx context.Context, args []string, self Command, stdout, stderr io.Wr
 		"kept in <run folder>/profiles) and split the server's CPU by component (etcd server and client, coordinators, "+
 		"leaders, ...; needs a --duration window and the go tool on PATH)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: txncoord-bench [flags]\n       txncoord-bench serve-kfake [--brokers 3] [--data-dir D --sync]\n\n")
+		fmt.Fprintf(stderr, "usage: txncoord-bench [flags]\n       txncoord-bench serve-kfake [--brokers 3] [--data-dir D --sync]\n"+
+			"       txncoord-bench scale [--ids N --groups G --window D --after-kill D ...] (many ids and groups, one coordinator killed; scale --help)\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

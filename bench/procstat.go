@@ -46,23 +46,29 @@ func parseStatCPU(raw []byte) (time.Duration, error) {
 }
 
 // peakRSS returns VmHWM (the resident set's high-water mark) of pid in bytes.
-func peakRSS(pid int) (int64, error) {
+func peakRSS(pid int) (int64, error) { return statusKB(pid, "VmHWM:") }
+
+// statusKB returns the kB field key (with its colon, e.g. "VmRSS:") of
+// pid's /proc/<pid>/status in bytes.
+func statusKB(pid int, key string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	return parseVmHWM(f)
+	return parseStatusKB(f, key)
 }
 
-func parseVmHWM(f io.Reader) (int64, error) {
+func parseVmHWM(f io.Reader) (int64, error) { return parseStatusKB(f, "VmHWM:") }
+
+func parseStatusKB(f io.Reader, key string) (int64, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if rest, ok := strings.CutPrefix(line, key); ok {
 			fields := strings.Fields(rest) // "12345 kB"
 			if len(fields) != 2 || fields[1] != "kB" {
-				return 0, fmt.Errorf("status: odd VmHWM line %q", line)
+				return 0, fmt.Errorf("status: odd %s line %q", key, line)
 			}
 			kb, err := strconv.ParseInt(fields[0], 10, 64)
 			if err != nil {
@@ -74,5 +80,5 @@ func parseVmHWM(f io.Reader) (int64, error) {
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("status: no VmHWM line")
+	return 0, fmt.Errorf("status: no %s line", key)
 }

@@ -1,0 +1,627 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The scale mode: many transactional ids, each committing one transaction
+// per interval on a kgo client of its own, and many consumer groups of two
+// members committing offsets per interval, against one running cluster;
+// then one coordinator killed, to time how long each id and each group
+// waits to be served again.
+
+// ScaleConfig is one scale run.
+type ScaleConfig struct {
+	IDs      int           // transactional ids, one kgo client each
+	Groups   int           // consumer groups, GroupMembers kgo clients each
+	Interval time.Duration // each id begins a transaction, each member commits offsets, once per interval
+	// Ramp bounds how long the clients may take to be served once (their
+	// first transaction, their first assignment and offset commit).
+	Ramp       time.Duration
+	Window     time.Duration // the steady-state window
+	AfterKill  time.Duration // how long to watch after the kill (0: no kill)
+	KillNode   int           // the node killed through /v1/faults
+	Topic      string        // the producers' topic (exists)
+	GroupTopic string        // the groups' topic (created here, no records: the members' fetches stay idle)
+	ValueBytes int
+	Prefix     string // transactional ids and group names start with it
+}
+
+// GroupMembers is how many members each group of the scale run has.
+const GroupMembers = 2
+
+// closeClientsWithin bounds the clients' Close at the end of a run.
+const closeClientsWithin = 15 * time.Second
+
+// scaleTick is the timeline's resolution.
+const scaleTick = time.Second
+
+// ScaleResult is what one scale run measured.
+type ScaleResult struct {
+	Config ScaleConfig
+	// ReadyIDs and ReadyMembers are the clients served once before the
+	// window opened (Ramp bounds the wait).
+	ReadyIDs, ReadyMembers int
+	RampTook               time.Duration
+
+	Elapsed        time.Duration
+	Txns           int64 // committed in the window
+	TxnFailed      int64
+	Commits        int64 // successful offset commits (one request of one member) in the window
+	CommitFailed   int64
+	TxnLatency     *hdrhistogram.Histogram // Begin → EndTransaction returned, µs, window only
+	OffsetLatency  *hdrhistogram.Histogram // CommitOffsetsSync, µs, window only
+	ServerCPU      time.Duration           // the target process over the window
+	DriverCPU      time.Duration           // this process (every client) over the window
+	ServerRSS      int64                   // VmRSS at the window's end
+	ServerPeakRSS  int64                   // VmHWM at the window's end
+	DriverRSS      int64                   // this process's VmRSS at the window's end
+	DriverSockets  int                     // this process's open sockets in the window: the clients' connections
+	Etcd           *EtcdFigures            // proposals per txn etc. (per committed transaction of the window)
+	EtcdProposals  float64                 // etcd_server_proposals_committed_total over the window
+	CPUBy          map[string]time.Duration
+	ProfileErr     string
+	Errors         []string
+	Kill           *KillFigures
+	TxnTimeline    []int64 // transactions committed per scaleTick since the window opened
+	CommitTimeline []int64 // offset commits per scaleTick since the window opened
+}
+
+// KillFigures is what followed the kill.
+type KillFigures struct {
+	At        time.Duration // since the window opened
+	Node      int
+	Affected  int           // ids with no commit for more than 2 intervals after the kill
+	IDsServed time.Duration // kill → the last id's first commit after it (every id served again)
+	IDsLeft   int           // ids never served again within AfterKill
+	// GroupsServed is kill → the last group's first offset commit after it
+	// (a group is served when any member commits); MembersServed the same
+	// for every member.
+	GroupsServed, MembersServed time.Duration
+	GroupsLeft, MembersLeft     int
+	// RateRecovered is kill → the start of the first 3 ticks in a row at
+	// >= 90% of the window's txn/s; -1 when it never did.
+	RateRecovered  time.Duration
+	AffectedGroups int
+}
+
+// timeline counts events per scaleTick since a start.
+type timeline struct {
+	start time.Time
+	mu    sync.Mutex
+	ticks []int64
+}
+
+func (t *timeline) add(now time.Time) {
+	i := int(now.Sub(t.start) / scaleTick)
+	if i < 0 {
+		return
+	}
+	t.mu.Lock()
+	for len(t.ticks) <= i {
+		t.ticks = append(t.ticks, 0)
+	}
+	t.ticks[i]++
+	t.mu.Unlock()
+}
+
+// scaleClock is shared by every client goroutine: the phase marks and the
+// window's counters.
+type scaleClock struct {
+	windowStart          atomic.Int64 // unix ns; 0 before the window
+	windowEnd            atomic.Int64 // unix ns; 0 while the window is open
+	killAt               atomic.Int64 // unix ns; 0 before the kill
+	txns, commits        timeline
+	txnOK, txnFail       atomic.Int64
+	commitOK, commitFail atomic.Int64
+	mu                   sync.Mutex
+	txnLat, offLat       *hdrhistogram.Histogram
+	errs                 map[string]bool
+}
+
+func (c *scaleClock) inWindow(t time.Time) bool {
+	s, e := c.windowStart.Load(), c.windowEnd.Load()
+	return s != 0 && t.UnixNano() >= s && (e == 0 || t.UnixNano() < e)
+}
+
+func (c *scaleClock) noteErr(err error) {
+	c.mu.Lock()
+	if len(c.errs) < 8 {
+		c.errs[err.Error()] = true
+	}
+	c.mu.Unlock()
+}
+
+// served is one client's first success and first success after the kill.
+type served struct {
+	first, afterKill, lastBeforeKill atomic.Int64
+}
+
+func (s *served) ok(c *scaleClock, now time.Time) {
+	ns := now.UnixNano()
+	s.first.CompareAndSwap(0, ns)
+	if k := c.killAt.Load(); k != 0 && ns > k {
+		s.afterKill.CompareAndSwap(0, ns)
+	} else {
+		s.lastBeforeKill.Store(ns)
+	}
+}
+
+// RunScale drives cfg against inst (a running `txncoord up`) and measures.
+// windowEnd, if set, runs as the window closes.
+func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir string, windowEnd func()) (*ScaleResult, error) {
+	res := &ScaleResult{Config: cfg}
+	admin, err := kgo.NewClient(kgo.SeedBrokers(inst.Bootstrap...))
+	if err != nil {
+		return nil, err
+	}
+	defer admin.Close()
+	if cfg.Groups > 0 {
+		if _, err := kadm.NewClient(admin).CreateTopic(ctx, GroupMembers, -1, nil, cfg.GroupTopic); err != nil &&
+			!errors.Is(err, kerr.TopicAlreadyExists) {
+			return nil, fmt.Errorf("create %s: %w", cfg.GroupTopic, err)
+		}
+	}
+	var parts [][]int32
+	if cfg.IDs > 0 {
+		if parts, err = partitionGroups(ctx, inst.Bootstrap, cfg.Topic, cfg.IDs, 2); err != nil {
+			return nil, err
+		}
+	}
+
+	clk := &scaleClock{txnLat: newLatencyHistogram(), offLat: newLatencyHistogram(), errs: map[string]bool{}}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	ids := make([]served, cfg.IDs)
+	members := make([]served, cfg.Groups*GroupMembers)
+	var clients sync.WaitGroup
+	var clientsMu sync.Mutex
+	var all []*kgo.Client
+	keep := func(cl *kgo.Client) {
+		clientsMu.Lock()
+		all = append(all, cl)
+		clientsMu.Unlock()
+	}
+	value := make([]byte, cfg.ValueBytes)
+	for i := range cfg.IDs {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(inst.Bootstrap...),
+			kgo.TransactionalID(fmt.Sprintf("%s-id-%d", cfg.Prefix, i)),
+			kgo.DefaultProduceTopic(cfg.Topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.ProducerLinger(0))
+		if err != nil {
+			return nil, err
+		}
+		keep(cl)
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			idLoop(runCtx, cl, cfg, clk, &ids[i], parts[i], value, uint64(i))
+		}()
+	}
+	for g := range cfg.Groups {
+		for m := range GroupMembers {
+			asg := &assignment{}
+			// The eager (range) balancer hands out whole assignments, so
+			// the callbacks set and clear the member's view of them.
+			cl, err := kgo.NewClient(kgo.SeedBrokers(inst.Bootstrap...),
+				kgo.ConsumerGroup(fmt.Sprintf("%s-group-%d", cfg.Prefix, g)), kgo.ConsumeTopics(cfg.GroupTopic),
+				kgo.DisableAutoCommit(), kgo.Balancers(kgo.RangeBalancer()),
+				kgo.OnPartitionsAssigned(asg.set), kgo.OnPartitionsRevoked(asg.clear), kgo.OnPartitionsLost(asg.clear))
+			if err != nil {
+				return nil, err
+			}
+			keep(cl)
+			clients.Add(1)
+			go func() {
+				defer clients.Done()
+				memberLoop(runCtx, cl, asg, cfg, clk, &members[g*GroupMembers+m], uint64(g*GroupMembers+m))
+			}()
+		}
+	}
+	defer func() {
+		stop()
+		// A group member's Close leaves its group, which kgo retries for
+		// long against a coordinator that is down: the clients get a
+		// bounded time to close, then the run goes on without them.
+		done := make(chan struct{})
+		go func() {
+			var wg sync.WaitGroup
+			for _, cl := range all {
+				wg.Add(1)
+				go func() { defer wg.Done(); cl.Close() }()
+			}
+			wg.Wait()
+			clients.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(closeClientsWithin):
+		}
+	}()
+
+	// The ramp: every client served once, or Ramp over.
+	rampStart := time.Now()
+	for time.Since(rampStart) < cfg.Ramp && ctx.Err() == nil {
+		if countFirst(ids) == len(ids) && countFirst(members) == len(members) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	res.RampTook = time.Since(rampStart)
+	res.ReadyIDs, res.ReadyMembers = countFirst(ids), countFirst(members)
+
+	// The steady window.
+	sample := func() (srv, drv time.Duration, m Metrics) {
+		srv, _ = inst.CPU()
+		drv, _ = processCPU(os.Getpid())
+		m, _ = scrapeMetrics(ctx, inst.AdminURL+"/metrics")
+		if m == nil {
+			m = Metrics{}
+		}
+		if inst.EtcdMetricsURL != "" {
+			if e, err := scrapeMetrics(ctx, inst.EtcdMetricsURL); err == nil {
+				keepEtcd(m, e)
+			}
+		}
+		return
+	}
+	var prof *windowProfile
+	if profileDir != "" && inst.AdminURL != "" {
+		prof = &windowProfile{adminURL: inst.AdminURL, path: profileDir + "/scale-window.pprof",
+			workload: Workload{Duration: cfg.Window}}
+	}
+	srv0, drv0, m0 := sample()
+	start := time.Now()
+	clk.txns.start, clk.commits.start = start, start
+	clk.windowStart.Store(start.UnixNano())
+	prof.start(ctx)
+	sleepCtx(ctx, cfg.Window/2)
+	res.DriverSockets = countSockets()
+	sleepCtx(ctx, cfg.Window-cfg.Window/2)
+	end := time.Now()
+	clk.windowEnd.Store(end.UnixNano())
+	if windowEnd != nil {
+		windowEnd()
+	}
+	srv1, drv1, m1 := sample()
+	res.Elapsed = end.Sub(start)
+	res.ServerCPU, res.DriverCPU = srv1-srv0, drv1-drv0
+	res.Txns, res.TxnFailed = clk.txnOK.Load(), clk.txnFail.Load()
+	res.Commits, res.CommitFailed = clk.commitOK.Load(), clk.commitFail.Load()
+	res.ServerRSS, _ = statusKB(inst.Pid, "VmRSS:")
+	res.ServerPeakRSS, _ = inst.PeakRSS()
+	res.DriverRSS, _ = statusKB(os.Getpid(), "VmRSS:")
+	d := m1.delta(m0)
+	res.Etcd = etcdFigures(d, res.Elapsed, res.Txns)
+	res.EtcdProposals = d[metricEtcdProposals]
+	res.CPUBy, res.ProfileErr = prof.split(ctx, &Result{Committed: max(1, res.Txns+res.Commits)}, res.ServerCPU)
+	clk.mu.Lock()
+	res.TxnLatency, res.OffsetLatency = hdrhistogram.Import(clk.txnLat.Export()), hdrhistogram.Import(clk.offLat.Export())
+	clk.mu.Unlock()
+
+	if cfg.AfterKill > 0 && ctx.Err() == nil {
+		killAt := time.Now()
+		clk.killAt.Store(killAt.UnixNano())
+		if err := postFault(ctx, inst.AdminURL, fmt.Sprintf(`{"kind":"kill","node":%d}`, cfg.KillNode)); err != nil {
+			return res, fmt.Errorf("kill fault: %w", err)
+		}
+		sleepCtx(ctx, cfg.AfterKill)
+		// The killed node restarts, so that the clients close against a
+		// whole cluster.
+		defer deleteFaults(ctx, inst.AdminURL)
+		k := &KillFigures{At: killAt.Sub(start), Node: cfg.KillNode}
+		k.IDsServed, k.IDsLeft, k.Affected = servedAgain(ids, killAt, 2*cfg.Interval)
+		k.MembersServed, k.MembersLeft, _ = servedAgain(members, killAt, 2*cfg.Interval)
+		k.GroupsServed, k.GroupsLeft, k.AffectedGroups = groupsServedAgain(members, killAt, 2*cfg.Interval)
+		clk.txns.mu.Lock()
+		rate := float64(res.Txns) / res.Elapsed.Seconds()
+		k.RateRecovered = rateRecovered(clk.txns.ticks, int(killAt.Sub(start)/scaleTick), rate, 0.9, 3)
+		clk.txns.mu.Unlock()
+		res.Kill = k
+	}
+	clk.txns.mu.Lock()
+	res.TxnTimeline = append([]int64(nil), clk.txns.ticks...)
+	clk.txns.mu.Unlock()
+	clk.commits.mu.Lock()
+	res.CommitTimeline = append([]int64(nil), clk.commits.ticks...)
+	clk.commits.mu.Unlock()
+	for e := range clk.errs {
+		res.Errors = append(res.Errors, e)
+	}
+	return res, ctx.Err()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// idLoop is one transactional id: a transaction per interval from a random
+// phase (a transaction that takes longer than the interval delays the next
+// one, as a real producer would).
+func idLoop(ctx context.Context, cl *kgo.Client, cfg ScaleConfig, clk *scaleClock, s *served, parts []int32, value []byte, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x7363616c65))
+	next := time.Now().Add(time.Duration(rng.Int64N(int64(cfg.Interval))))
+	for {
+		sleepCtx(ctx, time.Until(next))
+		if ctx.Err() != nil {
+			return
+		}
+		next = next.Add(cfg.Interval)
+		if now := time.Now(); next.Before(now) {
+			next = now
+		}
+		begin := time.Now()
+		err := oneTxn(ctx, cl, parts, value)
+		done := time.Now()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			if clk.inWindow(begin) {
+				clk.txnFail.Add(1)
+				clk.noteErr(err)
+			}
+			continue
+		}
+		s.ok(clk, done)
+		clk.txns.add(done)
+		if clk.inWindow(done) {
+			clk.txnOK.Add(1)
+			clk.mu.Lock()
+			recordLatency(clk.txnLat, done.Sub(begin))
+			clk.mu.Unlock()
+		}
+	}
+}
+
+func oneTxn(ctx context.Context, cl *kgo.Client, parts []int32, value []byte) error {
+	if err := cl.BeginTransaction(); err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	recs := make([]*kgo.Record, len(parts))
+	for i, p := range parts {
+		recs[i] = &kgo.Record{Partition: p, Value: value}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		_ = cl.EndTransaction(ctx, kgo.TryAbort)
+		return fmt.Errorf("produce: %w", err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		_ = cl.EndTransaction(ctx, kgo.TryAbort)
+		return fmt.Errorf("end transaction: %w", err)
+	}
+	return nil
+}
+
+// memberLoop is one group member: once per interval it commits an offset
+// one higher for each partition it is assigned (none before its first
+// assignment). The offsets need no records: a commit is what is measured.
+func memberLoop(ctx context.Context, cl *kgo.Client, asg *assignment, cfg ScaleConfig, clk *scaleClock, s *served, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x67726f7570))
+	next := time.Now().Add(time.Duration(rng.Int64N(int64(cfg.Interval))))
+	var offset int64
+	for {
+		sleepCtx(ctx, time.Until(next))
+		if ctx.Err() != nil {
+			return
+		}
+		next = next.Add(cfg.Interval)
+		if now := time.Now(); next.Before(now) {
+			next = now
+		}
+		offsets := map[string]map[int32]kgo.EpochOffset{}
+		for topic, ps := range asg.current() {
+			offsets[topic] = map[int32]kgo.EpochOffset{}
+			for _, p := range ps {
+				offsets[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: offset + 1}
+			}
+		}
+		if len(offsets) == 0 {
+			continue
+		}
+		offset++
+		begin := time.Now()
+		err := commitSync(ctx, cl, offsets)
+		done := time.Now()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			if clk.inWindow(begin) {
+				clk.commitFail.Add(1)
+				clk.noteErr(err)
+			}
+			continue
+		}
+		s.ok(clk, done)
+		clk.commits.add(done)
+		if clk.inWindow(done) {
+			clk.commitOK.Add(1)
+			clk.mu.Lock()
+			recordLatency(clk.offLat, done.Sub(begin))
+			clk.mu.Unlock()
+		}
+	}
+}
+
+// assignment is a member's partitions, kept by kgo's rebalance callbacks.
+type assignment struct {
+	mu    sync.Mutex
+	parts map[string][]int32
+}
+
+func (a *assignment) set(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
+	a.mu.Lock()
+	a.parts = parts
+	a.mu.Unlock()
+}
+
+func (a *assignment) clear(context.Context, *kgo.Client, map[string][]int32) {
+	a.mu.Lock()
+	a.parts = nil
+	a.mu.Unlock()
+}
+
+func (a *assignment) current() map[string][]int32 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.parts
+}
+
+// commitSync commits offsets and returns the first error, the request's or
+// a partition's.
+func commitSync(ctx context.Context, cl *kgo.Client, offsets map[string]map[int32]kgo.EpochOffset) error {
+	var first error
+	cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			first = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 && first == nil {
+					first = fmt.Errorf("offset commit %s[%d]: error code %d", t.Topic, p.Partition, p.ErrorCode)
+				}
+			}
+		}
+	})
+	return first
+}
+
+func countFirst(ss []served) int {
+	n := 0
+	for i := range ss {
+		if ss[i].first.Load() != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// servedAgain is the kill → the last client's first success after it, how
+// many were never served again, and how many waited longer than gap.
+func servedAgain(ss []served, killAt time.Time, gap time.Duration) (worst time.Duration, left, affected int) {
+	k := killAt.UnixNano()
+	for i := range ss {
+		a := ss[i].afterKill.Load()
+		if a == 0 {
+			left++
+			continue
+		}
+		d := time.Duration(a - k)
+		worst = max(worst, d)
+		if d > gap {
+			affected++
+		}
+	}
+	return worst, left, affected
+}
+
+// groupsServedAgain is servedAgain by group: a group is served again at its
+// first member's first success after the kill.
+func groupsServedAgain(members []served, killAt time.Time, gap time.Duration) (worst time.Duration, left, affected int) {
+	k := killAt.UnixNano()
+	for g := 0; g+GroupMembers <= len(members); g += GroupMembers {
+		var first int64
+		for m := range GroupMembers {
+			if a := members[g+m].afterKill.Load(); a != 0 && (first == 0 || a < first) {
+				first = a
+			}
+		}
+		if first == 0 {
+			left++
+			continue
+		}
+		d := time.Duration(first - k)
+		worst = max(worst, d)
+		if d > gap {
+			affected++
+		}
+	}
+	return worst, left, affected
+}
+
+// rateRecovered is the time from tick kill to the start of the first run
+// of `run` ticks at or above share×rate (per second), counted from the tick
+// after the kill's; -1 when there is none.
+func rateRecovered(ticks []int64, kill int, rate, share float64, run int) time.Duration {
+	perTick := rate * scaleTick.Seconds() * share
+	for i := kill + 1; i+run <= len(ticks); i++ {
+		ok := true
+		for j := i; j < i+run; j++ {
+			if float64(ticks[j]) < perTick {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return time.Duration(i-kill) * scaleTick
+		}
+	}
+	return -1
+}
+
+// postFault adds a fault through the admin API.
+func postFault(ctx context.Context, adminURL, body string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, adminURL+"/v1/faults", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return fmt.Errorf("POST /v1/faults: %s: %s", resp.Status, strings.TrimSpace(b.String()))
+	}
+	return nil
+}
+
+// deleteFaults ends every fault (a killed node starts again).
+func deleteFaults(ctx context.Context, adminURL string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, adminURL+"/v1/faults", nil)
+	if err != nil {
+		return
+	}
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+// countSockets is how many sockets this process holds open.
+func countSockets() int {
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, fd := range fds {
+		if l, err := os.Readlink("/proc/self/fd/" + fd.Name()); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
+		}
+	}
+	return n
+}
