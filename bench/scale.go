@@ -40,6 +40,7 @@ type ScaleConfig struct {
 	Topic      string        // the producers' topic (exists)
 	GroupTopic string        // the groups' topic (created here, no records: the members' fetches stay idle)
 	ValueBytes int
+	StartRate  int    // clients started per second (their first request), in the ramp
 	Prefix     string // transactional ids and group names start with it
 }
 
@@ -101,16 +102,23 @@ type KillFigures struct {
 	AffectedGroups int
 }
 
-// timeline counts events per scaleTick since a start.
+// timeline counts events per scaleTick since the window opened.
 type timeline struct {
-	start time.Time
 	mu    sync.Mutex
 	ticks []int64
 }
 
-func (t *timeline) add(now time.Time) {
-	i := int(now.Sub(t.start) / scaleTick)
-	if i < 0 {
+// maxTicks bounds a timeline (an hour of ticks).
+const maxTicks = 3600
+
+// add counts an event at now; nothing before start (unix ns, 0 = the
+// window has not opened) or past maxTicks.
+func (t *timeline) add(start int64, now time.Time) {
+	if start == 0 {
+		return
+	}
+	i := int((now.UnixNano() - start) / int64(scaleTick))
+	if i < 0 || i >= maxTicks {
 		return
 	}
 	t.mu.Lock()
@@ -211,7 +219,7 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 		clients.Add(1)
 		go func() {
 			defer clients.Done()
-			idLoop(runCtx, cl, cfg, clk, &ids[i], parts[i], value, uint64(i))
+			idLoop(runCtx, cl, cfg, clk, &ids[i], parts[i], value, uint64(i), startDelay(i, cfg.StartRate))
 		}()
 	}
 	for g := range cfg.Groups {
@@ -230,7 +238,8 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 			clients.Add(1)
 			go func() {
 				defer clients.Done()
-				memberLoop(runCtx, cl, asg, cfg, clk, &members[g*GroupMembers+m], uint64(g*GroupMembers+m))
+				n := g*GroupMembers + m
+				memberLoop(runCtx, cl, asg, cfg, clk, &members[n], uint64(n), startDelay(cfg.IDs+n, cfg.StartRate))
 			}()
 		}
 	}
@@ -289,7 +298,6 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 	}
 	srv0, drv0, m0 := sample()
 	start := time.Now()
-	clk.txns.start, clk.commits.start = start, start
 	clk.windowStart.Store(start.UnixNano())
 	prof.start(ctx)
 	sleepCtx(ctx, cfg.Window/2)
@@ -358,9 +366,9 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // idLoop is one transactional id: a transaction per interval from a random
 // phase (a transaction that takes longer than the interval delays the next
 // one, as a real producer would).
-func idLoop(ctx context.Context, cl *kgo.Client, cfg ScaleConfig, clk *scaleClock, s *served, parts []int32, value []byte, seed uint64) {
+func idLoop(ctx context.Context, cl *kgo.Client, cfg ScaleConfig, clk *scaleClock, s *served, parts []int32, value []byte, seed uint64, delay time.Duration) {
 	rng := rand.New(rand.NewPCG(seed, 0x7363616c65))
-	next := time.Now().Add(time.Duration(rng.Int64N(int64(cfg.Interval))))
+	next := time.Now().Add(delay + time.Duration(rng.Int64N(int64(cfg.Interval))))
 	for {
 		sleepCtx(ctx, time.Until(next))
 		if ctx.Err() != nil {
@@ -384,7 +392,7 @@ func idLoop(ctx context.Context, cl *kgo.Client, cfg ScaleConfig, clk *scaleCloc
 			continue
 		}
 		s.ok(clk, done)
-		clk.txns.add(done)
+		clk.txns.add(clk.windowStart.Load(), done)
 		if clk.inWindow(done) {
 			clk.txnOK.Add(1)
 			clk.mu.Lock()
@@ -413,12 +421,21 @@ func oneTxn(ctx context.Context, cl *kgo.Client, parts []int32, value []byte) er
 	return nil
 }
 
+// startDelay is when client i starts in the ramp, at rate clients per
+// second (0: all at once).
+func startDelay(i, rate int) time.Duration {
+	if rate <= 0 {
+		return 0
+	}
+	return time.Duration(i) * time.Second / time.Duration(rate)
+}
+
 // memberLoop is one group member: once per interval it commits an offset
 // one higher for each partition it is assigned (none before its first
 // assignment). The offsets need no records: a commit is what is measured.
-func memberLoop(ctx context.Context, cl *kgo.Client, asg *assignment, cfg ScaleConfig, clk *scaleClock, s *served, seed uint64) {
+func memberLoop(ctx context.Context, cl *kgo.Client, asg *assignment, cfg ScaleConfig, clk *scaleClock, s *served, seed uint64, delay time.Duration) {
 	rng := rand.New(rand.NewPCG(seed, 0x67726f7570))
-	next := time.Now().Add(time.Duration(rng.Int64N(int64(cfg.Interval))))
+	next := time.Now().Add(delay + time.Duration(rng.Int64N(int64(cfg.Interval))))
 	var offset int64
 	for {
 		sleepCtx(ctx, time.Until(next))
@@ -454,7 +471,7 @@ func memberLoop(ctx context.Context, cl *kgo.Client, asg *assignment, cfg ScaleC
 			continue
 		}
 		s.ok(clk, done)
-		clk.commits.add(done)
+		clk.commits.add(clk.windowStart.Load(), done)
 		if clk.inWindow(done) {
 			clk.commitOK.Add(1)
 			clk.mu.Lock()

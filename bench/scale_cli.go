@@ -26,6 +26,7 @@ func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.DurationVar(&cfg.Window, "window", 30*time.Second, "steady-state window")
 	fs.DurationVar(&cfg.AfterKill, "after-kill", 30*time.Second, "watch this long after killing --kill-node (0: no kill)")
 	fs.IntVar(&cfg.KillNode, "kill-node", 1, "node killed through /v1/faults (0..coordinators-1 are the coordinators)")
+	fs.IntVar(&cfg.StartRate, "start-rate", 300, "clients started per second in the ramp (InitProducerId and JoinGroup storms otherwise time out)")
 	fs.IntVar(&cfg.ValueBytes, "value-bytes", 100, "record value size")
 	coordinators := fs.Int("coordinators", 3, "up --coordinators")
 	partitions := fs.Int("partitions", 6, "partitions of the producers' topic (over 3 leaders)")
@@ -59,7 +60,16 @@ func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	rep := &ScaleReport{Command: commandLine("txncoord-bench scale", args), Started: time.Now(),
 		Coordinators: *coordinators, LoadBefore: loadAvg()}
-	inst, err := Start(ctx, TxncoordEtcdTarget(path, *coordinators, cfg.Topic, *partitions),
+	target := TxncoordEtcdTarget(path, *coordinators, cfg.Topic, *partitions)
+	upArgv := target.argv
+	target.argv = func(dataDir string) (Command, error) {
+		// Every client of the run connects from 127.0.0.1: Kafka's
+		// per-address limit (1,000 by default) would refuse most of them.
+		c, err := upArgv(dataDir)
+		c.Args = append(c.Args, "--max-connections-per-ip", "-1")
+		return c, err
+	}
+	inst, err := Start(ctx, target,
 		filepath.Join(workDir, "data"), filepath.Join(runDir, "txncoord.log"))
 	if err != nil {
 		fmt.Fprintln(stderr, err)

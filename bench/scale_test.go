@@ -57,3 +57,15 @@ func TestScaleCostsAndModel(t *testing.T) {
 		t.Fatalf("empty window costs %+v", got)
 	}
 }
+
+func TestTimelineBounded(t *testing.T) {
+	var tl timeline
+	start := time.Unix(1000, 0)
+	tl.add(0, start)                                  // before the window: not counted
+	tl.add(start.UnixNano(), start.Add(-time.Second)) // before the start
+	tl.add(start.UnixNano(), start.Add(1500*time.Millisecond))
+	tl.add(start.UnixNano(), start.Add(maxTicks*scaleTick)) // past the bound
+	if len(tl.ticks) != 2 || tl.ticks[0] != 0 || tl.ticks[1] != 1 {
+		t.Fatalf("ticks %v, want [0 1]", tl.ticks)
+	}
+}
