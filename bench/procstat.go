@@ -68,7 +68,7 @@ func parseStatusKB(f io.Reader, key string) (int64, error) {
 		if rest, ok := strings.CutPrefix(line, key); ok {
 			fields := strings.Fields(rest) // "12345 kB"
 			if len(fields) != 2 || fields[1] != "kB" {
-				return 0, fmt.Errorf("status: odd %s line %q", key, line)
+				return 0, fmt.Errorf("status: odd %s line %q", strings.TrimSuffix(key, ":"), line)
 			}
 			kb, err := strconv.ParseInt(fields[0], 10, 64)
 			if err != nil {
@@ -80,5 +80,5 @@ func parseStatusKB(f io.Reader, key string) (int64, error) {
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("status: no %s line", key)
+	return 0, fmt.Errorf("status: no %s line", strings.TrimSuffix(key, ":"))
 }

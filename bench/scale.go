@@ -132,15 +132,31 @@ func (t *timeline) add(start int64, now time.Time) {
 // scaleClock is shared by every client goroutine: the phase marks and the
 // window's counters.
 type scaleClock struct {
-	windowStart          atomic.Int64 // unix ns; 0 before the window
-	windowEnd            atomic.Int64 // unix ns; 0 while the window is open
-	killAt               atomic.Int64 // unix ns; 0 before the kill
-	txns, commits        timeline
-	txnOK, txnFail       atomic.Int64
-	commitOK, commitFail atomic.Int64
-	mu                   sync.Mutex
-	txnLat, offLat       *hdrhistogram.Histogram
-	errs                 map[string]bool
+	windowStart   atomic.Int64 // unix ns; 0 before the window
+	windowEnd     atomic.Int64 // unix ns; 0 while the window is open
+	killAt        atomic.Int64 // unix ns; 0 before the kill
+	txns, commits opStats
+	mu            sync.Mutex
+	errs          map[string]bool
+}
+
+// opStats counts one kind of operation (transactions, offset commits).
+type opStats struct {
+	ticks    timeline     // successes per tick from the window's start, to the run's end
+	ok, fail atomic.Int64 // in the window
+	mu       sync.Mutex
+	lat      *hdrhistogram.Histogram // successes in the window, µs
+}
+
+// results are st's window counts and a copy of its latencies and ticks.
+func (st *opStats) results() (ok, fail int64, lat *hdrhistogram.Histogram, ticks []int64) {
+	st.mu.Lock()
+	lat = hdrhistogram.Import(st.lat.Export())
+	st.mu.Unlock()
+	st.ticks.mu.Lock()
+	ticks = append([]int64(nil), st.ticks.ticks...)
+	st.ticks.mu.Unlock()
+	return st.ok.Load(), st.fail.Load(), lat, ticks
 }
 
 func (c *scaleClock) inWindow(t time.Time) bool {
@@ -193,7 +209,8 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 		}
 	}
 
-	clk := &scaleClock{txnLat: newLatencyHistogram(), offLat: newLatencyHistogram(), errs: map[string]bool{}}
+	clk := &scaleClock{errs: map[string]bool{}}
+	clk.txns.lat, clk.commits.lat = newLatencyHistogram(), newLatencyHistogram()
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	ids := make([]served, cfg.IDs)
@@ -219,7 +236,8 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 		clients.Add(1)
 		go func() {
 			defer clients.Done()
-			idLoop(runCtx, cl, cfg, clk, &ids[i], parts[i], value, uint64(i), startDelay(i, cfg.StartRate))
+			pacedLoop(runCtx, clk, &clk.txns, &ids[i], cfg.Interval, startDelay(i, cfg.StartRate), uint64(i),
+				idOp(runCtx, cl, parts[i], value))
 		}()
 	}
 	for g := range cfg.Groups {
@@ -239,7 +257,8 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 			go func() {
 				defer clients.Done()
 				n := g*GroupMembers + m
-				memberLoop(runCtx, cl, asg, cfg, clk, &members[n], uint64(n), startDelay(cfg.IDs+n, cfg.StartRate))
+				pacedLoop(runCtx, clk, &clk.commits, &members[n], cfg.Interval, startDelay(cfg.IDs+n, cfg.StartRate),
+					uint64(cfg.IDs+n), memberOp(runCtx, cl, asg))
 			}()
 		}
 	}
@@ -311,8 +330,8 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 	srv1, drv1, m1 := sample()
 	res.Elapsed = end.Sub(start)
 	res.ServerCPU, res.DriverCPU = srv1-srv0, drv1-drv0
-	res.Txns, res.TxnFailed = clk.txnOK.Load(), clk.txnFail.Load()
-	res.Commits, res.CommitFailed = clk.commitOK.Load(), clk.commitFail.Load()
+	res.Txns, res.TxnFailed, res.TxnLatency, _ = clk.txns.results()
+	res.Commits, res.CommitFailed, res.OffsetLatency, _ = clk.commits.results()
 	res.ServerRSS, _ = statusKB(inst.Pid, "VmRSS:")
 	res.ServerPeakRSS, _ = inst.PeakRSS()
 	res.DriverRSS, _ = statusKB(os.Getpid(), "VmRSS:")
@@ -320,9 +339,6 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 	res.Etcd = etcdFigures(d, res.Elapsed, res.Txns)
 	res.EtcdProposals = d[metricEtcdProposals]
 	res.CPUBy, res.ProfileErr = prof.split(ctx, &Result{Committed: max(1, res.Txns+res.Commits)}, res.ServerCPU)
-	clk.mu.Lock()
-	res.TxnLatency, res.OffsetLatency = hdrhistogram.Import(clk.txnLat.Export()), hdrhistogram.Import(clk.offLat.Export())
-	clk.mu.Unlock()
 
 	if cfg.AfterKill > 0 && ctx.Err() == nil {
 		killAt := time.Now()
@@ -335,21 +351,16 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 		// whole cluster.
 		defer deleteFaults(ctx, inst.AdminURL)
 		k := &KillFigures{At: killAt.Sub(start), Node: cfg.KillNode}
-		k.IDsServed, k.IDsLeft, k.Affected = servedAgain(ids, killAt, 2*cfg.Interval)
-		k.MembersServed, k.MembersLeft, _ = servedAgain(members, killAt, 2*cfg.Interval)
-		k.GroupsServed, k.GroupsLeft, k.AffectedGroups = groupsServedAgain(members, killAt, 2*cfg.Interval)
-		clk.txns.mu.Lock()
+		k.IDsServed, k.IDsLeft, k.Affected = servedAgain(ids, 1, killAt, 2*cfg.Interval)
+		k.MembersServed, k.MembersLeft, _ = servedAgain(members, 1, killAt, 2*cfg.Interval)
+		k.GroupsServed, k.GroupsLeft, k.AffectedGroups = servedAgain(members, GroupMembers, killAt, 2*cfg.Interval)
+		_, _, _, ticks := clk.txns.results()
 		rate := float64(res.Txns) / res.Elapsed.Seconds()
-		k.RateRecovered = rateRecovered(clk.txns.ticks, int(killAt.Sub(start)/scaleTick), rate, 0.9, 3)
-		clk.txns.mu.Unlock()
+		k.RateRecovered = rateRecovered(ticks, int(killAt.Sub(start)/scaleTick), rate, 0.9, 3)
 		res.Kill = k
 	}
-	clk.txns.mu.Lock()
-	res.TxnTimeline = append([]int64(nil), clk.txns.ticks...)
-	clk.txns.mu.Unlock()
-	clk.commits.mu.Lock()
-	res.CommitTimeline = append([]int64(nil), clk.commits.ticks...)
-	clk.commits.mu.Unlock()
+	_, _, _, res.TxnTimeline = clk.txns.results()
+	_, _, _, res.CommitTimeline = clk.commits.results()
 	for e := range clk.errs {
 		res.Errors = append(res.Errors, e)
 	}
@@ -363,43 +374,53 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	}
 }
 
-// idLoop is one transactional id: a transaction per interval from a random
-// phase (a transaction that takes longer than the interval delays the next
-// one, as a real producer would).
-func idLoop(ctx context.Context, cl *kgo.Client, cfg ScaleConfig, clk *scaleClock, s *served, parts []int32, value []byte, seed uint64, delay time.Duration) {
+// pacedLoop runs op once per interval from delay plus a random phase (an
+// op that takes longer than the interval delays the next one, as a real
+// client would) until ctx ends, counting each outcome in st and s. op
+// returns false when it had nothing to do (a member not assigned yet).
+func pacedLoop(ctx context.Context, clk *scaleClock, st *opStats, s *served, interval, delay time.Duration, seed uint64,
+	op func() (bool, error)) {
 	rng := rand.New(rand.NewPCG(seed, 0x7363616c65))
-	next := time.Now().Add(delay + time.Duration(rng.Int64N(int64(cfg.Interval))))
+	next := time.Now().Add(delay + time.Duration(rng.Int64N(int64(interval))))
 	for {
 		sleepCtx(ctx, time.Until(next))
 		if ctx.Err() != nil {
 			return
 		}
-		next = next.Add(cfg.Interval)
+		next = next.Add(interval)
 		if now := time.Now(); next.Before(now) {
 			next = now
 		}
 		begin := time.Now()
-		err := oneTxn(ctx, cl, parts, value)
+		did, err := op()
 		done := time.Now()
 		if ctx.Err() != nil {
 			return
 		}
+		if !did {
+			continue
+		}
 		if err != nil {
 			if clk.inWindow(begin) {
-				clk.txnFail.Add(1)
+				st.fail.Add(1)
 				clk.noteErr(err)
 			}
 			continue
 		}
 		s.ok(clk, done)
-		clk.txns.add(clk.windowStart.Load(), done)
+		st.ticks.add(clk.windowStart.Load(), done)
 		if clk.inWindow(done) {
-			clk.txnOK.Add(1)
-			clk.mu.Lock()
-			recordLatency(clk.txnLat, done.Sub(begin))
-			clk.mu.Unlock()
+			st.ok.Add(1)
+			st.mu.Lock()
+			recordLatency(st.lat, done.Sub(begin))
+			st.mu.Unlock()
 		}
 	}
+}
+
+// idOp is one transactional id's transaction.
+func idOp(ctx context.Context, cl *kgo.Client, parts []int32, value []byte) func() (bool, error) {
+	return func() (bool, error) { return true, oneTxn(ctx, cl, parts, value) }
 }
 
 func oneTxn(ctx context.Context, cl *kgo.Client, parts []int32, value []byte) error {
@@ -430,22 +451,13 @@ func startDelay(i, rate int) time.Duration {
 	return time.Duration(i) * time.Second / time.Duration(rate)
 }
 
-// memberLoop is one group member: once per interval it commits an offset
-// one higher for each partition it is assigned (none before its first
-// assignment). The offsets need no records: a commit is what is measured.
-func memberLoop(ctx context.Context, cl *kgo.Client, asg *assignment, cfg ScaleConfig, clk *scaleClock, s *served, seed uint64, delay time.Duration) {
-	rng := rand.New(rand.NewPCG(seed, 0x67726f7570))
-	next := time.Now().Add(delay + time.Duration(rng.Int64N(int64(cfg.Interval))))
+// memberOp is one group member's offset commit: an offset one higher
+// than its last for each partition it is assigned (nothing before its
+// first assignment). The offsets need no records: a commit is what is
+// measured.
+func memberOp(ctx context.Context, cl *kgo.Client, asg *assignment) func() (bool, error) {
 	var offset int64
-	for {
-		sleepCtx(ctx, time.Until(next))
-		if ctx.Err() != nil {
-			return
-		}
-		next = next.Add(cfg.Interval)
-		if now := time.Now(); next.Before(now) {
-			next = now
-		}
+	return func() (bool, error) {
 		offsets := map[string]map[int32]kgo.EpochOffset{}
 		for topic, ps := range asg.current() {
 			offsets[topic] = map[int32]kgo.EpochOffset{}
@@ -454,30 +466,10 @@ func memberLoop(ctx context.Context, cl *kgo.Client, asg *assignment, cfg ScaleC
 			}
 		}
 		if len(offsets) == 0 {
-			continue
+			return false, nil
 		}
 		offset++
-		begin := time.Now()
-		err := commitSync(ctx, cl, offsets)
-		done := time.Now()
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			if clk.inWindow(begin) {
-				clk.commitFail.Add(1)
-				clk.noteErr(err)
-			}
-			continue
-		}
-		s.ok(clk, done)
-		clk.commits.add(clk.windowStart.Load(), done)
-		if clk.inWindow(done) {
-			clk.commitOK.Add(1)
-			clk.mu.Lock()
-			recordLatency(clk.offLat, done.Sub(begin))
-			clk.mu.Unlock()
-		}
+		return true, commitSync(ctx, cl, offsets)
 	}
 }
 
@@ -535,33 +527,17 @@ func countFirst(ss []served) int {
 	return n
 }
 
-// servedAgain is the kill → the last client's first success after it, how
-// many were never served again, and how many waited longer than gap.
-func servedAgain(ss []served, killAt time.Time, gap time.Duration) (worst time.Duration, left, affected int) {
+// servedAgain takes ss in units of per consecutive clients (an id: 1; a
+// group: its members), a unit served again at its earliest client's first
+// success after the kill. It returns kill → the last unit served again,
+// how many units were never served again, and how many waited longer than
+// gap.
+func servedAgain(ss []served, per int, killAt time.Time, gap time.Duration) (worst time.Duration, left, affected int) {
 	k := killAt.UnixNano()
-	for i := range ss {
-		a := ss[i].afterKill.Load()
-		if a == 0 {
-			left++
-			continue
-		}
-		d := time.Duration(a - k)
-		worst = max(worst, d)
-		if d > gap {
-			affected++
-		}
-	}
-	return worst, left, affected
-}
-
-// groupsServedAgain is servedAgain by group: a group is served again at its
-// first member's first success after the kill.
-func groupsServedAgain(members []served, killAt time.Time, gap time.Duration) (worst time.Duration, left, affected int) {
-	k := killAt.UnixNano()
-	for g := 0; g+GroupMembers <= len(members); g += GroupMembers {
+	for u := 0; u+per <= len(ss); u += per {
 		var first int64
-		for m := range GroupMembers {
-			if a := members[g+m].afterKill.Load(); a != 0 && (first == 0 || a < first) {
+		for c := u; c < u+per; c++ {
+			if a := ss[c].afterKill.Load(); a != 0 && (first == 0 || a < first) {
 				first = a
 			}
 		}

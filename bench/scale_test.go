@@ -25,11 +25,11 @@ func TestServedAgain(t *testing.T) {
 	ss[1].afterKill.Store(kill.Add(7 * time.Second).UnixNano())
 	ss[2].afterKill.Store(kill.Add(4 * time.Second).UnixNano())
 	// ss[3] never served again.
-	worst, left, affected := servedAgain(ss, kill, 2*time.Second)
+	worst, left, affected := servedAgain(ss, 1, kill, 2*time.Second)
 	if worst != 7*time.Second || left != 1 || affected != 2 {
 		t.Fatalf("members: worst %v left %d affected %d, want 7s 1 2", worst, left, affected)
 	}
-	worst, left, affected = groupsServedAgain(ss, kill, 2*time.Second)
+	worst, left, affected = servedAgain(ss, GroupMembers, kill, 2*time.Second)
 	// Group 0 is served at its first member's 0.5 s, group 1 at 4 s.
 	if worst != 4*time.Second || left != 0 || affected != 1 {
 		t.Fatalf("groups: worst %v left %d affected %d, want 4s 0 1", worst, left, affected)
