@@ -159,6 +159,9 @@ func (s *ScaleReport) Markdown() string {
 
 	if k := r.Kill; k != nil {
 		fmt.Fprintf(&b, "## Node %d killed (`/v1/faults` kind kill) %.1f s after the window opened\n\n", k.Node, k.At.Seconds())
+		fmt.Fprintf(&b, "A kill fault stops the node in the process; its etcd-mode partitions move to the others at once, as at "+
+			"a shutdown. A SIGKILLed coordinator process is noticed only when its etcd lease lapses, which adds up to "+
+			"the lease TTL to these times.\n\n")
 		fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
 		left := func(n int) string {
 			if n == 0 {
