@@ -6,7 +6,11 @@
 // in memory and kfake with DataDir + SyncWrites — alternating between them
 // round by round to cancel machine drift, and reports medians over rounds,
 // with the goals of the commit path (Report.goals) and of scale-out
-// (Report.scaleOutGoals).
+// (Report.scaleOutGoals). The scale mode (`txncoord-bench scale`, scale.go,
+// scale_cli.go, scale_report.go) drives thousands of transactional ids and
+// consumer groups against one `up --coordinators N`, each at one operation
+// per interval, and kills one coordinator through /v1/faults to time how
+// long its ids and groups wait.
 //
 // It owns: the workload (workload.go), the partition layout (layout.go), the
 // targets and their child processes (target.go, kfake_child.go), the

@@ -5,6 +5,7 @@
 //
 //	txncoord-bench --producers 1,16,64 --duration 10s --rounds 3 \
 //	    --targets txncoord,kfake,kfake-sync,txncoord-nosync --out results
+//	txncoord-bench scale --ids 2000 --groups 1000 --window 30s --after-kill 30s
 package main
 
 import (
