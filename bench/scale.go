@@ -218,10 +218,17 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 	var clients sync.WaitGroup
 	var clientsMu sync.Mutex
 	var all []*kgo.Client
-	keep := func(cl *kgo.Client) {
+	// run keeps cl (closed at the end) and runs op on it, as the n-th
+	// client of the ramp.
+	run := func(cl *kgo.Client, st *opStats, s *served, n int, op func() (bool, error)) {
 		clientsMu.Lock()
 		all = append(all, cl)
 		clientsMu.Unlock()
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			pacedLoop(runCtx, clk, st, s, cfg.Interval, startDelay(n, cfg.StartRate), uint64(n), op)
+		}()
 	}
 	value := make([]byte, cfg.ValueBytes)
 	for i := range cfg.IDs {
@@ -232,13 +239,7 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 		if err != nil {
 			return nil, err
 		}
-		keep(cl)
-		clients.Add(1)
-		go func() {
-			defer clients.Done()
-			pacedLoop(runCtx, clk, &clk.txns, &ids[i], cfg.Interval, startDelay(i, cfg.StartRate), uint64(i),
-				idOp(runCtx, cl, parts[i], value))
-		}()
+		run(cl, &clk.txns, &ids[i], i, idOp(runCtx, cl, parts[i], value))
 	}
 	for g := range cfg.Groups {
 		for m := range GroupMembers {
@@ -252,14 +253,8 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 			if err != nil {
 				return nil, err
 			}
-			keep(cl)
-			clients.Add(1)
-			go func() {
-				defer clients.Done()
-				n := g*GroupMembers + m
-				pacedLoop(runCtx, clk, &clk.commits, &members[n], cfg.Interval, startDelay(cfg.IDs+n, cfg.StartRate),
-					uint64(cfg.IDs+n), memberOp(runCtx, cl, asg))
-			}()
+			n := g*GroupMembers + m
+			run(cl, &clk.commits, &members[n], cfg.IDs+n, memberOp(runCtx, cl, asg))
 		}
 	}
 	defer func() {
