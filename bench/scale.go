@@ -97,8 +97,9 @@ type KillFigures struct {
 	GroupsServed, MembersServed time.Duration
 	GroupsLeft, MembersLeft     int
 	// RateRecovered is kill → the start of the first 3 ticks in a row at
-	// >= 90% of the window's txn/s; -1 when it never did.
-	RateRecovered  time.Duration
+	// >= 90% of the window's rate, -1 when it never did: of transactions,
+	// CommitRateRecovered of offset commits.
+	RateRecovered, CommitRateRecovered time.Duration
 	AffectedGroups int
 }
 
@@ -349,9 +350,11 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 		k.IDsServed, k.IDsLeft, k.Affected = servedAgain(ids, 1, killAt, 2*cfg.Interval)
 		k.MembersServed, k.MembersLeft, _ = servedAgain(members, 1, killAt, 2*cfg.Interval)
 		k.GroupsServed, k.GroupsLeft, k.AffectedGroups = servedAgain(members, GroupMembers, killAt, 2*cfg.Interval)
+		killTick := int(killAt.Sub(start) / scaleTick)
 		_, _, _, ticks := clk.txns.results()
-		rate := float64(res.Txns) / res.Elapsed.Seconds()
-		k.RateRecovered = rateRecovered(ticks, int(killAt.Sub(start)/scaleTick), rate, 0.9, 3)
+		k.RateRecovered = rateRecovered(ticks, killTick, float64(res.Txns)/res.Elapsed.Seconds(), 0.9, 3)
+		_, _, _, ticks = clk.commits.results()
+		k.CommitRateRecovered = rateRecovered(ticks, killTick, float64(res.Commits)/res.Elapsed.Seconds(), 0.9, 3)
 		res.Kill = k
 	}
 	_, _, _, res.TxnTimeline = clk.txns.results()

@@ -169,16 +169,23 @@ func (s *ScaleReport) Markdown() string {
 			}
 			return fmt.Sprintf(" (%d never served again within %v)", n, cfg.AfterKill)
 		}
-		row("ids with no commit for > 2 intervals after the kill", fmt.Sprint(k.Affected))
-		row("kill → every id committed again", fmt.Sprintf("%.1f s%s", k.IDsServed.Seconds(), left(k.IDsLeft)))
-		row("groups with no commit for > 2 intervals after the kill", fmt.Sprint(k.AffectedGroups))
-		row("kill → every group committed offsets again", fmt.Sprintf("%.1f s%s", k.GroupsServed.Seconds(), left(k.GroupsLeft)))
-		row("kill → every member committed offsets again", fmt.Sprintf("%.1f s%s", k.MembersServed.Seconds(), left(k.MembersLeft)))
-		rec := "never, within the watch"
-		if k.RateRecovered >= 0 {
-			rec = fmt.Sprintf("%.0f s", k.RateRecovered.Seconds())
+		recovered := func(d time.Duration) string {
+			if d < 0 {
+				return "never, within the watch"
+			}
+			return fmt.Sprintf("%.0f s", d.Seconds())
 		}
-		row("kill → txn rate back at ≥ 90% of the window's for 3 s", rec)
+		if cfg.IDs > 0 {
+			row("ids with no commit for > 2 intervals after the kill", fmt.Sprint(k.Affected))
+			row("kill → every id committed again", fmt.Sprintf("%.1f s%s", k.IDsServed.Seconds(), left(k.IDsLeft)))
+			row("kill → txn rate back at ≥ 90% of the window's for 3 s", recovered(k.RateRecovered))
+		}
+		if cfg.Groups > 0 {
+			row("groups with no commit for > 2 intervals after the kill", fmt.Sprint(k.AffectedGroups))
+			row("kill → every group committed offsets again", fmt.Sprintf("%.1f s%s", k.GroupsServed.Seconds(), left(k.GroupsLeft)))
+			row("kill → every member committed offsets again", fmt.Sprintf("%.1f s%s", k.MembersServed.Seconds(), left(k.MembersLeft)))
+			row("kill → offset commit rate back at ≥ 90% of the window's for 3 s", recovered(k.CommitRateRecovered))
+		}
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "Timeline, per second from the window's start: txns `%v`; offset commits `%v`.\n", r.TxnTimeline, r.CommitTimeline)
