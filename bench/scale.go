@@ -100,7 +100,7 @@ type KillFigures struct {
 	// >= 90% of the window's rate, -1 when it never did: of transactions,
 	// CommitRateRecovered of offset commits.
 	RateRecovered, CommitRateRecovered time.Duration
-	AffectedGroups int
+	AffectedGroups                     int
 }
 
 // timeline counts events per scaleTick since the window opened.
