@@ -197,6 +197,10 @@ func (m Migration) tryMigrate(ctx context.Context) (MigrationResult, bool, error
 	return res, true, nil
 }
 
+// migrateTxnBytes bounds the keys and values one Txn of the migration
+// copies (each is also deleted: the request holds them about once).
+const migrateTxnBytes = 512 << 10
+
 // move retires From's owner key and moves every record key, a page per
 // Txn, each Txn fenced by held.
 func (m Migration) move(ctx context.Context, held clientv3.Cmp) (MigrationResult, error) {
@@ -223,7 +227,17 @@ func (m Migration) move(ctx context.Context, held clientv3.Cmp) (MigrationResult
 		}
 		ops := make([]clientv3.Op, 0, 2*len(page.Kvs))
 		var groupsOf []string
-		for _, kv := range page.Kvs {
+		kvs, size := page.Kvs, 0
+		for i, kv := range page.Kvs {
+			// etcd refuses a request above its --max-request-bytes
+			// (1.5 MiB by default): a page of large group records is
+			// moved over several Txns (the rest is the next page's).
+			if size += len(kv.Key) + len(kv.Value); i > 0 && size > migrateTxnBytes {
+				kvs = page.Kvs[:i]
+				break
+			}
+		}
+		for _, kv := range kvs {
 			bucket, encoded, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), from), "/")
 			raw, herr := hex.DecodeString(encoded)
 			if !ok || bucket == "" || herr != nil {
@@ -258,6 +272,6 @@ func (m Migration) move(ctx context.Context, held clientv3.Cmp) (MigrationResult
 				res.Groups++
 			}
 		}
-		res.Keys += len(page.Kvs)
+		res.Keys += len(kvs)
 	}
 }

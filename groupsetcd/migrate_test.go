@@ -3,6 +3,7 @@ package groupsetcd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -123,5 +124,28 @@ func TestMigrateOnceAcrossPartitions(t *testing.T) {
 	}
 	if kv, err := cli.Get(ctxT(t), PartitionDataPrefix(to, cluster.OffsetsPartitionFor("g-0", partitions))+"groups/"+fmt.Sprintf("%x", "g-0")); err != nil || len(kv.Kvs) != 1 || string(kv.Kvs[0].Value) != "v-g-0" {
 		t.Errorf("g-0 after a second Migrate: %v %v", kv, err)
+	}
+}
+
+// TestMigrateLargeRecords: group records too large for one etcd request
+// together (six of 300 KiB, etcd's default limit 1.5 MiB) all move.
+func TestMigrateLargeRecords(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	cli := c.Client(t)
+	from := groupsLayout(t)
+	to := txnetcd.Layout{Prefix: from.Prefix + "parts"}
+	big := strings.Repeat("m", 300<<10)
+	for i := range 6 {
+		if _, err := cli.Put(ctxT(t), DataPrefix(from)+"groups/"+fmt.Sprintf("%x", fmt.Sprint("big-", i)), big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := Migrate(ctxT(t), Migration{Client: cli, From: from, To: to, Partitions: 3, LeaseTTL: 2 * time.Second})
+	if err != nil || r.Keys != 6 || r.Groups != 6 {
+		t.Fatalf("Migrate: %+v, %v; want 6 keys of 6 groups", r, err)
+	}
+	got, err := cli.Get(ctxT(t), DataPrefix(to), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || got.Count != 6 {
+		t.Fatalf("%v keys under %s (%v), want 6", got.Count, DataPrefix(to), err)
 	}
 }
