@@ -15,8 +15,9 @@ import (
 // matches), and `txncoord acls list|create|delete`, in the style of
 // kafka-acls.sh. The admin token is the admin principal: these are the
 // way to grant the first ACLs of a cluster with security on. The node
-// serves them when its Backend implements ACLsBackend (the coordinator
-// node, which keeps the controller's security metadata).
+// serves them when its Backend implements ACLsBackend (a coordinator:
+// the controller's security metadata where it runs the controller, the
+// holder's answers elsewhere).
 
 // ACL is one binding, with Kafka's names for every enum (TOPIC, GROUP,
 // CLUSTER, TRANSACTIONAL_ID; LITERAL, PREFIXED; READ, WRITE, ...; ALLOW,

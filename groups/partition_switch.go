@@ -43,10 +43,18 @@ func RegisterPartitionSwitch(reg *wire.Registry, kafkaVersion string, partitions
 			switch body := req.Body.(type) {
 			case *kmsg.ListGroupsRequest:
 				return listAll(partitions, of, body, call)
-			case *kmsg.WriteTxnMarkersRequest:
-				return splitMarkers(partitions, of, body, call)
-			case *kmsg.DescribeProducersRequest:
-				return splitProducers(partitions, of, body, call)
+			case *kmsg.WriteTxnMarkersRequest, *kmsg.DescribeProducersRequest:
+				return wire.PartitionSplit[*Coordinator]{
+					Dest: func(topic string, p int32) *Coordinator { return partitionOwner(partitions, of, topic, p) },
+					Handler: func(c *Coordinator) wire.Handler {
+						if c == nil {
+							return nil
+						}
+						return func(ctx context.Context, r *wire.Request) wire.Reply { return a.Handle(c, ctx, r) }
+					},
+					// The marker sender looks the leader up again.
+					Missing: kerr.NotLeaderForPartition.Code,
+				}.Serve(ctx, req)
 			}
 			parts, ok := splitGroups(req.Body, groupOf)
 			if !ok || len(parts) == 0 {
@@ -197,23 +205,6 @@ func joinInto(out, part kmsg.Response) {
 		if o.ErrorCode == 0 {
 			o.ErrorCode = p.ErrorCode
 		}
-	case *kmsg.WriteTxnMarkersResponse:
-		p := part.(*kmsg.WriteTxnMarkersResponse)
-		for _, m := range p.Markers {
-			joined := false
-			for i := range o.Markers {
-				if o.Markers[i].ProducerID == m.ProducerID {
-					o.Markers[i].Topics = append(o.Markers[i].Topics, m.Topics...)
-					joined = true
-					break
-				}
-			}
-			if !joined {
-				o.Markers = append(o.Markers, m)
-			}
-		}
-	case *kmsg.DescribeProducersResponse:
-		o.Topics = append(o.Topics, part.(*kmsg.DescribeProducersResponse).Topics...)
 	}
 }
 
@@ -253,114 +244,12 @@ func partitionOwner(partitions int32, of func(int32) *Coordinator, topic string,
 	return of(p)
 }
 
-// splitMarkers splits WriteTxnMarkers by the instance of each
-// __consumer_offsets partition it names.
-func splitMarkers(partitions int32, of func(int32) *Coordinator, body *kmsg.WriteTxnMarkersRequest, call func(*Coordinator, kmsg.Request) wire.Reply) wire.Reply {
-	parts := newRequestParts(func() *kmsg.WriteTxnMarkersRequest { cp := *body; cp.Markers = nil; return &cp })
-	for _, m := range body.Markers {
-		for _, t := range m.Topics {
-			for _, p := range t.Partitions {
-				req := parts.of(partitionOwner(partitions, of, t.Topic, p))
-				if n := len(req.Markers); n == 0 || req.Markers[n-1].ProducerID != m.ProducerID {
-					cm := m
-					cm.Topics = nil
-					req.Markers = append(req.Markers, cm)
-				}
-				last := &req.Markers[len(req.Markers)-1]
-				last.Topics = appendPartition(last.Topics, t, p,
-					func(t kmsg.WriteTxnMarkersRequestMarkerTopic) string { return t.Topic },
-					func(t *kmsg.WriteTxnMarkersRequestMarkerTopic) *[]int32 { return &t.Partitions })
-			}
-		}
-	}
-	return parts.call(body, call)
-}
-
-// splitProducers splits DescribeProducers by the instance of each
-// __consumer_offsets partition it names.
-func splitProducers(partitions int32, of func(int32) *Coordinator, body *kmsg.DescribeProducersRequest, call func(*Coordinator, kmsg.Request) wire.Reply) wire.Reply {
-	parts := newRequestParts(func() *kmsg.DescribeProducersRequest { cp := *body; cp.Topics = nil; return &cp })
-	for _, t := range body.Topics {
-		for _, p := range t.Partitions {
-			req := parts.of(partitionOwner(partitions, of, t.Topic, p))
-			req.Topics = appendPartition(req.Topics, t, p,
-				func(t kmsg.DescribeProducersRequestTopic) string { return t.Topic },
-				func(t *kmsg.DescribeProducersRequestTopic) *[]int32 { return &t.Partitions })
-		}
-	}
-	return parts.call(body, call)
-}
-
-// appendPartition adds partition p of topic t to topics: to its last
-// entry when that is t's, else to a new copy of t without partitions.
-func appendPartition[T any](topics []T, t T, p int32, name func(T) string, partitionsOf func(*T) *[]int32) []T {
-	if n := len(topics); n == 0 || name(topics[n-1]) != name(t) {
-		*partitionsOf(&t) = nil
-		topics = append(topics, t)
-	}
-	ps := partitionsOf(&topics[len(topics)-1])
-	*ps = append(*ps, p)
-	return topics
-}
-
-// requestParts are the parts of a request, one per instance (nil: not
-// served here), in the order of their first item.
-type requestParts[R kmsg.Request] struct {
-	order []*Coordinator
-	by    map[*Coordinator]R
-	empty func() R
-}
-
-func newRequestParts[R kmsg.Request](empty func() R) *requestParts[R] {
-	return &requestParts[R]{by: map[*Coordinator]R{}, empty: empty}
-}
-
-// of is c's part, new (empty) at c's first item.
-func (p *requestParts[R]) of(c *Coordinator) R {
-	if r, ok := p.by[c]; ok {
-		return r
-	}
-	r := p.empty()
-	p.by[c] = r
-	p.order = append(p.order, c)
-	return r
-}
-
-// call hands each instance (in order) its part of body, or body whole
-// when one instance (or none) has a part, and joins the answers.
-func (p *requestParts[R]) call(body kmsg.Request, call func(*Coordinator, kmsg.Request) wire.Reply) wire.Reply {
-	if len(p.order) <= 1 {
-		var c *Coordinator
-		if len(p.order) == 1 {
-			c = p.order[0]
-		}
-		return call(c, body)
-	}
-	replies := make([]wire.Reply, len(p.order))
-	for i, c := range p.order {
-		replies[i] = call(c, p.by[c])
-	}
-	return joinReplies(body, replies)
-}
-
 // notServed is the answer of a node that does not coordinate a request's
 // groups now (RegisterPartitionSwitch): ListGroups lists none, a group
-// request gets NOT_COORDINATOR (the client asks FindCoordinator again),
-// and WriteTxnMarkers and DescribeProducers, about __consumer_offsets
-// partitions, get NOT_LEADER_OR_FOLLOWER per partition (the marker
-// sender looks the leader up again).
+// request gets NOT_COORDINATOR (the client asks FindCoordinator again).
 func notServed(req *wire.Request) wire.Reply {
-	switch body := req.Body.(type) {
-	case *kmsg.ListGroupsRequest:
+	if body, ok := req.Body.(*kmsg.ListGroupsRequest); ok {
 		return wire.Now(body.ResponseKind())
-	case *kmsg.WriteTxnMarkersRequest:
-		return wire.Now(wire.WriteTxnMarkersResponse(body, func(kmsg.WriteTxnMarkersRequestMarker, string, int32) int16 {
-			return kerr.NotLeaderForPartition.Code
-		}))
-	case *kmsg.DescribeProducersRequest:
-		return wire.Now(wire.DescribeProducersResponse(body, func(string, int32) (int16, wire.ActiveProducers) {
-			return kerr.NotLeaderForPartition.Code, nil
-		}))
 	}
 	return wire.Now(wire.UnservedResponse(req.Body, kerr.NotCoordinator.Code))
 }

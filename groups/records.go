@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/txncoord/txncoord/durable"
@@ -91,4 +92,34 @@ func (s spaceLog) Load(fn func(each func(bucket []byte, f func(k, v []byte) erro
 			return bk.ForEach(f)
 		})
 	})
+}
+
+// RecordPartition is the __consumer_offsets partition (of partitions)
+// whose groups' state a stored key of bucket belongs to, and the group it
+// belongs to ("" for the keys of a partition's own state: its producers
+// and its next position). It lets the state of a coordinator of every
+// partition be split into the states of each partition's coordinator.
+func RecordPartition(bucket, key []byte, partitions int32) (partition int32, group string, err error) {
+	id, ok := bucketByName(bucket)
+	if !ok {
+		return 0, "", fmt.Errorf("groups: unknown bucket %q", bucket)
+	}
+	switch id {
+	case bucketGroups, bucketShareGroups:
+		group = string(key)
+	case bucketOffsets, bucketTxn:
+		if group, _, _, err = parseOffsetKey(key); err != nil {
+			return 0, "", err
+		}
+	case bucketProducers, bucketPartitions:
+		if len(key) < 4 {
+			return 0, "", fmt.Errorf("groups: bad %s key %x", bucket, key)
+		}
+		p := int32(binary.BigEndian.Uint32(key))
+		if p < 0 || p >= partitions {
+			return 0, "", fmt.Errorf("groups: %s key of partition %d, not one of %d", bucket, p, partitions)
+		}
+		return p, "", nil
+	}
+	return offsetsPartitionFor(group, partitions), group, nil
 }

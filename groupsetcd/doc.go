@@ -36,9 +36,18 @@
 //   - Load reads every key at one etcd revision, and only while the fence
 //     still holds at that revision.
 //
+// Migrate moves the records of a cluster that ran one group coordinator
+// for every group (one Log at DataPrefix of the single lease's layout) to
+// the per-partition data prefixes, once, before a node owns any
+// partition: one node at a time (a lock key on a lease of its own), each
+// key to the partition its group hashes to, the old keys deleted in the
+// Txn that copies them (an interrupted migration resumes), the single
+// lease's owner key retired (a coordinator still on it is fenced out),
+// and a marker key that makes every later start skip it.
+//
 // It must not: acquire or renew the lease (the node's ownership.Member
 // does), decide what a record means (package groups does), or write
 // anything outside its data prefix.
 //
-// Main types: Log, Options.
+// Main types: Log, Options, Migration.
 package groupsetcd

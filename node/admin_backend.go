@@ -35,9 +35,12 @@ type adminBackend struct {
 	// topics is the topic controller (admin_topics.go): nil, or nil
 	// returned, on a coordinator that does not run it.
 	topics func() *topics.Controller
-	// auth is the controller's security metadata (admin_acls.go); it
-	// serves only where the controller is open.
+	// auth is the controller's security metadata (admin_acls.go),
+	// attached where the controller is open, else a mirror of it.
 	auth *authmeta.State
+	// aclsRemote reaches the controller's holder where this process
+	// does not hold it (nil: nowhere to reach).
+	aclsRemote *aclsRemote
 	// coordinators lists the cluster's coordinators (admin_etcd.go).
 	coordinators func() []admin.CoordinatorStatus
 	// faults are the process's injected faults (nil: none can be set).

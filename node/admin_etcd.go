@@ -50,6 +50,7 @@ func (c *Coordinator) etcdAdminBackend() *adminBackend {
 		},
 		topics:       c.controller,
 		auth:         c.view.AuthMeta(),
+		aclsRemote:   c.aclsRemote(),
 		coordinators: c.coordinatorsOf,
 	}
 }

@@ -168,7 +168,10 @@ type Coordinator struct {
 	// (etcd mode).
 	partsClient coordclient.Client
 	follower    *topics.Follower
-	txnClients  coordclient.Client
+	// ctlForward sends a request to the holder of the controller's lease
+	// (nil on a coordinator that always runs it).
+	ctlForward topics.ForwardFunc
+	txnClients coordclient.Client
 	// partsClosed stops the view's hook from dropping a deleted topic's
 	// data in Partitions once it is closed.
 	partsClosed *atomic.Bool

@@ -225,6 +225,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	if c.follower != nil {
 		synced = func(ctx context.Context) { c.follower.Refresh(ctx) }
 	}
+	c.ctlForward = ctlForward
 	c.Server, err = listen(cfg.View, self, profile, cfg.Listener, sec, cfg.Limits, cfg.Faults, requestMetrics(cfg.Requests, cfg.Metrics), log, func(reg *wire.Registry) {
 		c.Router.Register(reg)
 		groups.RegisterPartitionSwitch(reg, self.KafkaVersion, c.groups.partitions, c.groups.Of)

@@ -46,6 +46,10 @@ type groupHolder struct {
 	closeErr   error
 }
 
+// groupsMigrationTimeout bounds the move of a single-lease cluster's
+// group records (groupsetcd.Migrate), waiting for another node's included.
+const groupsMigrationTimeout = 2 * time.Minute
+
 // groupsPrefix is where the group partitions' ownership and state live.
 func groupsPrefix(v *cluster.View) string { return v.Etcd().Prefix + "/groupparts" }
 
@@ -54,6 +58,16 @@ func groupsPrefix(v *cluster.View) string { return v.Etcd().Prefix + "/grouppart
 func startGroupHolder(cli *clientv3.Client, v *cluster.View, self cluster.Node, ttl time.Duration, cfg groups.Config, log zerolog.Logger) (*groupHolder, error) {
 	n := v.OffsetsPartitions()
 	layout := txnetcd.Layout{Prefix: groupsPrefix(v)}
+	// The records of a cluster that ran one group coordinator for every
+	// group move to their partitions before this node owns any: an
+	// instance must load its groups whole.
+	mctx, cancel := context.WithTimeout(context.Background(), groupsMigrationTimeout)
+	_, err := groupsetcd.Migrate(mctx, groupsetcd.Migration{Client: cli, From: txnetcd.Layout{Prefix: v.Etcd().Prefix + "/groups"},
+		To: layout, Partitions: n, NodeID: self.NodeID, LeaseTTL: ttl, Log: log.With().Str("component", "groups-migration").Logger()})
+	cancel()
+	if err != nil {
+		return nil, err
+	}
 	m, err := ownership.Start(ownership.Config{Client: cli, Layout: layout, NodeID: self.NodeID, Partitions: n, LeaseTTL: ttl,
 		Log: log.With().Str("role", "groups").Logger()}) // ownership names itself the component
 	if err != nil {

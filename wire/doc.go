@@ -35,6 +35,11 @@
 // on a plaintext Kafka port is named in one log line (notkafka.go).
 // Collector exports connections and the budget to Prometheus.
 //
+// PartitionSplit (split.go) serves WriteTxnMarkers and DescribeProducers
+// on a node where different handlers own different partitions: it splits
+// a request by each (topic, partition)'s destination, in the request's
+// order, and joins the answers in the request's shape.
+//
 // Main types: Registry (handlers by API key with their version range), Server
 // (listener and connections), Handler and Reply (how a handler answers, now or
 // after some durable write), Client (one connection to another node) and
