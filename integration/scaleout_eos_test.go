@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/txncoord/txncoord/admin"
-	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/integration/eos"
 )
 
@@ -83,21 +82,10 @@ func runEOSGroupsSpread(t *testing.T, name string, owners []int32, victimStage i
 	ctx := testCtx(t, 5*time.Minute)
 	sc.waitBalanced(ctx, 0, 1, 2)
 	leaders := sc.offsetsLeadersAt(ctx, 0)
-	n := int32(len(leaders))
-	groupOn := func(owner int32, stage int) string {
-		for i := 0; i < 1000; i++ {
-			g := fmt.Sprintf("%s-g%d-%d", topics[stage-1], stage, i)
-			if leaders[cluster.OffsetsPartitionFor(g, n)] == owner {
-				return g
-			}
-		}
-		t.Fatalf("no group of 1000 ids on coordinator %d (Metadata's leaders %v)", owner, leaders)
-		return ""
-	}
 	cfg := eosConfig("kgo", sc.Bootstrap(), topics)
 	cfg.Groups = nil
 	for i, owner := range owners {
-		cfg.Groups = append(cfg.Groups, groupOn(owner, i+1))
+		cfg.Groups = append(cfg.Groups, groupsOn(t, leaders, owner, fmt.Sprintf("%s-g%d", topics[i], i+1), 1)[0])
 		t.Logf("stage %d's group %s on coordinator %d", i+1, cfg.Groups[i], owner)
 	}
 	kill := fmt.Sprintf("SIGKILL of stage %d's group's coordinator", victimStage)
