@@ -85,9 +85,9 @@ func TestScaleoutGroupCoordinatorKilledPendingOffsets(t *testing.T) {
 		}
 		x.cl, err = kgo.NewClient(kgo.SeedBrokers(sc.Bootstrap()...), kgo.TransactionalID(x.id),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(out),
-			// Long enough that no timeout ends a transaction while
-			// its coordinator is taken over.
-			kgo.TransactionTimeout(90*time.Second))
+			// Longer than the test: only its EndTxn ends the
+			// transaction, never the timeout.
+			kgo.TransactionTimeout(10*time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,11 +108,13 @@ func TestScaleoutGroupCoordinatorKilledPendingOffsets(t *testing.T) {
 	}
 
 	// checkPending: the stable fetch says the offsets are pending, the
-	// plain one shows the ones committed before.
-	checkPending := func(when string) {
+	// plain one shows the ones committed before. cl is a client that
+	// has not met the killed coordinator (kgo keeps asking the
+	// coordinator it found last while that one's process is gone).
+	checkPending := func(cl *kgo.Client, when string) {
 		for _, x := range txns {
-			stable := fetchOffsets(ctx, t, adminCl, x.group, true, 0, 1)
-			plain := fetchOffsets(ctx, t, adminCl, x.group, false, 0, 1)
+			stable := fetchOffsets(ctx, t, cl, x.group, true, 0, 1)
+			plain := fetchOffsets(ctx, t, cl, x.group, false, 0, 1)
 			for p, want := range x.old {
 				if stable[p].code != kerr.UnstableOffsetCommit.Code {
 					t.Errorf("%s, %s: stable fetch of %s-%d: %+v, want UNSTABLE_OFFSET_COMMIT", when, x.group, wireTopic, p, stable[p])
@@ -123,7 +125,7 @@ func TestScaleoutGroupCoordinatorKilledPendingOffsets(t *testing.T) {
 			}
 		}
 	}
-	checkPending("before the kill")
+	checkPending(adminCl, "before the kill")
 
 	killedAt := sc.KillCoordinator(victim)
 	t.Logf("SIGKILL of coordinator %d with the offsets pending", victim)
@@ -132,7 +134,13 @@ func TestScaleoutGroupCoordinatorKilledPendingOffsets(t *testing.T) {
 		t.Logf("%s now on coordinator %d", x.group, by)
 	}
 	t.Logf("every group moved %v after the kill", time.Since(killedAt).Round(time.Millisecond))
-	checkPending("after the kill, at the groups' new owners")
+	afterCl, err := kgo.NewClient(kgo.SeedBrokers(sc.Bootstrap()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer afterCl.Close()
+	checkPending(afterCl, "after the kill, at the groups' new owners")
+	t.Logf("the pending window checked at the new owners %v after the kill", time.Since(killedAt).Round(time.Millisecond))
 
 	var h checker.History
 	for _, x := range txns {
@@ -153,14 +161,15 @@ func TestScaleoutGroupCoordinatorKilledPendingOffsets(t *testing.T) {
 			if x.commit {
 				want = x.new
 			}
-			waitOffsets(ctx, t, adminCl, x.group, want)
+			waitOffsets(ctx, t, afterCl, x.group, want)
 			// The plain fetch agrees once the stable one does.
-			if plain := fetchOffsets(ctx, t, adminCl, x.group, false, 0, 1); plain[0] != (fetched{want[0], 0}) || plain[1] != (fetched{want[1], 0}) {
+			if plain := fetchOffsets(ctx, t, afterCl, x.group, false, 0, 1); plain[0] != (fetched{want[0], 0}) || plain[1] != (fetched{want[1], 0}) {
 				t.Errorf("%s, %s (%s): plain fetch %+v, want %v", when, x.group, x.name, plain, want)
 			}
 		}
 	}
 	checkOutcome("after EndTxn")
+	t.Logf("the outcomes checked %v after the kill", time.Since(killedAt).Round(time.Millisecond))
 
 	reads, err := workload.ReadCommitted(ctx, sc.Bootstrap(), []checker.Partition{{Topic: out, Partition: 0}})
 	if err != nil {
