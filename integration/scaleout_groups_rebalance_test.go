@@ -21,8 +21,8 @@ import (
 // in progress: DescribeGroups must say PreparingRebalance before the
 // coordinator owning the group's __consumer_offsets partition is SIGKILLed.
 // Then the held member goes on. The three members must end in one
-// generation at the group's new owner with every partition assigned
-// exactly once, and consumption must resume at the offsets committed before
+// generation, above the one before the kill, at the group's new owner with
+// every partition assigned exactly once, and consumption must resume at the offsets committed before
 // the kill: every record at or after them is delivered, none before them
 // (those were committed, so even at least once does not deliver them
 // again; losing the offsets would start again at the log start).
@@ -55,7 +55,7 @@ func TestScaleoutGroupCoordinatorKilledMidRebalance(t *testing.T) {
 	a := startRebalanceMember(t, sc, group, topic, "a")
 	b := startRebalanceMember(t, sc, group, topic, "b")
 	members := []*rebalanceMember{a, b}
-	waitOneGeneration(ctx, t, members, partitions)
+	before := waitOneGeneration(ctx, t, members, partitions)
 
 	// The first half, consumed and committed by a and b.
 	for consumed := 0; consumed < int(partitions)*half; {
@@ -140,7 +140,12 @@ func TestScaleoutGroupCoordinatorKilledMidRebalance(t *testing.T) {
 			t.Errorf("DescribeGroups at the end: %s-%d assigned %d times, want once (%v)", topic, p, seen[p], seen)
 		}
 	}
-	t.Logf("one generation %d of %d members at coordinator %d", gen, len(members), final.Coordinator.NodeID)
+	t.Logf("one generation %d of %d members at coordinator %d (generation %d of 2 members before the kill)", gen, len(members), final.Coordinator.NodeID, before)
+	// The new owner goes on from the generations the old one gave out: a
+	// generation given again would let a fenced member's commits in.
+	if gen <= before {
+		t.Errorf("generation %d at the end, not above %d before the kill", gen, before)
+	}
 
 	// Every record from the committed offsets on comes through, and none
 	// before them.
