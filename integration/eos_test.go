@@ -65,11 +65,11 @@ func (h *helperBin) build(t testing.TB, name, pkg string) string {
 	return h.path
 }
 
-func eosTopics(name string) [3]string {
-	return [3]string{name + "-in", name + "-mid", name + "-out"}
+func eosTopics(name string) []string {
+	return []string{name + "-in", name + "-mid", name + "-out"}
 }
 
-func eosTopicMap(topics [3]string, partitions int32) map[string]int32 {
+func eosTopicMap(topics []string, partitions int32) map[string]int32 {
 	m := map[string]int32{}
 	for _, t := range topics {
 		m[t] = partitions
@@ -79,9 +79,9 @@ func eosTopicMap(topics [3]string, partitions int32) map[string]int32 {
 
 // startEOSKfake starts a kfake cluster of three brokers with the chain's
 // topics.
-func startEOSKfake(t *testing.T, topics [3]string) []string {
+func startEOSKfake(t *testing.T, topics []string) []string {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(eosPartitions, topics[:]...))
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(eosPartitions, topics...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func eosValuesFromEnv(def int) int {
 
 // eosConfig is a default run of client: eosValues values in transactions
 // of up to 20, paced so that the churn lands while the chain runs.
-func eosConfig(client string, boot []string, topics [3]string) eos.Config {
+func eosConfig(client string, boot []string, topics []string) eos.Config {
 	abortP := 0.1
 	if client == "sarama" {
 		abortP = 0.03 // each abort is a rejoin (eos/member_sarama.go)

@@ -67,7 +67,7 @@ var eosBounceClients = []string{"kgo", "sarama", "confluent"}
 // runEOSBounce runs client's default chain (eosValues values, the member
 // churn) with the coordinator SIGKILLed and restarted at each of at while
 // the chain runs and once more after the members stopped.
-func runEOSBounce(t *testing.T, client string, pc *procCluster, name string, topics [3]string, at ...float64) *eos.Report {
+func runEOSBounce(t *testing.T, client string, pc *procCluster, name string, topics []string, at ...float64) *eos.Report {
 	t.Helper()
 	cfg := eosConfig(client, pc.Bootstrap(), topics)
 	cfg.Events = bounceEvents(pc, name, at...)

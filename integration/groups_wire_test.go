@@ -105,64 +105,6 @@ type fetched struct {
 	code   int16
 }
 
-// fetchOffsets sends OffsetFetch for group's partitions of wireTopic
-// (v8+, the groups array), stable or not.
-func fetchOffsets(ctx context.Context, t *testing.T, cl *kgo.Client, group string, stable bool, partitions ...int32) map[int32]fetched {
-	t.Helper()
-	req := kmsg.NewPtrOffsetFetchRequest()
-	req.RequireStable = stable
-	rg := kmsg.NewOffsetFetchRequestGroup()
-	rg.Group = group
-	rt := kmsg.NewOffsetFetchRequestGroupTopic()
-	rt.Topic, rt.Partitions = wireTopic, partitions
-	rg.Topics = append(rg.Topics, rt)
-	req.Groups = append(req.Groups, rg)
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("OffsetFetch: %v", err)
-	}
-	out := map[int32]fetched{}
-	for _, g := range resp.Groups {
-		if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
-			t.Fatalf("OffsetFetch %s: %v", group, err)
-		}
-		for _, rt := range g.Topics {
-			for _, p := range rt.Partitions {
-				out[p.Partition] = fetched{offset: p.Offset, code: p.ErrorCode}
-			}
-		}
-	}
-	return out
-}
-
-// waitOffsets polls a stable OffsetFetch until every partition answers
-// no error and the wanted offset (the markers are delivered after EndTxn
-// is answered).
-func waitOffsets(ctx context.Context, t *testing.T, cl *kgo.Client, group string, want map[int32]int64) {
-	t.Helper()
-	var parts []int32
-	for p := range want {
-		parts = append(parts, p)
-	}
-	for {
-		got := fetchOffsets(ctx, t, cl, group, true, parts...)
-		ok := true
-		for p, o := range want {
-			if got[p].code != 0 || got[p].offset != o {
-				ok = false
-			}
-		}
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("group %s: stable offsets %+v, want %v", group, got, want)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 // offsetsProducer describes the producer pid on the __consumer_offsets
 // partition of group (DescribeProducers, routed by kadm to the partition's
 // leader: the coordinator node).

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/txncoord/txncoord/admin"
-	"github.com/txncoord/txncoord/cluster"
 	"github.com/txncoord/txncoord/integration/eos"
 )
 
@@ -55,35 +54,55 @@ func (sc *scaleCluster) busiestNonZero(ctx context.Context) (int32, error) {
 // serving it; at 60% it starts again. Every value must come out exactly
 // once and both groups' offsets must resume at the end.
 func TestScaleoutEOSGroupsSpread(t *testing.T) {
-	topics := eosTopics("scale-eos-spread")
+	runEOSGroupsSpread(t, "scale-eos-spread", []int32{1, 2}, 1)
+}
+
+// TestScaleoutEOSGroupsSpread3 is the exactly-once chain of three stages
+// (input → stage 1 → middle → stage 2 → middle → stage 3 → output, kgo
+// members) with each stage's group on another of the three coordinators
+// (stage 1's on coordinator 1, stage 2's on 2, stage 3's on 0): at 30% of
+// the values committed the coordinator of the middle stage's group is
+// SIGKILLed while the other two groups' coordinators keep serving them; at
+// 60% it starts again. Every value must come out exactly once through all
+// three stages and every group's offsets must resume at the end.
+func TestScaleoutEOSGroupsSpread3(t *testing.T) {
+	runEOSGroupsSpread(t, "scale-eos-spread3", []int32{1, 2, 0}, 2)
+}
+
+// runEOSGroupsSpread runs a chain of len(owners) stages whose stage i's
+// group is on coordinator owners[i-1], and SIGKILLs the coordinator of
+// stage victimStage's group at 30% (restarted at 60%).
+func runEOSGroupsSpread(t *testing.T, name string, owners []int32, victimStage int) {
+	topics := []string{name + "-in"}
+	for i := 1; i < len(owners); i++ {
+		topics = append(topics, fmt.Sprintf("%s-mid%d", name, i))
+	}
+	topics = append(topics, name+"-out")
 	sc := startScaleCluster(t, scaleConfig{Topics: eosTopicMap(topics, eosPartitions), LeaseTTL: 2 * time.Second})
 	ctx := testCtx(t, 5*time.Minute)
 	sc.waitBalanced(ctx, 0, 1, 2)
 	leaders := sc.offsetsLeadersAt(ctx, 0)
-	n := int32(len(leaders))
-	groupOn := func(owner int32, stage int) string {
-		for i := 0; i < 1000; i++ {
-			g := fmt.Sprintf("%s-g%d-%d", topics[stage-1], stage, i)
-			if leaders[cluster.OffsetsPartitionFor(g, n)] == owner {
-				return g
-			}
-		}
-		t.Fatalf("no group of 1000 ids on coordinator %d (Metadata's leaders %v)", owner, leaders)
-		return ""
-	}
 	cfg := eosConfig("kgo", sc.Bootstrap(), topics)
-	cfg.Groups = [2]string{groupOn(1, 1), groupOn(2, 2)}
-	t.Logf("groups %s on coordinator 1, %s on coordinator 2", cfg.Groups[0], cfg.Groups[1])
-	firstGroupsOwner := func(ctx context.Context) (int32, error) {
-		victim := sc.groupCoordinatorAt(ctx, 0, cfg.Groups[0])
-		if victim <= 0 {
-			return -1, fmt.Errorf("the first group's coordinator is %d, want a non-zero coordinator", victim)
+	cfg.Groups = nil
+	for i, owner := range owners {
+		cfg.Groups = append(cfg.Groups, groupsOn(t, leaders, owner, fmt.Sprintf("%s-g%d", topics[i], i+1), 1)[0])
+		t.Logf("stage %d's group %s on coordinator %d", i+1, cfg.Groups[i], owner)
+	}
+	kill := fmt.Sprintf("SIGKILL of stage %d's group's coordinator", victimStage)
+	groupsOwner := func(ctx context.Context) (int32, error) {
+		victim := sc.groupCoordinatorAt(ctx, 0, cfg.Groups[victimStage-1])
+		if victim != owners[victimStage-1] {
+			return -1, fmt.Errorf("stage %d's group's coordinator is %d, want %d", victimStage, victim, owners[victimStage-1])
 		}
 		return victim, nil
 	}
-	cfg.Events = append(cfg.Events, killCoordinatorEvents(t, sc, "SIGKILL of the first group's coordinator", firstGroupsOwner)...)
+	cfg.Events = append(cfg.Events, killCoordinatorEvents(t, sc, kill, groupsOwner)...)
 	sortEvents(cfg.Events)
-	checkKillLanded(t, runEOS(t, ctx, cfg), "SIGKILL of the first group's coordinator")
+	rep := runEOS(t, ctx, cfg)
+	checkKillLanded(t, rep, kill)
+	if len(rep.Stages) != len(owners) {
+		t.Fatalf("the report has %d stages, want %d", len(rep.Stages), len(owners))
+	}
 	sc.waitBalanced(testCtx(t, time.Minute), 0, 1, 2)
 }
 

@@ -44,7 +44,7 @@ const (
 type Event struct {
 	At    float64
 	Kind  EventKind
-	Stage int // 1 or 2 (member events)
+	Stage int // 1..Stages (member events)
 	Slot  int // member events but AddMember
 	Pause time.Duration
 	Name  string // Func: how the report names it
@@ -70,12 +70,14 @@ type Config struct {
 	Client     string // kgo, sarama, confluent
 	Values     int
 	Partitions int32
-	// Topics are input, middle, output; they must exist with
-	// Partitions partitions each.
-	Topics [3]string
-	// Groups are the stages' consumer groups (default Topics[0]+"-g1",
-	// Topics[1]+"-g2").
-	Groups [2]string
+	// Topics are the input, the middle topics and the output: stage i
+	// reads Topics[i-1] and writes Topics[i], so there is one stage
+	// fewer than topics (at least three: two stages). They must exist
+	// with Partitions partitions each.
+	Topics []string
+	// Groups are the stages' consumer groups (default Topics[i-1] +
+	// "-g" + i for stage i).
+	Groups []string
 	// Members per stage at the start (default 3).
 	Members   int
 	MemberBin string // the eosmember binary
@@ -105,13 +107,21 @@ func (c *Config) defaults() error {
 	if c.Values <= 0 || c.Partitions <= 0 || c.MemberBin == "" || c.Dir == "" || len(c.Bootstrap) == 0 || c.Client == "" {
 		return errors.New("eos: chain needs values, partitions, member binary, dir, bootstrap and client")
 	}
+	if len(c.Topics) < 3 {
+		return errors.New("eos: chain needs at least three topics (two stages)")
+	}
 	for _, t := range c.Topics {
 		if t == "" {
-			return errors.New("eos: chain needs three topics")
+			return errors.New("eos: chain needs every topic named")
 		}
 	}
-	if c.Groups[0] == "" {
-		c.Groups = [2]string{c.Topics[0] + "-g1", c.Topics[1] + "-g2"}
+	if len(c.Groups) == 0 {
+		for i := range c.Stages() {
+			c.Groups = append(c.Groups, fmt.Sprintf("%s-g%d", c.Topics[i], i+1))
+		}
+	}
+	if len(c.Groups) != c.Stages() {
+		return fmt.Errorf("eos: %d groups for %d stages", len(c.Groups), c.Stages())
 	}
 	if c.Members <= 0 {
 		c.Members = 3
@@ -125,16 +135,19 @@ func (c *Config) defaults() error {
 	return nil
 }
 
+// Stages is the number of stages: one fewer than the topics.
+func (c *Config) Stages() int { return len(c.Topics) - 1 }
+
 // Chain is a running chain.
 type Chain struct {
 	cfg      Config
 	mu       sync.Mutex
-	slots    [2][]*slot
+	slots    [][]*slot // by stage - 1
 	stopping bool
 	crashes  int
 }
 
-// Run writes the input, runs both stages until every value is committed in
+// Run writes the input, runs every stage until every value is committed in
 // the output (or ctx ends), stops the members, reads back and checks. The
 // report is returned whenever the check could run, also with an error
 // (e.g. the chain never finished: the report then shows the losses).
@@ -151,8 +164,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	cfg.Logf("eos: %d input values written in %v", cfg.Values, time.Since(start).Round(time.Millisecond))
-	c := &Chain{cfg: cfg}
-	for stage := 1; stage <= 2; stage++ {
+	c := &Chain{cfg: cfg, slots: make([][]*slot, cfg.Stages())}
+	for stage := 1; stage <= cfg.Stages(); stage++ {
 		for i := 0; i < cfg.Members; i++ {
 			c.addSlot(stage)
 		}
@@ -167,7 +180,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		notes = append(notes, "the after-stop step ran before the final reads and offset fetches")
 	}
-	in := Input{Values: cfg.Values, Topics: cfg.Topics, InputAt: inputAt}
+	in := Input{Values: cfg.Values, Topics: cfg.Topics, InputAt: inputAt, Offsets: make([]Offsets, cfg.Stages())}
 	readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
 	defer cancel()
 	var parts []checker.Partition
@@ -182,13 +195,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	in.Middle, in.Output = checker.Reads{}, checker.Reads{}
 	for p, recs := range reads {
-		if p.Topic == cfg.Topics[1] {
-			in.Middle[p] = recs
-		} else {
+		if p.Topic == cfg.Topics[cfg.Stages()] {
 			in.Output[p] = recs
+		} else {
+			in.Middle[p] = recs
 		}
 	}
-	for i := range 2 {
+	for i := range cfg.Stages() {
 		if in.Offsets[i], err = groupOffsets(readCtx, cfg, cfg.Groups[i], cfg.Topics[i]); err != nil {
 			return nil, errors.Join(runErr, err)
 		}
@@ -282,7 +295,7 @@ func groupOffsets(ctx context.Context, cfg Config, group, topic string) (Offsets
 // wait runs the events by progress until every value is committed in the
 // output.
 func (c *Chain) wait(ctx context.Context, start time.Time, notes *[]string) error {
-	p := newProgress(c.cfg.Dir, c.cfg.Values)
+	p := newProgress(c.cfg.Dir, c.cfg.Values, c.cfg.Stages())
 	events := append([]Event(nil), c.cfg.Events...)
 	var coveredAt time.Time
 	for {
@@ -325,7 +338,7 @@ func (c *Chain) run(ctx context.Context, e Event) error {
 		return e.Do(ctx)
 	}
 	c.mu.Lock()
-	if e.Stage < 1 || e.Stage > 2 || e.Slot < 0 || e.Slot >= len(c.slots[e.Stage-1]) {
+	if e.Stage < 1 || e.Stage > len(c.slots) || e.Slot < 0 || e.Slot >= len(c.slots[e.Stage-1]) {
 		c.mu.Unlock()
 		return fmt.Errorf("no member slot s%d.m%d", e.Stage, e.Slot)
 	}
@@ -513,10 +526,12 @@ func lastLines(path string, n int) string {
 	return strings.Join(lines, " / ")
 }
 
-// progress follows the stage-2 histories as they grow: which input values
-// are in the output through committed (or unknown-outcome) transactions.
+// progress follows the last stage's histories as they grow: which input
+// values are in the output through committed (or unknown-outcome)
+// transactions.
 type progress struct {
 	dir       string
+	last      int // the last stage
 	values    int
 	offsets   map[string]int64
 	pending   map[string][]int // stage-2 txn id → input values
@@ -524,14 +539,14 @@ type progress struct {
 	unknown   map[int]bool
 }
 
-func newProgress(dir string, values int) *progress {
-	return &progress{dir: dir, values: values, offsets: map[string]int64{}, pending: map[string][]int{},
+func newProgress(dir string, values, last int) *progress {
+	return &progress{dir: dir, last: last, values: values, offsets: map[string]int64{}, pending: map[string][]int{},
 		committed: map[int]bool{}, unknown: map[int]bool{}}
 }
 
 // scan reads the complete lines appended since the last scan.
 func (p *progress) scan() {
-	paths, _ := filepath.Glob(filepath.Join(p.dir, "hist-s2.*.jsonl"))
+	paths, _ := filepath.Glob(filepath.Join(p.dir, fmt.Sprintf("hist-s%d.*.jsonl", p.last)))
 	for _, path := range paths {
 		f, err := os.Open(path)
 		if err != nil {

@@ -75,17 +75,19 @@ type Offsets struct {
 type Input struct {
 	// Values is N: the input is InputValue(0..N-1).
 	Values int
-	// Topics are the input, middle and output topics.
-	Topics [3]string
+	// Topics are the input, the middle topics and the output topic
+	// (see Config.Topics).
+	Topics []string
 	// InputAt is the input log: per partition, offset → value (the
 	// input is written without transactions, so this is also its
 	// visible content).
 	InputAt map[int32]map[int64]string
-	// Middle and Output are the final read_committed reads.
+	// Middle (every middle topic) and Output are the final
+	// read_committed reads.
 	Middle, Output checker.Reads
 	History        *History
 	// Offsets per stage (index 0: stage 1's group).
-	Offsets [2]Offsets
+	Offsets []Offsets
 }
 
 // StageTotals describe one stage.
@@ -103,9 +105,9 @@ type StageTotals struct {
 // Report is the checker's verdict.
 type Report struct {
 	Values     int
-	OutputRead int // data records in the final output
-	Distinct   int // distinct input values in the final output
-	Stages     [2]StageTotals
+	OutputRead int           // data records in the final output
+	Distinct   int           // distinct input values in the final output
+	Stages     []StageTotals // index 0: stage 1
 	Counts     map[Anomaly]int
 	Examples   map[Anomaly][]string
 	// Notes are facts worth printing that are not anomalies (faults
@@ -132,15 +134,29 @@ func (r *Report) add(kind Anomaly, format string, args ...any) {
 // Check judges a run. It fails only when the input is unusable (a
 // workload bug), never for a cluster anomaly.
 func Check(in Input) (*Report, error) {
-	r := &Report{Values: in.Values, Counts: map[Anomaly]int{}, Examples: map[Anomaly][]string{}}
+	stages := len(in.Topics) - 1
+	r := &Report{Values: in.Values, Counts: map[Anomaly]int{}, Examples: map[Anomaly][]string{}, Stages: make([]StageTotals, max(stages, 0))}
 	for _, k := range Anomalies {
 		r.Counts[k] = 0
 	}
 	if in.History == nil {
 		return nil, fmt.Errorf("eos: no history")
 	}
+	if stages < 2 || len(in.Offsets) != stages {
+		return nil, fmt.Errorf("eos: %d topics and %d groups' offsets: want at least three topics and one group per stage", len(in.Topics), len(in.Offsets))
+	}
+	// byTopic are the final reads of each topic but the input.
+	byTopic := map[string]checker.Reads{}
+	for _, reads := range []checker.Reads{in.Middle, in.Output} {
+		for p, recs := range reads {
+			if byTopic[p.Topic] == nil {
+				byTopic[p.Topic] = checker.Reads{}
+			}
+			byTopic[p.Topic][p] = recs
+		}
+	}
 	attempts := map[string]*Attempt{}
-	for stage := 1; stage <= 2; stage++ {
+	for stage := 1; stage <= stages; stage++ {
 		st := &r.Stages[stage-1]
 		gens := map[int32]bool{}
 		slots := map[string]bool{}
@@ -184,9 +200,9 @@ func Check(in Input) (*Report, error) {
 			}
 			h.Txns = append(h.Txns, txn)
 		}
-		reads := in.Middle
-		if stage == 2 {
-			reads = in.Output
+		reads := byTopic[in.Topics[stage]]
+		if reads == nil {
+			reads = checker.Reads{}
 		}
 		rep, err := checker.Check(h, reads)
 		if err != nil {
@@ -206,51 +222,47 @@ func Check(in Input) (*Report, error) {
 	}
 
 	// What each stage read must be what its input log holds there.
-	middleAt := map[int32]map[int64]string{}
-	for p, recs := range in.Middle {
-		m := map[int64]string{}
-		for _, rec := range recs {
-			m[rec.Offset] = rec.Value
+	logAt := []map[int32]map[int64]string{in.InputAt}
+	for _, topic := range in.Topics[1:stages] {
+		at := map[int32]map[int64]string{}
+		for p, recs := range byTopic[topic] {
+			m := map[int64]string{}
+			for _, rec := range recs {
+				m[rec.Offset] = rec.Value
+			}
+			at[p.Partition] = m
 		}
-		middleAt[p.Partition] = m
+		logAt = append(logAt, at)
 	}
-	for _, a := range in.History.Attempts(1) {
-		checkConsumed(r, a, in.Topics[0], in.InputAt)
-	}
-	for _, a := range in.History.Attempts(2) {
-		checkConsumed(r, a, in.Topics[1], middleAt)
+	for stage := 1; stage <= stages; stage++ {
+		for _, a := range in.History.Attempts(stage) {
+			checkConsumed(r, a, in.Topics[stage-1], logAt[stage-1])
+		}
 	}
 
-	// Visible records of the middle topic: none from an aborted attempt.
-	middleVisible := map[string]bool{}
-	for _, p := range sortedPartitions(in.Middle) {
-		for _, rec := range in.Middle[p] {
-			middleVisible[rec.Value] = true
-			if ids := lineage(rec.Value); len(ids) == 1 {
-				checkVisible(r, attempts, ids[0], p, rec)
-			} else {
-				r.add(BrokenLineage, "%s@%d: middle value %q is not input|txn", p, rec.Offset, rec.Value)
+	// Visible records of the middle topics: none from an aborted
+	// attempt, each derived from a visible record of the topic before
+	// (the input's are all visible).
+	visible := map[string]bool{}
+	for i, topic := range in.Topics[1:stages] {
+		for _, p := range sortedPartitions(byTopic[topic]) {
+			for _, rec := range byTopic[topic][p] {
+				visible[rec.Value] = true
+				checkLineage(r, attempts, visible, i+1, p, rec)
 			}
 		}
 	}
 
 	// The final output: every input value exactly once, each from
-	// committed attempts of both stages and a visible middle record.
+	// committed attempts of every stage and visible middle records.
 	seen := map[int][]string{}
 	for _, p := range sortedPartitions(in.Output) {
 		for _, rec := range in.Output[p] {
 			r.OutputRead++
-			parts := strings.Split(rec.Value, sep)
-			n, ok := parseInput(parts[0])
-			if len(parts) != 3 || !ok || n < 0 || n >= in.Values {
-				r.add(BrokenLineage, "%s@%d: output value %q is not input|txn|txn of an input value", p, rec.Offset, rec.Value)
-				continue
-			}
-			seen[n] = append(seen[n], fmt.Sprintf("%s@%d", p, rec.Offset))
-			checkVisible(r, attempts, parts[1], p, rec)
-			checkVisible(r, attempts, parts[2], p, rec)
-			if mid := parts[0] + sep + parts[1]; !middleVisible[mid] {
-				r.add(BrokenLineage, "%s@%d: %q derives from middle value %q, which read_committed does not show", p, rec.Offset, rec.Value, mid)
+			if n, ok := checkLineage(r, attempts, visible, stages, p, rec); ok && n < in.Values {
+				seen[n] = append(seen[n], fmt.Sprintf("%s@%d", p, rec.Offset))
+			} else if ok {
+				r.add(BrokenLineage, "%s@%d: output value %q is not of an input value", p, rec.Offset, rec.Value)
 			}
 		}
 	}
@@ -272,15 +284,38 @@ func Check(in Input) (*Report, error) {
 			lastInput[p] = max(lastInput[p], o+1)
 		}
 	}
-	lastMiddle := map[int32]int64{}
-	for p, recs := range in.Middle {
-		if len(recs) > 0 {
-			lastMiddle[p.Partition] = recs[len(recs)-1].Offset + 1
-		}
-	}
 	checkOffsets(r, &r.Stages[0], in.Offsets[0], in.Topics[0], lastInput)
-	checkOffsets(r, &r.Stages[1], in.Offsets[1], in.Topics[1], lastMiddle)
+	for stage := 2; stage <= stages; stage++ {
+		lastMiddle := map[int32]int64{}
+		for p, recs := range byTopic[in.Topics[stage-1]] {
+			if len(recs) > 0 {
+				lastMiddle[p.Partition] = recs[len(recs)-1].Offset + 1
+			}
+		}
+		checkOffsets(r, &r.Stages[stage-1], in.Offsets[stage-1], in.Topics[stage-1], lastMiddle)
+	}
 	return r, nil
+}
+
+// checkLineage checks a visible record stage wrote: its value must be an
+// input value and one transaction id per stage up to stage, each of an
+// attempt that was not aborted, and (after stage 1) it must derive from a
+// value visible in the topic stage read. It returns the input value's
+// number when the value has that shape.
+func checkLineage(r *Report, attempts map[string]*Attempt, visible map[string]bool, stage int, p checker.Partition, rec checker.Record) (int, bool) {
+	parts := strings.Split(rec.Value, sep)
+	n, ok := parseInput(parts[0])
+	if len(parts) != stage+1 || !ok || n < 0 {
+		r.add(BrokenLineage, "%s@%d: stage %d value %q is not input%s", p, rec.Offset, stage, rec.Value, strings.Repeat(sep+"txn", stage))
+		return 0, false
+	}
+	for _, id := range parts[1:] {
+		checkVisible(r, attempts, id, p, rec)
+	}
+	if from := strings.Join(parts[:stage], sep); stage > 1 && !visible[from] {
+		r.add(BrokenLineage, "%s@%d: %q derives from %q, which read_committed does not show", p, rec.Offset, rec.Value, from)
+	}
+	return n, true
 }
 
 // slotOf is a member name without its incarnation: s1.m2.i3 → s1.m2.
@@ -289,15 +324,6 @@ func slotOf(member string) string {
 		return member[:i]
 	}
 	return member
-}
-
-// lineage returns the transaction ids in a stage value.
-func lineage(v string) []string {
-	parts := strings.Split(v, sep)
-	if _, ok := parseInput(parts[0]); !ok {
-		return nil
-	}
-	return parts[1:]
 }
 
 func checkVisible(r *Report, attempts map[string]*Attempt, id string, p checker.Partition, rec checker.Record) {

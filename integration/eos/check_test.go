@@ -20,7 +20,8 @@ func newRun() *run {
 	r := &run{}
 	r.in = Input{
 		Values:  4,
-		Topics:  [3]string{"in", "mid", "out"},
+		Topics:  []string{"in", "mid", "out"},
+		Offsets: make([]Offsets, 2),
 		InputAt: map[int32]map[int64]string{0: {0: InputValue(0), 1: InputValue(2)}, 1: {0: InputValue(1), 1: InputValue(3)}},
 		Middle:  checker.Reads{},
 		Output:  checker.Reads{},
@@ -209,5 +210,54 @@ func TestParseMember(t *testing.T) {
 	// A bad line that is not the last is an error, not a cut.
 	if _, err := ParseMember(strings.NewReader("{bad\n" + lines)); err == nil {
 		t.Error("a bad line before the end was accepted")
+	}
+}
+
+// newRun3 is newRun with a third stage: stage 2's topic "out" becomes a
+// middle topic, and a stage-3 member reads it into "out3", one committed
+// transaction per partition.
+func newRun3() *run {
+	r := newRun()
+	r.in.Topics = append(r.in.Topics, "out3")
+	for p, recs := range r.in.Output {
+		r.in.Middle[p] = recs
+	}
+	r.in.Output = checker.Reads{}
+	s3 := &Member{Name: "s3.m0.i0", Stage: 3, Gens: map[int32]bool{1: true}, Assignments: 1}
+	for p := int32(0); p < 2; p++ {
+		a := &Attempt{ID: "s3.m0.i0/" + string('0'+rune(p)), Member: s3.Name, Stage: 3, Outcome: checker.Committed}
+		op := checker.Partition{Topic: "out3", Partition: p}
+		for _, rec := range r.in.Middle[checker.Partition{Topic: "out", Partition: p}] {
+			v := Transform(rec.Value, a.ID)
+			a.In = append(a.In, Consumed{P: p, O: rec.Offset, V: rec.Value})
+			a.Out = append(a.Out, Produced{P: p, V: v})
+			r.in.Output[op] = append(r.in.Output[op], checker.Record{Offset: rec.Offset, Value: v})
+		}
+		s3.Attempts = append(s3.Attempts, a)
+	}
+	r.in.History.Members = append(r.in.History.Members, s3)
+	r.in.Offsets = append(r.in.Offsets, Offsets{Group: "g3", Committed: map[int32]int64{0: 3, 1: 3}, End: map[int32]int64{0: 3, 1: 3}})
+	return r
+}
+
+func TestCheckThreeStagesClean(t *testing.T) {
+	rep := newRun3().check(t)
+	want(t, rep, nil)
+	if len(rep.Stages) != 3 || rep.Distinct != 4 || rep.Stages[2].Committed != 2 || rep.Stages[2].OffsetsAtEnd != 2 {
+		t.Errorf("totals: %+v", rep)
+	}
+}
+
+func TestCheckThreeStagesBrokenLineage(t *testing.T) {
+	r := newRun3()
+	// Stage 3 read a record of the second middle topic that
+	// read_committed does not show: a lost write of stage 2 and a
+	// misread of stage 3 too.
+	mp := checker.Partition{Topic: "out", Partition: 0}
+	r.in.Middle[mp] = r.in.Middle[mp][1:]
+	rep := r.check(t)
+	want(t, rep, map[Anomaly]int{BrokenLineage: 1, Misread: 1, StageAnomaly: 2})
+	if ex := strings.Join(rep.Examples[BrokenLineage], " "); !strings.Contains(ex, "out3") {
+		t.Errorf("broken-lineage examples %q do not name the output topic", ex)
 	}
 }

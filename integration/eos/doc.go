@@ -3,6 +3,8 @@
 // produce to a middle topic in a transaction that also commits the consumed
 // offsets), stage 2 (the same, middle to output), each stage a set of
 // member processes that join, leave, crash and restart while the chain runs.
+// A chain may have more stages (Config.Topics: a middle topic between each
+// two); the checks below then hold through every middle topic.
 //
 // It owns three things:
 //   - the history model (history.go): every member process appends one JSON

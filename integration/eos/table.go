@@ -11,11 +11,21 @@ import (
 func (r *Report) Table() string {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "\tchain\tstage 1\tstage 2\t\n")
-	row := func(name string, chain string, f func(*StageTotals) int) {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t\n", name, chain, f(&r.Stages[0]), f(&r.Stages[1]))
+	fmt.Fprintf(w, "\tchain\t")
+	for i := range r.Stages {
+		fmt.Fprintf(w, "stage %d\t", i+1)
 	}
-	chainRow := func(name string, n int) { fmt.Fprintf(w, "%s\t%d\t\t\t\n", name, n) }
+	fmt.Fprintf(w, "\n")
+	row := func(name string, chain string, f func(*StageTotals) int) {
+		fmt.Fprintf(w, "%s\t%s\t", name, chain)
+		for i := range r.Stages {
+			fmt.Fprintf(w, "%d\t", f(&r.Stages[i]))
+		}
+		fmt.Fprintf(w, "\n")
+	}
+	chainRow := func(name string, n int) {
+		fmt.Fprintf(w, "%s\t%d\t%s\n", name, n, strings.Repeat("\t", len(r.Stages)))
+	}
 	chainRow("values", r.Values)
 	chainRow("output records read", r.OutputRead)
 	chainRow("distinct values out", r.Distinct)
@@ -66,8 +76,16 @@ func (r *Report) Summary() string {
 	if len(found) == 0 {
 		found = []string{"none"}
 	}
-	s1, s2 := &r.Stages[0], &r.Stages[1]
-	return fmt.Sprintf("values=%d out=%d distinct=%d txns=%d/%d (committed %d/%d aborted %d/%d unknown %d/%d) rebalances=%d/%d restarts=%d/%d anomalies: %s",
-		r.Values, r.OutputRead, r.Distinct, s1.Attempts, s2.Attempts, s1.Committed, s2.Committed, s1.Aborted, s2.Aborted,
-		s1.Unknown, s2.Unknown, s1.Rebalances, s2.Rebalances, s1.Restarts, s2.Restarts, strings.Join(found, " "))
+	perStage := func(f func(*StageTotals) int) string {
+		var ns []string
+		for i := range r.Stages {
+			ns = append(ns, fmt.Sprint(f(&r.Stages[i])))
+		}
+		return strings.Join(ns, "/")
+	}
+	return fmt.Sprintf("values=%d out=%d distinct=%d txns=%s (committed %s aborted %s unknown %s) rebalances=%s restarts=%s anomalies: %s",
+		r.Values, r.OutputRead, r.Distinct, perStage(func(s *StageTotals) int { return s.Attempts }),
+		perStage(func(s *StageTotals) int { return s.Committed }), perStage(func(s *StageTotals) int { return s.Aborted }),
+		perStage(func(s *StageTotals) int { return s.Unknown }), perStage(func(s *StageTotals) int { return s.Rebalances }),
+		perStage(func(s *StageTotals) int { return s.Restarts }), strings.Join(found, " "))
 }

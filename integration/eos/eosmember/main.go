@@ -26,7 +26,7 @@ func main() {
 	)
 	flag.StringVar(&cfg.Client, "client", "kgo", "kgo, sarama or confluent")
 	flag.StringVar(&bootstrap, "bootstrap", "", "comma-separated seed brokers")
-	flag.IntVar(&cfg.Stage, "stage", 1, "stage number (1 or 2)")
+	flag.IntVar(&cfg.Stage, "stage", 1, "stage number (1 for the first)")
 	flag.StringVar(&cfg.Group, "group", "", "consumer group")
 	flag.StringVar(&cfg.From, "from", "", "topic to consume")
 	flag.StringVar(&cfg.To, "to", "", "topic to produce to")

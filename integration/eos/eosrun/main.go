@@ -88,7 +88,7 @@ func main() {
 	}
 	cfg.Bootstrap = strings.Split(bootstrap, ",")
 	cfg.Partitions = int32(*partitions)
-	cfg.Topics = [3]string{topics + "-in", topics + "-mid", topics + "-out"}
+	cfg.Topics = []string{topics + "-in", topics + "-mid", topics + "-out"}
 	cfg.MemberArgs = memberArgs
 	cfg.Seed = 1
 	if churn {
