@@ -1,0 +1,265 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/txncoord/txncoord/admin"
+	"github.com/txncoord/txncoord/cluster"
+	"github.com/txncoord/txncoord/groups"
+	"github.com/txncoord/txncoord/wire"
+)
+
+// remoteGroups reaches the groups of the __consumer_offsets partitions
+// another process owns, over the Kafka protocol as Kafka's admin client
+// does: ListGroups to each coordinator owning partitions, DescribeGroups,
+// OffsetFetch and DeleteGroups to a group's coordinator, dialed as this
+// node dials the others (its inter-node credentials). What these APIs do
+// not carry is shown as unknown: a group's generation is -1, and so are a
+// pending transactional offset's offset, producer id and epoch (OffsetFetch
+// with RequireStable names only the partitions that have one, asked of the
+// topics the group committed or is assigned).
+type remoteGroups struct {
+	view       *cluster.View
+	dial       wire.DialConfig
+	partitions int32
+}
+
+// remoteGroupsTimeout bounds one request to another coordinator.
+const remoteGroupsTimeout = 10 * time.Second
+
+// ask sends req to coordinator node.
+func (r remoteGroups) ask(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
+	n, ok := r.view.Node(node)
+	if !ok || n.Addr == "" {
+		return nil, fmt.Errorf("coordinator %d is not in the cluster file", node)
+	}
+	ctx, cancel := context.WithTimeout(ctx, remoteGroupsTimeout)
+	defer cancel()
+	cl, err := wire.DialWith(ctx, n.Addr, "txncoord-admin", r.dial)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator %d (%s): %w", node, n.Addr, err)
+	}
+	defer cl.Close()
+	resp, err := cl.Do(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator %d (%s): %s: %w", node, n.Addr, kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
+
+// list is the groups coordinator node serves among partitions (those
+// this node sees it owning: a group of a partition moving away is left to
+// its next owner), classic groups with their protocol and member count.
+func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32]bool) ([]groups.GroupSummary, error) {
+	lreq := kmsg.NewPtrListGroupsRequest()
+	lreq.SetVersion(5) // state (v4) and type (v5)
+	resp, err := r.ask(ctx, node, lreq)
+	if err != nil {
+		return nil, err
+	}
+	lresp := resp.(*kmsg.ListGroupsResponse)
+	if lresp.ErrorCode != 0 {
+		return nil, fmt.Errorf("coordinator %d: ListGroups: %w", node, kerr.ErrorForCode(lresp.ErrorCode))
+	}
+	var out []groups.GroupSummary
+	index := map[string]int{}
+	dreq := kmsg.NewPtrDescribeGroupsRequest()
+	dreq.SetVersion(5)
+	for _, g := range lresp.Groups {
+		p := cluster.OffsetsPartitionFor(g.Group, r.partitions)
+		if !partitions[p] {
+			continue
+		}
+		if g.GroupType == "share" {
+			p = -1 // as the share group's own summary shows it
+		}
+		index[g.Group] = len(out)
+		out = append(out, groups.GroupSummary{Group: g.Group, Type: g.GroupType, State: g.GroupState, ProtocolType: g.ProtocolType,
+			Generation: -1, Members: -1, Coordinator: node, Partition: p})
+		if g.GroupType == "classic" {
+			dreq.Groups = append(dreq.Groups, g.Group)
+		}
+	}
+	if len(dreq.Groups) == 0 {
+		return out, nil
+	}
+	resp, err = r.ask(ctx, node, dreq)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range resp.(*kmsg.DescribeGroupsResponse).Groups {
+		if i, ok := index[g.Group]; ok && g.ErrorCode == 0 {
+			out[i].Protocol, out[i].Members = g.Protocol, len(g.Members)
+		}
+	}
+	return out, nil
+}
+
+// describe describes group id of partition p at its coordinator node:
+// members and their assignment (DescribeGroups), committed offsets and the
+// partitions with pending transactional offsets (OffsetFetch, then again
+// with RequireStable). Only a classic group is described this way; ok is
+// false for a group the coordinator does not know.
+func (r remoteGroups) describe(ctx context.Context, node, p int32, id string) (d groups.GroupDescription, ok bool, err error) {
+	dreq := kmsg.NewPtrDescribeGroupsRequest()
+	dreq.SetVersion(5)
+	dreq.Groups = []string{id}
+	resp, err := r.ask(ctx, node, dreq)
+	if err != nil {
+		return d, false, err
+	}
+	gs := resp.(*kmsg.DescribeGroupsResponse).Groups
+	if len(gs) != 1 {
+		return d, false, fmt.Errorf("coordinator %d: DescribeGroups answered %d groups for one", node, len(gs))
+	}
+	g := gs[0]
+	if err := groupErr(node, g.ErrorCode); err != nil {
+		return d, false, err
+	}
+	if g.State == "Dead" {
+		// Not a classic group: absent, or one that DescribeGroups
+		// does not describe (a KIP-848 consumer group, a share group).
+		return d, false, nil
+	}
+	d = groups.GroupDescription{GroupSummary: groups.GroupSummary{Group: id, Type: "classic", State: g.State, ProtocolType: g.ProtocolType,
+		Protocol: g.Protocol, Generation: -1, Members: len(g.Members), Coordinator: node, Partition: p},
+		Members: []groups.MemberInfo{}, Offsets: []groups.OffsetInfo{}, Pending: []groups.PendingOffsetInfo{}}
+	for _, m := range g.Members {
+		mi := groups.MemberInfo{MemberID: m.MemberID, InstanceID: deref(m.InstanceID), ClientID: m.ClientID, ClientHost: m.ClientHost,
+			AssignmentBytes: m.MemberAssignment}
+		var a kmsg.ConsumerMemberAssignment
+		if g.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 && a.ReadFrom(m.MemberAssignment) == nil {
+			for _, t := range a.Topics {
+				mi.Assignment = append(mi.Assignment, groups.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+			}
+		}
+		d.Members = append(d.Members, mi)
+	}
+	committed, err := r.fetch(ctx, node, id, nil, false)
+	if err != nil {
+		return d, false, err
+	}
+	// A pending offset may be on a partition without a committed one:
+	// RequireStable is asked of every partition of the group's topics.
+	topics := map[string]bool{}
+	for _, o := range committed {
+		topics[o.topic] = true
+		if o.ErrorCode == 0 && o.Offset >= 0 {
+			d.Offsets = append(d.Offsets, groups.OffsetInfo{Topic: o.topic, Partition: o.Partition, Offset: o.Offset, Metadata: deref(o.Metadata)})
+		}
+	}
+	for _, m := range d.Members {
+		for _, tp := range m.Assignment {
+			topics[tp.Topic] = true
+		}
+	}
+	if len(topics) == 0 {
+		return d, true, nil
+	}
+	stable, err := r.fetch(ctx, node, id, topics, true)
+	if err != nil {
+		return d, false, err
+	}
+	for _, o := range stable {
+		if o.ErrorCode == kerr.UnstableOffsetCommit.Code {
+			d.Pending = append(d.Pending, groups.PendingOffsetInfo{Group: id, OffsetInfo: groups.OffsetInfo{Topic: o.topic, Partition: o.Partition, Offset: -1},
+				ProducerID: -1, ProducerEpoch: -1})
+		}
+	}
+	return d, true, nil
+}
+
+// fetchedOffset is one partition of an OffsetFetch answer.
+type fetchedOffset struct {
+	topic string
+	kmsg.OffsetFetchResponseTopicPartition
+}
+
+// fetch is group id's committed offsets at coordinator node (OffsetFetch
+// v7): of every partition of topics, or with topics nil, of every
+// partition with a committed offset; with requireStable a partition with
+// pending transactional offsets answers UNSTABLE_OFFSET_COMMIT.
+func (r remoteGroups) fetch(ctx context.Context, node int32, id string, topics map[string]bool, requireStable bool) ([]fetchedOffset, error) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.SetVersion(7)
+	req.Group, req.RequireStable = id, requireStable
+	for _, name := range slices.Sorted(maps.Keys(topics)) {
+		t, ok := r.view.Known(name)
+		if !ok {
+			continue
+		}
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic = name
+		for p := range t.Partitions {
+			rt.Partitions = append(rt.Partitions, p)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	if topics != nil && req.Topics == nil {
+		return nil, nil
+	}
+	resp, err := r.ask(ctx, node, req)
+	if err != nil {
+		return nil, err
+	}
+	oresp := resp.(*kmsg.OffsetFetchResponse)
+	if err := groupErr(node, oresp.ErrorCode); err != nil {
+		return nil, err
+	}
+	var out []fetchedOffset
+	for _, t := range oresp.Topics {
+		for _, p := range t.Partitions {
+			out = append(out, fetchedOffset{topic: t.Topic, OffsetFetchResponseTopicPartition: p})
+		}
+	}
+	return out, nil
+}
+
+// delete deletes group id at its coordinator node (DeleteGroups): its
+// error code as the group coordinator's own DeleteGroup returns it.
+func (r remoteGroups) delete(ctx context.Context, node int32, id string) error {
+	req := kmsg.NewPtrDeleteGroupsRequest()
+	req.SetVersion(2)
+	req.Groups = []string{id}
+	resp, err := r.ask(ctx, node, req)
+	if err != nil {
+		return err
+	}
+	gs := resp.(*kmsg.DeleteGroupsResponse).Groups
+	if len(gs) != 1 {
+		return fmt.Errorf("coordinator %d: DeleteGroups answered %d groups for one", node, len(gs))
+	}
+	switch code := gs[0].ErrorCode; code {
+	case kerr.GroupIDNotFound.Code, kerr.NonEmptyGroup.Code:
+		return kerr.ErrorForCode(code)
+	default:
+		return groupErr(node, code)
+	}
+}
+
+// groupErr is the admin error of a group coordinator's error code: a
+// coordinator that no longer owns the group's partition (a takeover) is a
+// conflict to retry.
+func groupErr(node int32, code int16) error {
+	switch code {
+	case 0:
+		return nil
+	case kerr.NotCoordinator.Code, kerr.CoordinatorLoadInProgress.Code, kerr.CoordinatorNotAvailable.Code:
+		return fmt.Errorf("%w: coordinator %d: %v: the group's partition is moving: retry", admin.ErrConflict, node, kerr.ErrorForCode(code))
+	}
+	return fmt.Errorf("coordinator %d: %w", node, kerr.ErrorForCode(code))
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
