@@ -136,7 +136,9 @@ func TestAdminGroupsOnEveryCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	kafkaOffsets := map[admin.TopicPartition]int64{}
-	fetched.Each(func(o kadm.OffsetResponse) { kafkaOffsets[admin.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.At })
+	fetched.Each(func(o kadm.OffsetResponse) {
+		kafkaOffsets[admin.TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.At
+	})
 	if len(kafkaOffsets) == 0 {
 		t.Fatalf("kadm fetches no offsets of %s", groupA)
 	}
