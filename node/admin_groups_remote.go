@@ -56,7 +56,8 @@ func (r remoteGroups) ask(ctx context.Context, node int32, req kmsg.Request) (km
 
 // list is the groups coordinator node serves among partitions (those
 // this node sees it owning: a group of a partition moving away is left to
-// its next owner), classic groups with their protocol and member count.
+// its next owner), classic and KIP-848 consumer groups with their
+// protocol (assignor) and member count, a consumer group with its epoch.
 func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32]bool) ([]groups.GroupSummary, error) {
 	lreq := kmsg.NewPtrListGroupsRequest()
 	lreq.SetVersion(5) // state (v4) and type (v5)
@@ -72,6 +73,7 @@ func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32
 	index := map[string]int{}
 	dreq := kmsg.NewPtrDescribeGroupsRequest()
 	dreq.SetVersion(5)
+	creq := kmsg.NewPtrConsumerGroupDescribeRequest()
 	for _, g := range lresp.Groups {
 		p := cluster.OffsetsPartitionFor(g.Group, r.partitions)
 		if !partitions[p] {
@@ -83,64 +85,56 @@ func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32
 		index[g.Group] = len(out)
 		out = append(out, groups.GroupSummary{Group: g.Group, Type: g.GroupType, State: g.GroupState, ProtocolType: g.ProtocolType,
 			Generation: -1, Members: -1, Coordinator: node, Partition: p})
-		if g.GroupType == "classic" {
+		switch g.GroupType {
+		case "classic":
 			dreq.Groups = append(dreq.Groups, g.Group)
+		case "consumer":
+			creq.Groups = append(creq.Groups, g.Group)
 		}
 	}
-	if len(dreq.Groups) == 0 {
-		return out, nil
+	if len(dreq.Groups) > 0 {
+		resp, err := r.ask(ctx, node, dreq)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range resp.(*kmsg.DescribeGroupsResponse).Groups {
+			if i, ok := index[g.Group]; ok && g.ErrorCode == 0 {
+				out[i].Protocol, out[i].Members = g.Protocol, len(g.Members)
+			}
+		}
 	}
-	resp, err = r.ask(ctx, node, dreq)
-	if err != nil {
-		return nil, err
-	}
-	for _, g := range resp.(*kmsg.DescribeGroupsResponse).Groups {
-		if i, ok := index[g.Group]; ok && g.ErrorCode == 0 {
-			out[i].Protocol, out[i].Members = g.Protocol, len(g.Members)
+	if len(creq.Groups) > 0 {
+		resp, err := r.ask(ctx, node, creq)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range resp.(*kmsg.ConsumerGroupDescribeResponse).Groups {
+			if i, ok := index[g.Group]; ok && g.ErrorCode == 0 {
+				out[i].Protocol, out[i].Members, out[i].Generation = g.AssignorName, len(g.Members), g.Epoch
+			}
 		}
 	}
 	return out, nil
 }
 
 // describe describes group id of partition p at its coordinator node:
-// members and their assignment (DescribeGroups), committed offsets and the
-// partitions with pending transactional offsets (OffsetFetch, then again
-// with RequireStable). Only a classic group is described this way; ok is
-// false for a group the coordinator does not know.
+// members and their assignment (DescribeGroups, or ConsumerGroupDescribe
+// for a KIP-848 consumer group), committed offsets and the partitions with
+// pending transactional offsets (OffsetFetch, then again with
+// RequireStable). ok is false for a group the coordinator does not know;
+// a share group is a conflict: its share partitions have no Kafka API
+// that describes them as the admin API does.
 func (r remoteGroups) describe(ctx context.Context, node, p int32, id string) (d groups.GroupDescription, ok bool, err error) {
-	dreq := kmsg.NewPtrDescribeGroupsRequest()
-	dreq.SetVersion(5)
-	dreq.Groups = []string{id}
-	resp, err := r.ask(ctx, node, dreq)
-	if err != nil {
+	// The owner's Kafka version says which group APIs it serves.
+	n, _ := r.view.Node(node)
+	if d, ok, err = r.describeClassic(ctx, node, p, id); err == nil && !ok && groups.ServesConsumerProtocol(n.KafkaVersion) {
+		d, ok, err = r.describeConsumer(ctx, node, p, id)
+	}
+	if err == nil && !ok && groups.ServesShareGroups(n.KafkaVersion) {
+		err = r.notShare(ctx, node, id)
+	}
+	if err != nil || !ok {
 		return d, false, err
-	}
-	gs := resp.(*kmsg.DescribeGroupsResponse).Groups
-	if len(gs) != 1 {
-		return d, false, fmt.Errorf("coordinator %d: DescribeGroups answered %d groups for one", node, len(gs))
-	}
-	g := gs[0]
-	if err := groupErr(node, g.ErrorCode); err != nil {
-		return d, false, err
-	}
-	if g.State == "Dead" {
-		// Not a classic group: absent, or one that DescribeGroups
-		// does not describe (a KIP-848 consumer group, a share group).
-		return d, false, nil
-	}
-	d = groups.GroupDescription{GroupSummary: groups.GroupSummary{Group: id, Type: "classic", State: g.State, ProtocolType: g.ProtocolType,
-		Protocol: g.Protocol, Generation: -1, Members: len(g.Members), Coordinator: node, Partition: p},
-		Members: []groups.MemberInfo{}, Offsets: []groups.OffsetInfo{}, Pending: []groups.PendingOffsetInfo{}}
-	for _, m := range g.Members {
-		mi := groups.MemberInfo{MemberID: m.MemberID, InstanceID: deref(m.InstanceID), ClientID: m.ClientID, ClientHost: m.ClientHost,
-			AssignmentBytes: m.MemberAssignment}
-		var a kmsg.ConsumerMemberAssignment
-		if g.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 && a.ReadFrom(m.MemberAssignment) == nil {
-			for _, t := range a.Topics {
-				mi.Assignment = append(mi.Assignment, groups.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
-			}
-		}
-		d.Members = append(d.Members, mi)
 	}
 	committed, err := r.fetch(ctx, node, id, nil, false)
 	if err != nil {
@@ -174,6 +168,94 @@ func (r remoteGroups) describe(ctx context.Context, node, p int32, id string) (d
 		}
 	}
 	return d, true, nil
+}
+
+// describeClassic describes a classic group (DescribeGroups); ok is false
+// for another (DescribeGroups answers it Dead, as an unknown one).
+func (r remoteGroups) describeClassic(ctx context.Context, node, p int32, id string) (d groups.GroupDescription, ok bool, err error) {
+	dreq := kmsg.NewPtrDescribeGroupsRequest()
+	dreq.SetVersion(5)
+	dreq.Groups = []string{id}
+	resp, err := r.ask(ctx, node, dreq)
+	if err != nil {
+		return d, false, err
+	}
+	gs := resp.(*kmsg.DescribeGroupsResponse).Groups
+	if len(gs) != 1 {
+		return d, false, fmt.Errorf("coordinator %d: DescribeGroups answered %d groups for one", node, len(gs))
+	}
+	g := gs[0]
+	if err := groupErr(node, g.ErrorCode); err != nil || g.State == "Dead" {
+		return d, false, err
+	}
+	d = newDescription(groups.GroupSummary{Group: id, Type: "classic", State: g.State, ProtocolType: g.ProtocolType,
+		Protocol: g.Protocol, Generation: -1, Members: len(g.Members), Coordinator: node, Partition: p})
+	for _, m := range g.Members {
+		mi := groups.MemberInfo{MemberID: m.MemberID, InstanceID: deref(m.InstanceID), ClientID: m.ClientID, ClientHost: m.ClientHost,
+			AssignmentBytes: m.MemberAssignment}
+		var a kmsg.ConsumerMemberAssignment
+		if g.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 && a.ReadFrom(m.MemberAssignment) == nil {
+			for _, t := range a.Topics {
+				mi.Assignment = append(mi.Assignment, groups.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+			}
+		}
+		d.Members = append(d.Members, mi)
+	}
+	return d, true, nil
+}
+
+// describeConsumer describes a KIP-848 consumer group
+// (ConsumerGroupDescribe); ok is false for another.
+func (r remoteGroups) describeConsumer(ctx context.Context, node, p int32, id string) (d groups.GroupDescription, ok bool, err error) {
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{id}
+	resp, err := r.ask(ctx, node, req)
+	if err != nil {
+		return d, false, err
+	}
+	gs := resp.(*kmsg.ConsumerGroupDescribeResponse).Groups
+	if len(gs) != 1 {
+		return d, false, fmt.Errorf("coordinator %d: ConsumerGroupDescribe answered %d groups for one", node, len(gs))
+	}
+	g := gs[0]
+	if g.ErrorCode == kerr.GroupIDNotFound.Code {
+		return d, false, nil
+	}
+	if err := groupErr(node, g.ErrorCode); err != nil {
+		return d, false, err
+	}
+	d = newDescription(groups.GroupSummary{Group: id, Type: "consumer", State: g.State, ProtocolType: "consumer",
+		Protocol: g.AssignorName, Generation: g.Epoch, Members: len(g.Members), Coordinator: node, Partition: p})
+	for _, m := range g.Members {
+		mi := groups.MemberInfo{MemberID: m.MemberID, InstanceID: deref(m.InstanceID), ClientID: m.ClientID, ClientHost: m.ClientHost}
+		for _, t := range m.Assignment.TopicPartitions {
+			mi.Assignment = append(mi.Assignment, groups.TopicPartitions{Topic: t.Topic, Partitions: t.Partitions})
+		}
+		d.Members = append(d.Members, mi)
+	}
+	return d, true, nil
+}
+
+// notShare is the conflict of a share group of another process
+// (ShareGroupDescribe knows it), nil for no group.
+func (r remoteGroups) notShare(ctx context.Context, node int32, id string) error {
+	req := kmsg.NewPtrShareGroupDescribeRequest()
+	req.SetVersion(1) // v0 was Kafka's early access
+	req.GroupIDs = []string{id}
+	resp, err := r.ask(ctx, node, req)
+	if err != nil {
+		return err
+	}
+	for _, g := range resp.(*kmsg.ShareGroupDescribeResponse).Groups {
+		if g.GroupID == id && g.ErrorCode == 0 {
+			return fmt.Errorf("%w: %q is a share group of coordinator %d: its share partitions are described by that coordinator's admin API", admin.ErrConflict, id, node)
+		}
+	}
+	return nil
+}
+
+func newDescription(s groups.GroupSummary) groups.GroupDescription {
+	return groups.GroupDescription{GroupSummary: s, Members: []groups.MemberInfo{}, Offsets: []groups.OffsetInfo{}, Pending: []groups.PendingOffsetInfo{}}
 }
 
 // fetchedOffset is one partition of an OffsetFetch answer.

@@ -25,11 +25,13 @@ import (
 // coordinators ask each other with their inter-node credentials), the
 // groups endpoints answer for the whole cluster on each: group A (a kgo
 // consumer, Stable) and group B (offsets committed by kadm, Empty) are on
-// the __consumer_offsets partitions of two different coordinators; every
+// the __consumer_offsets partitions of two different coordinators, group C
+// (a KIP-848 kgo consumer) on another than B's; every
 // admin API lists both with their owner, state and member count as kadm
 // sees them; A described through the other process shows the members,
 // assignment and committed offsets its own coordinator's admin API shows,
-// and kadm's; B's pending transactional offset is shown whole through its
+// and kadm's; C through B's coordinator as through its own (with its
+// group epoch), and listed so; B's pending transactional offset is shown whole through its
 // owner and, through the other, as the partition that has one (its offset
 // and producer unknown: -1); deleting A there is refused (it has members), deleting B
 // through A's coordinator deletes it at B's.
@@ -78,6 +80,7 @@ func TestAdminGroupsOnEveryCoordinator(t *testing.T) {
 	}
 	groupA, partA, ownerA := groupOn("admin-a", -1)
 	groupB, partB, ownerB := groupOn("admin-b", ownerA)
+	groupC, partC, ownerC := groupOn("admin-c", ownerB)
 
 	var seeds []string
 	for _, c := range f.Coordinators {
@@ -109,6 +112,23 @@ func TestAdminGroupsOnEveryCoordinator(t *testing.T) {
 		got += fs.NumRecords()
 	}
 	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// C, a KIP-848 consumer group, on another process than B's.
+	consumer848, err := kgo.NewClient(kgo.SeedBrokers(seeds...), sasl, kgo.ConsumerGroup(groupC), kgo.ConsumeTopics("orders"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.ServerSideBalancer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer848.Close()
+	for got := 0; got < 8; {
+		fs := consumer848.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("%s consumed %d of 8 records: %v", groupC, got, err)
+		}
+		got += fs.NumRecords()
+	}
+	if err := consumer848.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := adm.CommitAllOffsets(ctx, groupB, kadm.OffsetsFromRecords(kgo.Record{Topic: "orders", Partition: 1, Offset: 0})); err != nil {
@@ -189,6 +209,33 @@ func TestAdminGroupsOnEveryCoordinator(t *testing.T) {
 	if l, r := fmt.Sprintf("%+v", strip(local)), fmt.Sprintf("%+v", strip(remote)); l != r {
 		t.Fatalf("described through its owner %d:\n%s\nthrough coordinator %d:\n%s", ownerA, l, ownerB, r)
 	}
+	// C through B's coordinator: as its owner describes it (the group
+	// epoch is ConsumerGroupDescribe's), once it is Stable there.
+	var localC admin.GroupDetail
+	for deadline := time.Now().Add(30 * time.Second); localC.State != "Stable"; time.Sleep(100 * time.Millisecond) {
+		if localC, err = clients[ownerC].Group(ctx, groupC); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is %+v at its owner, not Stable", groupC, localC)
+		}
+	}
+	remoteC, err := clients[ownerB].Group(ctx, groupC)
+	if err != nil {
+		t.Fatalf("describe %s through coordinator %d: %v", groupC, ownerB, err)
+	}
+	if l, r := fmt.Sprintf("%+v", localC), fmt.Sprintf("%+v", remoteC); l != r || remoteC.Type != "consumer" || remoteC.Coordinator != ownerC || remoteC.OffsetsPartition != partC ||
+		len(remoteC.Members) != 1 || len(remoteC.Members[0].Assignment) != 4 || len(remoteC.Offsets) != 4 {
+		t.Fatalf("%s described through its owner %d:\n%s\nthrough coordinator %d:\n%s", groupC, ownerC, l, ownerB, r)
+	}
+	listedC, err := clients[ownerB].Groups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(listedC, func(g admin.GroupSummary) bool { return g.Group == groupC }); i < 0 || listedC[i] != remoteC.GroupSummary {
+		t.Fatalf("coordinator %d lists %+v, describes %s as %+v", ownerB, listedC, groupC, remoteC.GroupSummary)
+	}
+
 	km := described[groupA].Members[0]
 	if m := remote.Members; len(m) != 1 || m[0].MemberID != km.MemberID || m[0].ClientID != "admin-groups-test" || len(m[0].Assignment) != 4 {
 		t.Fatalf("members %+v, kadm's member %s", m, km.MemberID)
