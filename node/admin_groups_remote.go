@@ -56,8 +56,9 @@ func (r remoteGroups) ask(ctx context.Context, node int32, req kmsg.Request) (km
 
 // list is the groups coordinator node serves among partitions (those
 // this node sees it owning: a group of a partition moving away is left to
-// its next owner), classic and KIP-848 consumer groups with their
-// protocol (assignor) and member count, a consumer group with its epoch.
+// its next owner), each with its protocol (assignor) and member count
+// (DescribeGroups, ConsumerGroupDescribe, ShareGroupDescribe), a KIP-848
+// consumer or share group with its epoch as generation.
 func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32]bool) ([]groups.GroupSummary, error) {
 	lreq := kmsg.NewPtrListGroupsRequest()
 	lreq.SetVersion(5) // state (v4) and type (v5)
@@ -74,6 +75,8 @@ func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32
 	dreq := kmsg.NewPtrDescribeGroupsRequest()
 	dreq.SetVersion(5)
 	creq := kmsg.NewPtrConsumerGroupDescribeRequest()
+	sreq := kmsg.NewPtrShareGroupDescribeRequest()
+	sreq.SetVersion(1) // v0 was Kafka's early access
 	for _, g := range lresp.Groups {
 		p := cluster.OffsetsPartitionFor(g.Group, r.partitions)
 		if !partitions[p] {
@@ -90,6 +93,8 @@ func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32
 			dreq.Groups = append(dreq.Groups, g.Group)
 		case "consumer":
 			creq.Groups = append(creq.Groups, g.Group)
+		case "share":
+			sreq.GroupIDs = append(sreq.GroupIDs, g.Group)
 		}
 	}
 	if len(dreq.Groups) > 0 {
@@ -111,6 +116,17 @@ func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32
 		for _, g := range resp.(*kmsg.ConsumerGroupDescribeResponse).Groups {
 			if i, ok := index[g.Group]; ok && g.ErrorCode == 0 {
 				out[i].Protocol, out[i].Members, out[i].Generation = g.AssignorName, len(g.Members), g.Epoch
+			}
+		}
+	}
+	if len(sreq.GroupIDs) > 0 {
+		resp, err := r.ask(ctx, node, sreq)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range resp.(*kmsg.ShareGroupDescribeResponse).Groups {
+			if i, ok := index[g.GroupID]; ok && g.ErrorCode == 0 {
+				out[i].Protocol, out[i].Members, out[i].Generation = g.Assignor, len(g.Members), g.GroupEpoch
 			}
 		}
 	}

@@ -26,12 +26,14 @@ import (
 // groups endpoints answer for the whole cluster on each: group A (a kgo
 // consumer, Stable) and group B (offsets committed by kadm, Empty) are on
 // the __consumer_offsets partitions of two different coordinators, group C
-// (a KIP-848 kgo consumer) on another than B's; every
+// (a KIP-848 kgo consumer) and share group D (a kgo share consumer) on
+// another than B's; every
 // admin API lists both with their owner, state and member count as kadm
 // sees them; A described through the other process shows the members,
 // assignment and committed offsets its own coordinator's admin API shows,
 // and kadm's; C through B's coordinator as through its own (with its
-// group epoch), and listed so; B's pending transactional offset is shown whole through its
+// group epoch), and listed so; D listed through B's coordinator as
+// through its own, and described by its own only (409 elsewhere); B's pending transactional offset is shown whole through its
 // owner and, through the other, as the partition that has one (its offset
 // and producer unknown: -1); deleting A there is refused (it has members), deleting B
 // through A's coordinator deletes it at B's.
@@ -81,6 +83,7 @@ func TestAdminGroupsOnEveryCoordinator(t *testing.T) {
 	groupA, partA, ownerA := groupOn("admin-a", -1)
 	groupB, partB, ownerB := groupOn("admin-b", ownerA)
 	groupC, partC, ownerC := groupOn("admin-c", ownerB)
+	groupD, _, ownerD := groupOn("admin-d", ownerB)
 
 	var seeds []string
 	for _, c := range f.Coordinators {
@@ -131,6 +134,20 @@ func TestAdminGroupsOnEveryCoordinator(t *testing.T) {
 	if err := consumer848.CommitUncommittedOffsets(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// D, a share group, on another process than B's.
+	share, err := kgo.NewClient(kgo.SeedBrokers(seeds...), sasl, kgo.ShareGroup(groupD), kgo.ConsumeTopics("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shareCtx, stopShare := context.WithCancel(ctx)
+	shareDone := make(chan struct{})
+	go func() { // the member joins and heartbeats while it polls
+		defer close(shareDone)
+		for shareCtx.Err() == nil {
+			share.PollFetches(shareCtx)
+		}
+	}()
+	defer func() { stopShare(); <-shareDone; share.Close() }()
 	if err := adm.CommitAllOffsets(ctx, groupB, kadm.OffsetsFromRecords(kgo.Record{Topic: "orders", Partition: 1, Offset: 0})); err != nil {
 		t.Fatal(err)
 	}
@@ -234,6 +251,38 @@ func TestAdminGroupsOnEveryCoordinator(t *testing.T) {
 	}
 	if i := slices.IndexFunc(listedC, func(g admin.GroupSummary) bool { return g.Group == groupC }); i < 0 || listedC[i] != remoteC.GroupSummary {
 		t.Fatalf("coordinator %d lists %+v, describes %s as %+v", ownerB, listedC, groupC, remoteC.GroupSummary)
+	}
+
+	// D through B's coordinator: listed as its owner lists it; described
+	// by its owner only (its share partitions have no Kafka API that
+	// shows them as the admin API does).
+	var listedD []admin.GroupSummary
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if listedD, err = clients[ownerD].Groups(ctx); err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(listedD, func(g admin.GroupSummary) bool { return g.Group == groupD })
+		if i >= 0 && listedD[i].MemberCount == 1 && listedD[i].State == "Stable" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("share group %s is not Stable with one member at its owner: %+v", groupD, listedD)
+		}
+	}
+	if listedC, err = clients[ownerB].Groups(ctx); err != nil {
+		t.Fatal(err)
+	}
+	i, j := slices.IndexFunc(listedD, func(g admin.GroupSummary) bool { return g.Group == groupD }),
+		slices.IndexFunc(listedC, func(g admin.GroupSummary) bool { return g.Group == groupD })
+	if i < 0 || j < 0 || listedD[i] != listedC[j] || listedC[j].Type != "share" || listedC[j].MemberCount != 1 || listedC[j].Coordinator != ownerD {
+		t.Fatalf("%s listed by its owner %d: %+v; by coordinator %d: %+v", groupD, ownerD, listedD, ownerB, listedC)
+	}
+	if _, err := clients[ownerD].Group(ctx, groupD); err != nil {
+		t.Fatalf("describe %s through its owner: %v", groupD, err)
+	}
+	var conflict *admin.APIError
+	if _, err := clients[ownerB].Group(ctx, groupD); !errors.As(err, &conflict) || conflict.Status != http.StatusConflict {
+		t.Fatalf("describe share group %s through coordinator %d: %v, want 409", groupD, ownerB, err)
 	}
 
 	km := described[groupA].Members[0]
