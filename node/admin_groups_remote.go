@@ -196,11 +196,10 @@ func (r remoteGroups) describeClassic(ctx context.Context, node, p int32, id str
 	if err != nil {
 		return d, false, err
 	}
-	gs := resp.(*kmsg.DescribeGroupsResponse).Groups
-	if len(gs) != 1 {
-		return d, false, fmt.Errorf("coordinator %d: DescribeGroups answered %d groups for one", node, len(gs))
+	g, err := onlyGroup(node, dreq, resp.(*kmsg.DescribeGroupsResponse).Groups)
+	if err != nil {
+		return d, false, err
 	}
-	g := gs[0]
 	if err := groupErr(node, g.ErrorCode); err != nil || g.State == "Dead" {
 		return d, false, err
 	}
@@ -229,11 +228,10 @@ func (r remoteGroups) describeConsumer(ctx context.Context, node, p int32, id st
 	if err != nil {
 		return d, false, err
 	}
-	gs := resp.(*kmsg.ConsumerGroupDescribeResponse).Groups
-	if len(gs) != 1 {
-		return d, false, fmt.Errorf("coordinator %d: ConsumerGroupDescribe answered %d groups for one", node, len(gs))
+	g, err := onlyGroup(node, req, resp.(*kmsg.ConsumerGroupDescribeResponse).Groups)
+	if err != nil {
+		return d, false, err
 	}
-	g := gs[0]
 	if g.ErrorCode == kerr.GroupIDNotFound.Code {
 		return d, false, nil
 	}
@@ -330,16 +328,25 @@ func (r remoteGroups) delete(ctx context.Context, node int32, id string) error {
 	if err != nil {
 		return err
 	}
-	gs := resp.(*kmsg.DeleteGroupsResponse).Groups
-	if len(gs) != 1 {
-		return fmt.Errorf("coordinator %d: DeleteGroups answered %d groups for one", node, len(gs))
+	g, err := onlyGroup(node, req, resp.(*kmsg.DeleteGroupsResponse).Groups)
+	if err != nil {
+		return err
 	}
-	switch code := gs[0].ErrorCode; code {
+	switch code := g.ErrorCode; code {
 	case kerr.GroupIDNotFound.Code, kerr.NonEmptyGroup.Code:
 		return kerr.ErrorForCode(code)
 	default:
 		return groupErr(node, code)
 	}
+}
+
+// onlyGroup is the one group of the answer to req, which names one.
+func onlyGroup[G any](node int32, req kmsg.Request, gs []G) (G, error) {
+	if len(gs) != 1 {
+		var none G
+		return none, fmt.Errorf("coordinator %d: %s answered %d groups for one", node, kmsg.NameForKey(req.Key()), len(gs))
+	}
+	return gs[0], nil
 }
 
 // groupErr is the admin error of a group coordinator's error code: a

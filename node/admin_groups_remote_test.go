@@ -107,16 +107,7 @@ func TestAdminGroupsOnEveryCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer consumer.Close()
-	for got := 0; got < 8; {
-		fs := consumer.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("consumed %d of 8 records: %v", got, err)
-		}
-		got += fs.NumRecords()
-	}
-	if err := consumer.CommitUncommittedOffsets(ctx); err != nil {
-		t.Fatal(err)
-	}
+	consumeAndCommit(ctx, t, consumer, 8)
 	// C, a KIP-848 consumer group, on another process than B's.
 	consumer848, err := kgo.NewClient(kgo.SeedBrokers(seeds...), sasl, kgo.ConsumerGroup(groupC), kgo.ConsumeTopics("orders"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.ServerSideBalancer())
@@ -124,16 +115,7 @@ func TestAdminGroupsOnEveryCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer consumer848.Close()
-	for got := 0; got < 8; {
-		fs := consumer848.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			t.Fatalf("%s consumed %d of 8 records: %v", groupC, got, err)
-		}
-		got += fs.NumRecords()
-	}
-	if err := consumer848.CommitUncommittedOffsets(ctx); err != nil {
-		t.Fatal(err)
-	}
+	consumeAndCommit(ctx, t, consumer848, 8)
 	// D, a share group, on another process than B's.
 	share, err := kgo.NewClient(kgo.SeedBrokers(seeds...), sasl, kgo.ShareGroup(groupD), kgo.ConsumeTopics("orders"))
 	if err != nil {
@@ -374,5 +356,21 @@ func TestAdminGroupsOnEveryCoordinator(t *testing.T) {
 	}
 	if _, err := clients[ownerA].Group(ctx, groupB); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
 		t.Fatalf("describe the deleted %s through coordinator %d: %v, want 404", groupB, ownerA, err)
+	}
+}
+
+// consumeAndCommit polls n records with cl, a group's member, and commits
+// their offsets.
+func consumeAndCommit(ctx context.Context, t *testing.T, cl *kgo.Client, n int) {
+	t.Helper()
+	for got := 0; got < n; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d records: %v", got, n, err)
+		}
+		got += fs.NumRecords()
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
