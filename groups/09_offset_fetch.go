@@ -54,7 +54,7 @@ func (c *Coordinator) handleOffsetFetch(ctx context.Context, r *wire.Request) wi
 		if deny := groupDenied(r, kmsg.ACLOperationDescribe, req.Group); deny != nil {
 			return deny
 		}
-		fg := fetchGroup{group: req.Group}
+		fg := fetchGroup{group: req.Group, memberEpoch: -1} // no member before v9
 		if req.Topics != nil || req.Version < 2 {
 			fg.tps = []TP{}
 			for _, t := range req.Topics {

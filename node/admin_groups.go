@@ -18,11 +18,13 @@ import (
 	"github.com/txncoord/txncoord/wire"
 )
 
-// groupsSource is what the admin API reads of the group coordinator
-// (*groups.Coordinator).
+// groupsSource is what the admin API reads of the group coordinator:
+// this node's (localGroups), or the whole cluster's on etcd (heldGroups).
+// DescribeGroup's ok is false for an unknown group; its errors are of
+// reaching another coordinator.
 type groupsSource interface {
-	ListGroups() []groups.GroupSummary
-	DescribeGroup(id string) (groups.GroupDescription, bool)
+	ListGroups(ctx context.Context) ([]groups.GroupSummary, error)
+	DescribeGroup(ctx context.Context, id string) (d groups.GroupDescription, ok bool, err error)
 	DeleteGroup(ctx context.Context, id string) error
 	PendingOffsets(producerID int64) []groups.PendingOffsetInfo
 }
@@ -51,26 +53,55 @@ type groupsAdminBackend struct {
 
 // withGroupsAdmin is b with the node's group coordinator, when it has one.
 func (c *Coordinator) withGroupsAdmin(b *adminBackend) admin.Backend {
-	var src groupsSource = c.Groups
-	switch {
-	case c.groups != nil:
-		src = heldGroups{c}
-	case c.Groups == nil:
-		return b
-	}
 	view := c.view
 	_, dial, err := securityOf(view)
 	if err != nil { // checked at start already; without it the lag is unknown
 		dial = wire.DialConfig{}
 	}
+	var src groupsSource
+	switch {
+	case c.groups != nil:
+		src = heldGroups{c: c, remote: remoteGroups{view: view, dial: dial, partitions: c.groups.partitions}}
+	case c.Groups != nil:
+		src = localGroups{c.Groups}
+	default:
+		return b
+	}
 	return withGroups(b, src, view, dial)
+}
+
+// localGroups is the one group coordinator of a node that serves every
+// group.
+type localGroups struct{ g *groups.Coordinator }
+
+func (l localGroups) ListGroups(context.Context) ([]groups.GroupSummary, error) {
+	return l.g.ListGroups(), nil
+}
+
+func (l localGroups) DescribeGroup(_ context.Context, id string) (groups.GroupDescription, bool, error) {
+	d, ok := l.g.DescribeGroup(id)
+	return d, ok, nil
+}
+
+func (l localGroups) DeleteGroup(ctx context.Context, id string) error {
+	return l.g.DeleteGroup(ctx, id)
+}
+
+func (l localGroups) PendingOffsets(producerID int64) []groups.PendingOffsetInfo {
+	return l.g.PendingOffsets(producerID)
 }
 
 // heldGroups is the group coordinator as the admin API of a coordinator
 // on etcd sees it: the instances of the __consumer_offsets partitions this
-// node, or another coordinator of this process, owns; a partition owned
-// by another process is left out (its owner's admin API answers).
-type heldGroups struct{ c *Coordinator }
+// node, or another coordinator of this process, owns, and the groups of
+// the partitions another process owns, asked of it over the Kafka protocol
+// (remoteGroups), so that every coordinator's admin API answers for the
+// whole cluster. A transaction's pending offsets (PendingOffsets) come
+// from this process's instances only: no Kafka API lists them by producer.
+type heldGroups struct {
+	c      *Coordinator
+	remote remoteGroups
+}
 
 // of is the instance of partition p in this process, and its owner.
 func (h heldGroups) of(p int32) (*groups.Coordinator, int32) {
@@ -87,34 +118,63 @@ func (h heldGroups) of(p int32) (*groups.Coordinator, int32) {
 	return nil, node
 }
 
-// ofGroup is the instance of group id's partition, and its owner.
-func (h heldGroups) ofGroup(id string) (*groups.Coordinator, int32) {
-	return h.of(cluster.OffsetsPartitionFor(id, h.c.groups.partitions))
+// inProcess reports whether node runs in this process.
+func (h heldGroups) inProcess(node int32) bool {
+	return node == h.c.Node.NodeID || h.c.peer(node) != nil
 }
 
-func (h heldGroups) ListGroups() []groups.GroupSummary {
+// ListGroups lists the groups of this process's instances, and those of
+// every other process's coordinator that owns partitions (ListGroups to
+// each, as Kafka's admin client sends it to every broker). A coordinator
+// that cannot be asked fails the list rather than leaving its groups out.
+func (h heldGroups) ListGroups(ctx context.Context) ([]groups.GroupSummary, error) {
 	var out []groups.GroupSummary
+	elsewhere := map[int32]map[int32]bool{}
 	for p := range h.c.groups.partitions {
-		if g, _ := h.of(p); g != nil {
+		g, node := h.of(p)
+		switch {
+		case g != nil:
 			out = append(out, g.ListGroups()...)
+		case node >= 0 && !h.inProcess(node):
+			if elsewhere[node] == nil {
+				elsewhere[node] = map[int32]bool{}
+			}
+			elsewhere[node][p] = true
 		}
 	}
-	return out
+	for node, parts := range elsewhere {
+		gs, err := h.remote.list(ctx, node, parts)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, gs...)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Group < out[j].Group })
+	return out, nil
 }
 
-func (h heldGroups) DescribeGroup(id string) (groups.GroupDescription, bool) {
-	if g, _ := h.ofGroup(id); g != nil {
-		return g.DescribeGroup(id)
+func (h heldGroups) DescribeGroup(ctx context.Context, id string) (groups.GroupDescription, bool, error) {
+	p := cluster.OffsetsPartitionFor(id, h.c.groups.partitions)
+	g, node := h.of(p)
+	switch {
+	case g != nil:
+		d, ok := g.DescribeGroup(id)
+		return d, ok, nil
+	case node >= 0 && !h.inProcess(node):
+		return h.remote.describe(ctx, node, p, id)
 	}
-	return groups.GroupDescription{}, false
+	return groups.GroupDescription{}, false, nil
 }
 
 func (h heldGroups) DeleteGroup(ctx context.Context, id string) error {
-	g, node := h.ofGroup(id)
-	if g == nil {
-		return fmt.Errorf("%w: the group's coordinator is coordinator %d: use its admin API", admin.ErrConflict, node)
+	g, node := h.of(cluster.OffsetsPartitionFor(id, h.c.groups.partitions))
+	switch {
+	case g != nil:
+		return g.DeleteGroup(ctx, id)
+	case node >= 0 && !h.inProcess(node):
+		return h.remote.delete(ctx, node, id)
 	}
-	return g.DeleteGroup(ctx, id)
+	return fmt.Errorf("%w: group %q's partition has no coordinator right now (a takeover in progress): retry", admin.ErrConflict, id)
 }
 
 func (h heldGroups) PendingOffsets(producerID int64) []groups.PendingOffsetInfo {
@@ -149,8 +209,11 @@ func (b *groupsAdminBackend) Transaction(id string) (admin.Txn, error) {
 	return t, err
 }
 
-func (b *groupsAdminBackend) Groups(context.Context) ([]admin.GroupSummary, error) {
-	gs := b.groups.ListGroups()
+func (b *groupsAdminBackend) Groups(ctx context.Context) ([]admin.GroupSummary, error) {
+	gs, err := b.groups.ListGroups(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]admin.GroupSummary, 0, len(gs))
 	for _, g := range gs {
 		out = append(out, groupSummary(g))
@@ -159,7 +222,10 @@ func (b *groupsAdminBackend) Groups(context.Context) ([]admin.GroupSummary, erro
 }
 
 func (b *groupsAdminBackend) Group(ctx context.Context, id string) (admin.GroupDetail, error) {
-	g, ok := b.groups.DescribeGroup(id)
+	g, ok, err := b.groups.DescribeGroup(ctx, id)
+	if err != nil {
+		return admin.GroupDetail{}, err
+	}
 	if !ok {
 		return admin.GroupDetail{}, fmt.Errorf("%w: %q", admin.ErrGroupNotFound, id)
 	}

@@ -13,11 +13,11 @@ import (
 
 type fakeGroups struct{ g groups.GroupDescription }
 
-func (f fakeGroups) ListGroups() []groups.GroupSummary {
-	return []groups.GroupSummary{f.g.GroupSummary}
+func (f fakeGroups) ListGroups(context.Context) ([]groups.GroupSummary, error) {
+	return []groups.GroupSummary{f.g.GroupSummary}, nil
 }
-func (f fakeGroups) DescribeGroup(id string) (groups.GroupDescription, bool) {
-	return f.g, id == f.g.Group
+func (f fakeGroups) DescribeGroup(_ context.Context, id string) (groups.GroupDescription, bool, error) {
+	return f.g, id == f.g.Group, nil
 }
 func (f fakeGroups) DeleteGroup(_ context.Context, id string) error {
 	if id != f.g.Group {
