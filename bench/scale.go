@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -366,6 +368,7 @@ func RunScale(ctx context.Context, srv *ScaleServer, cfg ScaleConfig, profileDir
 			workload: Workload{Duration: cfg.Window}}
 	}
 	srv0, drv0, m0 := sample()
+	stopClientProfile := profileClients(profileDir)
 	start := time.Now()
 	clk.windowStart.Store(start.UnixNano())
 	prof.start(ctx)
@@ -374,6 +377,7 @@ func RunScale(ctx context.Context, srv *ScaleServer, cfg ScaleConfig, profileDir
 	sleepCtx(ctx, cfg.Window-cfg.Window/2)
 	end := time.Now()
 	clk.windowEnd.Store(end.UnixNano())
+	stopClientProfile()
 	if windowEnd != nil {
 		windowEnd()
 	}
@@ -426,6 +430,27 @@ func RunScale(ctx context.Context, srv *ScaleServer, cfg ScaleConfig, profileDir
 		res.Errors = append(res.Errors, e)
 	}
 	return res, ctx.Err()
+}
+
+// profileClients takes a CPU profile of this process (the clients) into
+// dir/clients-window.pprof until the returned func is called; nothing
+// without dir.
+func profileClients(dir string) func() {
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, "clients-window.pprof"))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {

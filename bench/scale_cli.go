@@ -47,7 +47,8 @@ func scaleMain(ctx context.Context, args []string, self Command, stdout, stderr 
 	partitions := fs.Int("partitions", 6, "partitions of the producers' topic (over 3 leaders)")
 	bin := fs.String("txncoord-bin", "", "txncoord binary (default: go build ./cmd/txncoord into the run folder)")
 	out := fs.String("out", "results", "results folder; the run writes <out>/scale-<timestamp>/")
-	cpuProfile := fs.Bool("cpu-profile", true, "profile the window through the admin API and split the server's CPU by component")
+	cpuProfile := fs.Bool("cpu-profile", true, "profile the window: the server through the admin API (its CPU split by component; --layout up), and "+
+		"the clients (this process) into clients-window.pprof")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
