@@ -114,6 +114,13 @@ func newRawDriver(ctx context.Context, seeds []string, cfg ScaleConfig, parts []
 		d.close()
 		return nil, fmt.Errorf("raw driver: topic %s not in metadata", cfg.Topic)
 	}
+	// The driver sends what a TV2 producer sends, which a client does only
+	// when the cluster has finalized transaction.version 2 (kgo checks the
+	// same before it uses Produce v12 and EndTxn v5).
+	if err := requireTV2(ctx, d.clients[0]); err != nil {
+		d.close()
+		return nil, err
+	}
 	// The leaders answer FindCoordinator for the cluster and are never
 	// killed, so lookups go to them.
 	var askAt []int32
@@ -140,6 +147,21 @@ func newRawDriver(ctx context.Context, seeds []string, cfg ScaleConfig, parts []
 		}
 	}
 	return d, nil
+}
+
+// requireTV2 fails unless ApiVersions finalizes transaction.version >= 2.
+func requireTV2(ctx context.Context, cl *kgo.Client) error {
+	resp, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "transaction.version" && f.MaxVersionLevel >= 2 {
+			return nil
+		}
+	}
+	return fmt.Errorf("raw driver: the cluster has not finalized transaction.version 2 (ApiVersions v%d features %+v)",
+		resp.Version, resp.FinalizedFeatures)
 }
 
 func (d *rawDriver) close() {
