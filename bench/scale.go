@@ -142,6 +142,11 @@ type KillFigures struct {
 	// CommitRateRecovered of offset commits.
 	RateRecovered, CommitRateRecovered time.Duration
 	AffectedGroups                     int
+	// IDGap is the longest time an id went without a commit across the
+	// kill (its last commit before it to its first after): with one
+	// transaction per interval, an id served all along shows about an
+	// interval here, so what exceeds it is the kill's.
+	IDGap time.Duration
 }
 
 // timeline counts events per scaleTick since the window opened.
@@ -415,6 +420,7 @@ func RunScale(ctx context.Context, srv *ScaleServer, cfg ScaleConfig, profileDir
 		}
 		k := &KillFigures{At: killAt.Sub(start), Node: cfg.KillNode}
 		k.IDsServed, k.IDsLeft, k.Affected = servedAgain(ids, 1, killAt, 2*cfg.Interval)
+		k.IDGap = longestGap(ids)
 		k.MembersServed, k.MembersLeft, _ = servedAgain(members, 1, killAt, 2*cfg.Interval)
 		k.GroupsServed, k.GroupsLeft, k.AffectedGroups = servedAgain(members, GroupMembers, killAt, 2*cfg.Interval)
 		killTick := int(killAt.Sub(start) / scaleTick)
@@ -638,6 +644,19 @@ func servedAgain(ss []served, per int, killAt time.Time, gap time.Duration) (wor
 		}
 	}
 	return worst, left, affected
+}
+
+// longestGap is the longest time from a client's last success before the
+// kill to its first after, over the clients served on both sides.
+func longestGap(ss []served) time.Duration {
+	var worst time.Duration
+	for i := range ss {
+		before, after := ss[i].lastBeforeKill.Load(), ss[i].afterKill.Load()
+		if before != 0 && after != 0 {
+			worst = max(worst, time.Duration(after-before))
+		}
+	}
+	return worst
 }
 
 // rateRecovered is the time from tick kill to the start of the first run

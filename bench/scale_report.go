@@ -227,6 +227,8 @@ func (s *ScaleReport) Markdown() string {
 		if cfg.IDs > 0 {
 			row("ids with no commit for > 2 intervals after the kill", fmt.Sprint(k.Affected))
 			row("kill → every id committed again", fmt.Sprintf("%.1f s%s", k.IDsServed.Seconds(), left(k.IDsLeft)))
+			row(fmt.Sprintf("longest time an id went without a commit across the kill (one per %v when served)", cfg.Interval),
+				fmt.Sprintf("%.1f s", k.IDGap.Seconds()))
 			row("kill → txn rate back at ≥ 90% of the window's for 3 s", recovered(k.RateRecovered))
 		}
 		if cfg.Groups > 0 {
