@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -681,21 +682,32 @@ func rateRecovered(ticks []int64, kill int, rate, share float64, run int) time.D
 
 // postFault adds a fault through the admin API.
 func postFault(ctx context.Context, adminURL, body string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, adminURL+"/v1/faults", strings.NewReader(body))
+	resp, err := httpDo(ctx, http.MethodPost, adminURL+"/v1/faults", strings.NewReader(body), http.StatusCreated)
 	if err != nil {
 		return err
+	}
+	return resp.Body.Close()
+}
+
+// httpDo sends one request and returns its response if its status is
+// want; otherwise it closes the body and names the status and the body's
+// text in the error.
+func httpDo(ctx context.Context, method, url string, body io.Reader, want int) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
+	if resp.StatusCode != want {
 		var b bytes.Buffer
-		_, _ = b.ReadFrom(resp.Body)
-		return fmt.Errorf("POST /v1/faults: %s: %s", resp.Status, strings.TrimSpace(b.String()))
+		_, _ = b.ReadFrom(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(b.String()))
 	}
-	return nil
+	return resp, nil
 }
 
 // deleteFaults ends every fault (a killed node starts again).

@@ -203,18 +203,11 @@ func (l *procsLayout) unbalanced(ctx context.Context, parts int) string {
 func getJSON(ctx context.Context, url string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpDo(ctx, http.MethodGet, url, nil, http.StatusOK)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
