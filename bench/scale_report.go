@@ -187,12 +187,16 @@ func (s *ScaleReport) Markdown() string {
 
 	if !math.IsNaN(c.CoordMs) && c.PerSec > 0 {
 		fmt.Fprintf(&b, "### Model: coordinators, leaders and etcd on separate machines (computed, not measured)\n\n")
+		etcdNote := "the etcd leader's CPU is the one-member etcd's here plus replication to two followers (not in " +
+			"this figure: a three-member etcd adds the leader's sends and each follower's apply)"
+		if len(r.Procs) > 1 {
+			etcdNote = "the etcd leader's CPU is the busiest member's of this three-member etcd"
+		}
 		fmt.Fprintf(&b, "Cores each role needs for a rate of %s, from the per-op costs above: rate × ms per op / 1000. "+
 			"Assumes the per-op CPU stays what this run measured (no batching gain or loss at another rate), the "+
-			"coordinator side's ids and groups spread evenly over the coordinators (each needs its share), the etcd "+
-			"leader's CPU is the one-member etcd's here plus replication to two followers (not in this figure: "+
-			"a three-member etcd adds the leader's sends and each follower's apply), and the network adds latency, "+
-			"not CPU. Proposals/s is what etcd's Raft log must commit (each a WAL write; fsyncs batch them).\n\n", c.Op)
+			"coordinator side's ids and groups spread evenly over the coordinators (each needs its share), %s, "+
+			"and the network adds latency, not CPU. Proposals/s is what etcd's Raft log must commit (each a WAL "+
+			"write; fsyncs batch them).\n\n", c.Op, etcdNote)
 		fmt.Fprintf(&b, "| rate (%s/s) | coordinator cores (all) | etcd leader cores | leader cores | etcd proposals/s |\n|---|---|---|---|---|\n", c.Op)
 		for _, rate := range modelRates(c.PerSec, cfg) {
 			m := modelAt(c, rate)
