@@ -26,7 +26,10 @@ func Main(ctx context.Context, args []string, self Command, stdout, stderr io.Wr
 		return serveKfakeMain(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "scale" {
-		return scaleMain(ctx, args[1:], stdout, stderr)
+		return scaleMain(ctx, args[1:], self, stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "serve-etcd" {
+		return serveEtcdMain(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "drive" {
 		return driveMain(ctx, args[1:], stdout, stderr)

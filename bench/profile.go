@@ -221,18 +221,11 @@ func fetchProfile(ctx context.Context, adminURL string, seconds int, path string
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(seconds)*time.Second+30*time.Second)
 	defer cancel()
 	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", adminURL, seconds)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpDo(ctx, http.MethodGet, url, nil, http.StatusOK)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err

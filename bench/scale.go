@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +45,43 @@ type ScaleConfig struct {
 	ValueBytes int
 	StartRate  int    // clients started per second (their first request), in the ramp
 	Prefix     string // transactional ids and group names start with it
+	// Driver is how the ids are driven: DriverKgo (a kgo client each) or
+	// DriverRaw (RawClients kgo clients issuing the transactions' requests
+	// themselves for every id).
+	Driver     string
+	RawClients int
+	// TxnStatePartitions is the cluster's __transaction_state partition
+	// count (the raw driver groups the ids by partition).
+	TxnStatePartitions int32
+}
+
+// The ids' drivers.
+const (
+	DriverKgo = "kgo"
+	DriverRaw = "raw"
+)
+
+// ScaleServer is the cluster a scale run drives: `up` in one process, or
+// every node and etcd member in a process of its own.
+type ScaleServer struct {
+	Bootstrap []string
+	Procs     []scaleProc
+	// AdminURL is profiled over the window ("" for none).
+	AdminURL string
+	// EtcdMetricsURL is the etcd member whose /metrics is scraped.
+	EtcdMetricsURL string
+	KillHow        string // how Kill kills, for the report
+	// Kill kills a coordinator; Restore (nil for none) undoes it before
+	// the clients close.
+	Kill    func(ctx context.Context, node int) error
+	Restore func(ctx context.Context)
+}
+
+// ProcFigures are one server process's figures over the window.
+type ProcFigures struct {
+	Name, Role   string
+	CPU          time.Duration
+	RSS, PeakRSS int64
 }
 
 // GroupMembers is how many members each group of the scale run has.
@@ -68,14 +108,16 @@ type ScaleResult struct {
 	CommitFailed   int64
 	TxnLatency     *hdrhistogram.Histogram // Begin → EndTransaction returned, µs, window only
 	OffsetLatency  *hdrhistogram.Histogram // CommitOffsetsSync, µs, window only
-	ServerCPU      time.Duration           // the target process over the window
-	DriverCPU      time.Duration           // this process (every client) over the window
-	ServerRSS      int64                   // VmRSS at the window's end
-	ServerPeakRSS  int64                   // VmHWM at the window's end
-	DriverRSS      int64                   // this process's VmRSS at the window's end
-	DriverSockets  int                     // this process's open sockets in the window: the clients' connections
-	Etcd           *EtcdFigures            // proposals per txn etc. (per committed transaction of the window)
-	EtcdProposals  float64                 // etcd_server_proposals_committed_total over the window
+	ServerCPU      time.Duration           // the server's processes over the window
+	Procs          []ProcFigures           // each server process
+	KillHow        string
+	DriverCPU      time.Duration // this process (every client) over the window
+	ServerRSS      int64         // VmRSS at the window's end, summed over the processes
+	ServerPeakRSS  int64         // VmHWM at the window's end, summed
+	DriverRSS      int64         // this process's VmRSS at the window's end
+	DriverSockets  int           // this process's open sockets in the window: the clients' connections
+	Etcd           *EtcdFigures  // proposals per txn etc. (per committed transaction of the window)
+	EtcdProposals  float64       // etcd_server_proposals_committed_total over the window
 	CPUBy          map[string]time.Duration
 	ProfileErr     string
 	Errors         []string
@@ -101,6 +143,11 @@ type KillFigures struct {
 	// CommitRateRecovered of offset commits.
 	RateRecovered, CommitRateRecovered time.Duration
 	AffectedGroups                     int
+	// IDGap is the longest time an id went without a commit across the
+	// kill (its last commit before it to its first after): with one
+	// transaction per interval, an id served all along shows about an
+	// interval here, so what exceeds it is the kill's.
+	IDGap time.Duration
 }
 
 // timeline counts events per scaleTick since the window opened.
@@ -190,9 +237,9 @@ func (s *served) ok(c *scaleClock, now time.Time) {
 
 // RunScale drives cfg against inst (a running `txncoord up`) and measures.
 // windowEnd, if set, runs as the window closes.
-func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir string, windowEnd func()) (*ScaleResult, error) {
-	res := &ScaleResult{Config: cfg}
-	admin, err := kgo.NewClient(kgo.SeedBrokers(inst.Bootstrap...))
+func RunScale(ctx context.Context, srv *ScaleServer, cfg ScaleConfig, profileDir string, windowEnd func()) (*ScaleResult, error) {
+	res := &ScaleResult{Config: cfg, KillHow: srv.KillHow}
+	admin, err := kgo.NewClient(kgo.SeedBrokers(srv.Bootstrap...))
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +252,7 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 	}
 	var parts [][]int32
 	if cfg.IDs > 0 {
-		if parts, err = partitionGroups(ctx, inst.Bootstrap, cfg.Topic, cfg.IDs, 2); err != nil {
+		if parts, err = partitionGroups(ctx, srv.Bootstrap, cfg.Topic, cfg.IDs, 2); err != nil {
 			return nil, err
 		}
 	}
@@ -232,8 +279,23 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 		}()
 	}
 	value := make([]byte, cfg.ValueBytes)
+	var raw *rawDriver
+	if cfg.Driver == DriverRaw && cfg.IDs > 0 {
+		if raw, err = newRawDriver(ctx, srv.Bootstrap, cfg, parts, value); err != nil {
+			return nil, err
+		}
+		all = append(all, raw.clients...)
+	}
 	for i := range cfg.IDs {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(inst.Bootstrap...),
+		if raw != nil {
+			clients.Add(1)
+			go func() {
+				defer clients.Done()
+				pacedLoop(runCtx, clk, &clk.txns, &ids[i], cfg.Interval, startDelay(i, cfg.StartRate), uint64(i), raw.op(runCtx, i))
+			}()
+			continue
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Bootstrap...),
 			kgo.TransactionalID(fmt.Sprintf("%s-id-%d", cfg.Prefix, i)),
 			kgo.DefaultProduceTopic(cfg.Topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.ProducerLinger(0))
@@ -247,7 +309,7 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 			asg := &assignment{}
 			// The eager (range) balancer hands out whole assignments, so
 			// the callbacks set and clear the member's view of them.
-			cl, err := kgo.NewClient(kgo.SeedBrokers(inst.Bootstrap...),
+			cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Bootstrap...),
 				kgo.ConsumerGroup(fmt.Sprintf("%s-group-%d", cfg.Prefix, g)), kgo.ConsumeTopics(cfg.GroupTopic),
 				kgo.DisableAutoCommit(), kgo.Balancers(kgo.RangeBalancer()),
 				kgo.OnPartitionsAssigned(asg.set), kgo.OnPartitionsRevoked(asg.clear), kgo.OnPartitionsLost(asg.clear))
@@ -292,26 +354,27 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 	res.ReadyIDs, res.ReadyMembers = countFirst(ids), countFirst(members)
 
 	// The steady window.
-	sample := func() (srv, drv time.Duration, m Metrics) {
-		srv, _ = inst.CPU()
-		drv, _ = processCPU(os.Getpid())
-		m, _ = scrapeMetrics(ctx, inst.AdminURL+"/metrics")
-		if m == nil {
-			m = Metrics{}
+	sample := func() (cpu []time.Duration, drv time.Duration, m Metrics) {
+		for _, p := range srv.Procs {
+			c, _ := p.inst.CPU()
+			cpu = append(cpu, c)
 		}
-		if inst.EtcdMetricsURL != "" {
-			if e, err := scrapeMetrics(ctx, inst.EtcdMetricsURL); err == nil {
+		drv, _ = processCPU(os.Getpid())
+		m = Metrics{}
+		if srv.EtcdMetricsURL != "" {
+			if e, err := scrapeMetrics(ctx, srv.EtcdMetricsURL); err == nil {
 				keepEtcd(m, e)
 			}
 		}
 		return
 	}
 	var prof *windowProfile
-	if profileDir != "" && inst.AdminURL != "" {
-		prof = &windowProfile{adminURL: inst.AdminURL, path: profileDir + "/scale-window.pprof",
+	if profileDir != "" && srv.AdminURL != "" {
+		prof = &windowProfile{adminURL: srv.AdminURL, path: profileDir + "/scale-window.pprof",
 			workload: Workload{Duration: cfg.Window}}
 	}
 	srv0, drv0, m0 := sample()
+	stopClientProfile := profileClients(profileDir)
 	start := time.Now()
 	clk.windowStart.Store(start.UnixNano())
 	prof.start(ctx)
@@ -320,16 +383,24 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 	sleepCtx(ctx, cfg.Window-cfg.Window/2)
 	end := time.Now()
 	clk.windowEnd.Store(end.UnixNano())
+	stopClientProfile()
 	if windowEnd != nil {
 		windowEnd()
 	}
 	srv1, drv1, m1 := sample()
 	res.Elapsed = end.Sub(start)
-	res.ServerCPU, res.DriverCPU = srv1-srv0, drv1-drv0
+	res.DriverCPU = drv1 - drv0
+	for i, p := range srv.Procs {
+		f := ProcFigures{Name: p.Name, Role: p.Role, CPU: srv1[i] - srv0[i]}
+		f.RSS, _ = statusKB(p.inst.Pid, "VmRSS:")
+		f.PeakRSS, _ = p.inst.PeakRSS()
+		res.Procs = append(res.Procs, f)
+		res.ServerCPU += f.CPU
+		res.ServerRSS += f.RSS
+		res.ServerPeakRSS += f.PeakRSS
+	}
 	res.Txns, res.TxnFailed, res.TxnLatency, _ = clk.txns.results()
 	res.Commits, res.CommitFailed, res.OffsetLatency, _ = clk.commits.results()
-	res.ServerRSS, _ = statusKB(inst.Pid, "VmRSS:")
-	res.ServerPeakRSS, _ = inst.PeakRSS()
 	res.DriverRSS, _ = statusKB(os.Getpid(), "VmRSS:")
 	d := m1.delta(m0)
 	res.Etcd = etcdFigures(d, res.Elapsed, res.Txns)
@@ -339,15 +410,18 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 	if cfg.AfterKill > 0 && ctx.Err() == nil {
 		killAt := time.Now()
 		clk.killAt.Store(killAt.UnixNano())
-		if err := postFault(ctx, inst.AdminURL, fmt.Sprintf(`{"kind":"kill","node":%d}`, cfg.KillNode)); err != nil {
-			return res, fmt.Errorf("kill fault: %w", err)
+		if err := srv.Kill(ctx, cfg.KillNode); err != nil {
+			return res, fmt.Errorf("kill: %w", err)
 		}
 		sleepCtx(ctx, cfg.AfterKill)
-		// The killed node restarts, so that the clients close against a
-		// whole cluster.
-		defer deleteFaults(ctx, inst.AdminURL)
+		if srv.Restore != nil {
+			// The killed node restarts, so that the clients close
+			// against a whole cluster.
+			defer srv.Restore(ctx)
+		}
 		k := &KillFigures{At: killAt.Sub(start), Node: cfg.KillNode}
 		k.IDsServed, k.IDsLeft, k.Affected = servedAgain(ids, 1, killAt, 2*cfg.Interval)
+		k.IDGap = longestGap(ids)
 		k.MembersServed, k.MembersLeft, _ = servedAgain(members, 1, killAt, 2*cfg.Interval)
 		k.GroupsServed, k.GroupsLeft, k.AffectedGroups = servedAgain(members, GroupMembers, killAt, 2*cfg.Interval)
 		killTick := int(killAt.Sub(start) / scaleTick)
@@ -363,6 +437,27 @@ func RunScale(ctx context.Context, inst *Instance, cfg ScaleConfig, profileDir s
 		res.Errors = append(res.Errors, e)
 	}
 	return res, ctx.Err()
+}
+
+// profileClients takes a CPU profile of this process (the clients) into
+// dir/clients-window.pprof until the returned func is called; nothing
+// without dir.
+func profileClients(dir string) func() {
+	if dir == "" {
+		return func() {}
+	}
+	f, err := os.Create(filepath.Join(dir, "clients-window.pprof"))
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
@@ -552,6 +647,19 @@ func servedAgain(ss []served, per int, killAt time.Time, gap time.Duration) (wor
 	return worst, left, affected
 }
 
+// longestGap is the longest time from a client's last success before the
+// kill to its first after, over the clients served on both sides.
+func longestGap(ss []served) time.Duration {
+	var worst time.Duration
+	for i := range ss {
+		before, after := ss[i].lastBeforeKill.Load(), ss[i].afterKill.Load()
+		if before != 0 && after != 0 {
+			worst = max(worst, time.Duration(after-before))
+		}
+	}
+	return worst
+}
+
 // rateRecovered is the time from tick kill to the start of the first run
 // of `run` ticks at or above share×rate (per second), counted from the tick
 // after the kill's; -1 when there is none.
@@ -574,21 +682,32 @@ func rateRecovered(ticks []int64, kill int, rate, share float64, run int) time.D
 
 // postFault adds a fault through the admin API.
 func postFault(ctx context.Context, adminURL, body string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, adminURL+"/v1/faults", strings.NewReader(body))
+	resp, err := httpDo(ctx, http.MethodPost, adminURL+"/v1/faults", strings.NewReader(body), http.StatusCreated)
 	if err != nil {
 		return err
+	}
+	return resp.Body.Close()
+}
+
+// httpDo sends one request and returns its response if its status is
+// want; otherwise it closes the body and names the status and the body's
+// text in the error.
+func httpDo(ctx context.Context, method, url string, body io.Reader, want int) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
+	if resp.StatusCode != want {
 		var b bytes.Buffer
-		_, _ = b.ReadFrom(resp.Body)
-		return fmt.Errorf("POST /v1/faults: %s: %s", resp.Status, strings.TrimSpace(b.String()))
+		_, _ = b.ReadFrom(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(b.String()))
 	}
-	return nil
+	return resp, nil
 }
 
 // deleteFaults ends every fault (a killed node starts again).

@@ -13,6 +13,7 @@ type ScaleReport struct {
 	Command      string
 	Started      time.Time
 	Coordinators int
+	Layout       string // up or procs
 	LoadBefore   string // /proc/loadavg when the run started
 	LoadAfter    string // ... when the window closed
 	Result       *ScaleResult
@@ -49,12 +50,32 @@ func (r *ScaleResult) costs() opCosts {
 	c.PerSec = float64(ops) / r.Elapsed.Seconds()
 	c.ServerMs = per(r.ServerCPU)
 	c.ProposalsPer = r.EtcdProposals / float64(ops)
-	if r.CPUBy != nil {
+	if byRole := r.roleCPU(); byRole != nil {
+		// Processes of their own: each role's CPU from /proc; etcd's is
+		// its busiest member's (the Raft leader's), as the model needs.
+		c.CoordMs, c.LeaderMs, c.EtcdMs = per(byRole["coordinator"]), per(byRole["leader"]), per(byRole["etcd-busiest"])
+	} else if r.CPUBy != nil {
 		c.EtcdMs = per(r.CPUBy[compEtcdServer])
 		c.LeaderMs = per(r.CPUBy[compLeader] + r.CPUBy[compLog])
 		c.CoordMs = c.ServerMs - c.EtcdMs - c.LeaderMs
 	}
 	return c
+}
+
+// roleCPU sums the window's CPU of each role's processes, and keeps the
+// busiest etcd member's as "etcd-busiest"; nil for `up`'s one process.
+func (r *ScaleResult) roleCPU() map[string]time.Duration {
+	if len(r.Procs) < 2 {
+		return nil
+	}
+	out := map[string]time.Duration{}
+	for _, p := range r.Procs {
+		out[p.Role] += p.CPU
+		if p.Role == "etcd" {
+			out["etcd-busiest"] = max(out["etcd-busiest"], p.CPU)
+		}
+	}
+	return out
 }
 
 // machineModel is the separate-machines model of one op kind at a target
@@ -83,12 +104,23 @@ func (s *ScaleReport) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# txncoord scale run, %s\n\n", s.Started.UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "```\n%s\n```\n\n", s.Command)
-	fmt.Fprintf(&b, "Target: `txncoord up --coordinators %d` (embedded one-member etcd, fsync on; 3 Kafka 4.2 leaders; "+
-		"one process). Clients: this process, %d transactional ids (one kgo client each, one transaction of one "+
+	target := fmt.Sprintf("`txncoord up --coordinators %d` (embedded one-member etcd, fsync on; 3 Kafka 4.2 leaders; "+
+		"one process)", s.Coordinators)
+	if s.Layout == "procs" {
+		target = "a three-member etcd (each member a process of its own: this binary's serve-etcd, etcd's defaults, " +
+			"fsync on), 3 `txncoord coordinator` and 3 `txncoord leader` (Kafka 4.2) processes on one cluster file"
+	}
+	driver := "one kgo client each"
+	if cfg.Driver == DriverRaw {
+		driver = fmt.Sprintf("%d kgo clients for all of them, the ids spread over them by __transaction_state partition, "+
+			"sending each id's InitProducerId, Produce v12+ and EndTxn v5 themselves, plus one client for FindCoordinator "+
+			"(up to 1,000 ids per request)", max(1, cfg.RawClients))
+	}
+	fmt.Fprintf(&b, "Target: %s. Clients: this process, %d transactional ids (%s; one transaction of one "+
 		"%d-byte record to each of 2 partitions on different leaders per %v) and %d groups x %d members (one kgo "+
 		"client each, one offset commit per %v for its assigned partition of `%s`). %d cores; load average at the "+
 		"start %s, at the window's end %s.\n\n",
-		s.Coordinators, cfg.IDs, cfg.ValueBytes, cfg.Interval, cfg.Groups, GroupMembers, cfg.Interval,
+		target, cfg.IDs, driver, cfg.ValueBytes, cfg.Interval, cfg.Groups, GroupMembers, cfg.Interval,
 		cfg.GroupTopic, runtime.NumCPU(), s.LoadBefore, s.LoadAfter)
 
 	fmt.Fprintf(&b, "## Steady state (%.1f s window)\n\n", r.Elapsed.Seconds())
@@ -118,12 +150,21 @@ func (s *ScaleReport) Markdown() string {
 	}
 	row("server CPU (cores busy)", fmt.Sprintf("%.2f", r.ServerCPU.Seconds()/r.Elapsed.Seconds()))
 	row("client CPU, this process (cores busy)", fmt.Sprintf("%.2f", r.DriverCPU.Seconds()/r.Elapsed.Seconds()))
-	row("server RSS now / peak (the one process: 3 coordinators, 3 leaders, etcd)",
-		fmt.Sprintf("%s / %s", mib(r.ServerRSS), mib(r.ServerPeakRSS)))
+	row("server RSS now / peak (every server process)", fmt.Sprintf("%s / %s", mib(r.ServerRSS), mib(r.ServerPeakRSS)))
 	row("client RSS", mib(r.DriverRSS))
 	row("client sockets (connections to the cluster)", fmt.Sprint(r.DriverSockets))
 	if len(r.Errors) > 0 {
 		row("first errors", "`"+strings.Join(r.Errors, "`; `")+"`")
+	}
+
+	if len(r.Procs) > 1 {
+		fmt.Fprintf(&b, "\n## Server processes (over the window; RSS at its end)\n\n")
+		fmt.Fprintf(&b, "| process | cores busy | CPU ms per op | RSS | peak RSS |\n|---|---|---|---|---|\n")
+		ops := float64(max(1, r.Txns+r.Commits))
+		for _, p := range r.Procs {
+			fmt.Fprintf(&b, "| %s | %.2f | %.3f | %s | %s |\n", p.Name, p.CPU.Seconds()/r.Elapsed.Seconds(),
+				float64(p.CPU)/float64(time.Millisecond)/ops, mib(p.RSS), mib(p.PeakRSS))
+		}
 	}
 
 	c := r.costs()
@@ -131,7 +172,10 @@ func (s *ScaleReport) Markdown() string {
 	fmt.Fprintf(&b, "| server CPU ms | coordinator side ms | etcd server ms | leaders ms | etcd proposals |\n|---|---|---|---|---|\n")
 	fmt.Fprintf(&b, "| %.3f | %s | %s | %s | %.3f |\n\n", c.ServerMs, orNA(c.CoordMs, "%.3f"), orNA(c.EtcdMs, "%.3f"),
 		orNA(c.LeaderMs, "%.3f"), c.ProposalsPer)
-	if r.CPUBy != nil {
+	if len(r.Procs) > 1 {
+		fmt.Fprintf(&b, "Each role's CPU from /proc (processes of their own): coordinator side = the 3 coordinator "+
+			"processes (with their etcd client and Kafka wire), etcd = its busiest member, leaders = the 3 leader processes.\n\n")
+	} else if r.CPUBy != nil {
 		fmt.Fprintf(&b, "Split of the window's CPU by its profile (ms per op):")
 		for _, comp := range cpuComponents {
 			fmt.Fprintf(&b, " %s %.3f;", comp, float64(r.CPUBy[comp])/float64(time.Millisecond)/float64(max(1, r.Txns+r.Commits)))
@@ -143,12 +187,16 @@ func (s *ScaleReport) Markdown() string {
 
 	if !math.IsNaN(c.CoordMs) && c.PerSec > 0 {
 		fmt.Fprintf(&b, "### Model: coordinators, leaders and etcd on separate machines (computed, not measured)\n\n")
+		etcdNote := "the etcd leader's CPU is the one-member etcd's here plus replication to two followers (not in " +
+			"this figure: a three-member etcd adds the leader's sends and each follower's apply)"
+		if len(r.Procs) > 1 {
+			etcdNote = "the etcd leader's CPU is the busiest member's of this three-member etcd"
+		}
 		fmt.Fprintf(&b, "Cores each role needs for a rate of %s, from the per-op costs above: rate × ms per op / 1000. "+
 			"Assumes the per-op CPU stays what this run measured (no batching gain or loss at another rate), the "+
-			"coordinator side's ids and groups spread evenly over the coordinators (each needs its share), the etcd "+
-			"leader's CPU is the one-member etcd's here plus replication to two followers (not in this figure: "+
-			"a three-member etcd adds the leader's sends and each follower's apply), and the network adds latency, "+
-			"not CPU. Proposals/s is what etcd's Raft log must commit (each a WAL write; fsyncs batch them).\n\n", c.Op)
+			"coordinator side's ids and groups spread evenly over the coordinators (each needs its share), %s, "+
+			"and the network adds latency, not CPU. Proposals/s is what etcd's Raft log must commit (each a WAL "+
+			"write; fsyncs batch them).\n\n", c.Op, etcdNote)
 		fmt.Fprintf(&b, "| rate (%s/s) | coordinator cores (all) | etcd leader cores | leader cores | etcd proposals/s |\n|---|---|---|---|---|\n", c.Op)
 		for _, rate := range modelRates(c.PerSec, cfg) {
 			m := modelAt(c, rate)
@@ -158,10 +206,15 @@ func (s *ScaleReport) Markdown() string {
 	}
 
 	if k := r.Kill; k != nil {
-		fmt.Fprintf(&b, "## Node %d killed (`/v1/faults` kind kill) %.1f s after the window opened\n\n", k.Node, k.At.Seconds())
-		fmt.Fprintf(&b, "A kill fault stops the node in the process; its etcd-mode partitions move to the others at once, as at "+
-			"a shutdown. A SIGKILLed coordinator process is noticed only when its etcd lease lapses, which adds up to "+
-			"the lease TTL to these times.\n\n")
+		fmt.Fprintf(&b, "## Coordinator %d killed (%s) %.1f s after the window opened\n\n", k.Node, r.KillHow, k.At.Seconds())
+		if s.Layout == "procs" {
+			fmt.Fprintf(&b, "The process got SIGKILL: its partitions move when its etcd lease lapses (the cluster file's "+
+				"TTL, 5 s by default), which is in these times.\n\n")
+		} else {
+			fmt.Fprintf(&b, "A kill fault stops the node in the process; its etcd-mode partitions move to the others at once, as at "+
+				"a shutdown. A SIGKILLed coordinator process is noticed only when its etcd lease lapses, which adds up to "+
+				"the lease TTL to these times.\n\n")
+		}
 		fmt.Fprintf(&b, "| figure | value |\n|---|---|\n")
 		left := func(n int) string {
 			if n == 0 {
@@ -178,6 +231,8 @@ func (s *ScaleReport) Markdown() string {
 		if cfg.IDs > 0 {
 			row("ids with no commit for > 2 intervals after the kill", fmt.Sprint(k.Affected))
 			row("kill → every id committed again", fmt.Sprintf("%.1f s%s", k.IDsServed.Seconds(), left(k.IDsLeft)))
+			row(fmt.Sprintf("longest time an id went without a commit across the kill (one per %v when served)", cfg.Interval),
+				fmt.Sprintf("%.1f s", k.IDGap.Seconds()))
 			row("kill → txn rate back at ≥ 90% of the window's for 3 s", recovered(k.RateRecovered))
 		}
 		if cfg.Groups > 0 {

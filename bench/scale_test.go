@@ -6,6 +6,18 @@ import (
 	"time"
 )
 
+func TestLongestGap(t *testing.T) {
+	ss := make([]served, 3)
+	ss[0].lastBeforeKill.Store(int64(10 * time.Second))
+	ss[0].afterKill.Store(int64(21 * time.Second)) // 11 s across the kill
+	ss[1].lastBeforeKill.Store(int64(19 * time.Second))
+	ss[1].afterKill.Store(int64(22 * time.Second))
+	ss[2].lastBeforeKill.Store(int64(1 * time.Second)) // never again: no gap to count
+	if got := longestGap(ss); got != 11*time.Second {
+		t.Fatalf("longest gap %v, want 11s", got)
+	}
+}
+
 func TestRateRecovered(t *testing.T) {
 	ticks := []int64{100, 100, 100, 20, 0, 95, 40, 92, 91, 99, 100}
 	// Kill at tick 2: ticks 3..6 are low or broken runs; 7,8,9 is the

@@ -251,6 +251,10 @@ func (i *Instance) parseReady(line string) error {
 		switch key {
 		case "bootstrap":
 			i.Bootstrap = strings.Split(val, ",")
+		case "addr": // a leader process: its own listener
+			if len(i.Bootstrap) == 0 {
+				i.Bootstrap = []string{val}
+			}
 		case "admin":
 			if val != "none" {
 				i.AdminURL = val
