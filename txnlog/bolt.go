@@ -187,12 +187,21 @@ func (s *BoltStore) Close() error {
 const batchRecordVersion = 1
 
 func encodeBatch(b Batch) []byte {
-	out := []byte{batchRecordVersion}
+	// One buffer, sized up front: the records' lengths are known before
+	// they are encoded.
+	size := 1 + binary.MaxVarintLen64*(2+len(b.Deletes)) + 4 + 8
+	for _, m := range b.Puts {
+		size += binary.MaxVarintLen64 + txnSize(m)
+	}
+	for _, id := range b.Deletes {
+		size += len(id)
+	}
+	out := make([]byte, 1, size)
+	out[0] = batchRecordVersion
 	out = binary.AppendUvarint(out, uint64(len(b.Puts)))
 	for _, m := range b.Puts {
-		enc := EncodeTxn(m)
-		out = binary.AppendUvarint(out, uint64(len(enc)))
-		out = append(out, enc...)
+		out = binary.AppendUvarint(out, uint64(txnSize(m)))
+		out = appendTxn(out, m)
 	}
 	out = binary.AppendUvarint(out, uint64(len(b.Deletes)))
 	for _, id := range b.Deletes {
