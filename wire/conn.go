@@ -71,6 +71,9 @@ type conn struct {
 	inR, inW int
 	// frames counts the frames read (the first one may be HTTP).
 	frames int
+	// clientID is the client id of the last request read, which the next
+	// one's header reuses when it is the same (parseHeaderReusing).
+	clientID *string
 	// readDeadline is the read deadline the reader last set (not
 	// stopReading's, which only ever makes it earlier).
 	readDeadline time.Time
@@ -438,7 +441,8 @@ func (c *conn) logReadEnd(err error, during string) {
 // path are functions of their own, so that these frames stay small and the
 // connection's stack seldom has to grow.
 func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
-	h, body, err := parseHeader(frame)
+	h, body, err := parseHeaderReusing(frame, c.clientID)
+	c.clientID = h.clientID
 	if err != nil {
 		c.log().Warn().Int16("api_key", h.key).Int16("api_version", h.version).Err(err).Str("reason", "bad request header").Msg("connection closed: bad request header")
 		return pending{}, false
