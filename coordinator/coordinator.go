@@ -121,6 +121,9 @@ type entry struct {
 	// gen counts the changes (notifyChanged), so that a decision can
 	// tell whether one came since it was made without a channel each.
 	gen uint64
+	// onWritten is the outcome callback of every write of the entry
+	// (Coordinator.written), made at its first write, not at each.
+	onWritten func(error)
 }
 
 // changedCh returns the channel closed at the entry's next write; e must be

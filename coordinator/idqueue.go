@@ -306,8 +306,12 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 	// Waiters for the next decision (a registration held back by a
 	// Prepare) may now decide on top of this one.
 	e.notifyChanged()
+	if e.onWritten == nil {
+		e.onWritten = func(err error) { c.written(id, e, err) }
+	}
+	onWritten := e.onWritten
 	e.mu.Unlock()
-	c.storeLog.OnDurable(pos, func(err error) { c.written(id, e, err) })
+	c.storeLog.OnDurable(pos, onWritten)
 	if d.Markers != nil {
 		c.sendMarkers(markersender.Txn{Markers: *d.Markers, At: c.storeLog, Pos: pos})
 	}

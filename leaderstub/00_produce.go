@@ -72,7 +72,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -110,7 +109,7 @@ type holdLimits struct {
 	ctx      context.Context // the server's: done at Shutdown's deadline
 	stopping <-chan struct{} // closed when the server begins to drain
 	bound    time.Duration
-	log      func() *zerolog.Logger // the request's, built when a hold logs
+	req      *wire.Request // its Logger, built when a hold logs
 }
 
 // prevTxnMarkerWait is how long a held batch waits at most: the request's
@@ -127,13 +126,19 @@ func (l *Leader) handleProduce(ctx context.Context, r *wire.Request) wire.Reply 
 	req := r.Body.(*kmsg.ProduceRequest)
 	version := r.Version
 	acksOK := req.Acks == 0 || req.Acks == 1 || req.Acks == -1
-	var parts []*producePart
+	// The partitions' states in one allocation, the list in another.
+	n := 0
+	for _, rt := range req.Topics {
+		n += len(rt.Partitions)
+	}
+	states, parts := make([]producePart, n), make([]*producePart, 0, n)
 	for _, rt := range req.Topics {
 		name, topicErr := l.topicName(rt.Topic, rt.TopicID, version >= 13)
 		// WRITE on the topic, before its existence (Kafka's order).
 		writable := topicErr != nil || wire.Authorize(r, kmsg.ACLOperationWrite, wire.TopicResource(name))
 		for _, rp := range rt.Partitions {
-			pp := &producePart{topic: name, topicID: rt.TopicID, index: rp.Partition, base: -1}
+			pp := &states[len(parts)]
+			*pp = producePart{topic: name, topicID: rt.TopicID, index: rp.Partition, base: -1}
 			parts = append(parts, pp)
 			switch {
 			case !acksOK:
@@ -151,7 +156,7 @@ func (l *Leader) handleProduce(ctx context.Context, r *wire.Request) wire.Reply 
 	if regs, owners := l.neededRegistrations(parts, req, version); len(regs) > 0 {
 		l.registerWithRetry(ctx, regs, owners, version)
 	}
-	limits := holdLimits{ctx: ctx, stopping: r.Stopping, bound: l.prevTxnMarkerWait(req.TimeoutMillis), log: r.Logger}
+	limits := holdLimits{ctx: ctx, stopping: r.Stopping, bound: l.prevTxnMarkerWait(req.TimeoutMillis), req: r}
 	for _, pp := range parts {
 		if pp.code == 0 {
 			l.appendProduce(pp, limits)
@@ -404,7 +409,7 @@ func (l *Leader) appendProduce(pp *producePart, limits holdLimits) {
 			p.held[h.ProducerID] = hb
 			p.mu.Unlock()
 			pp.held = hb.done
-			limits.log().Debug().Int64("pid", h.ProducerID).Int16("epoch", h.ProducerEpoch).Int16("current_epoch", e.Epoch).
+			limits.req.Logger().Debug().Int64("pid", h.ProducerID).Int16("epoch", h.ProducerEpoch).Int16("current_epoch", e.Epoch).
 				Int64("txn_first_offset", e.TxnFirstOffset).Bool("queued", queued).Str("topic", pp.topic).
 				Int32("partition", pp.index).Msg("produce: batch held back until the previous transaction's marker")
 			go l.appendHeld(pp, hb, limits)
@@ -472,7 +477,7 @@ func (l *Leader) appendHeld(pp *producePart, hb *heldBatch, limits holdLimits) {
 	release()
 	p.mu.Unlock()
 	pp.code, pp.base = code, -1
-	limits.log().Info().Int64("pid", h.ProducerID).Int16("epoch", h.ProducerEpoch).Int16("current_epoch", e.Epoch).
+	limits.req.Logger().Info().Int64("pid", h.ProducerID).Int16("epoch", h.ProducerEpoch).Int16("current_epoch", e.Epoch).
 		Int64("txn_first_offset", e.TxnFirstOffset).Str("topic", pp.topic).Int32("partition", pp.index).
 		Dur("waited", time.Since(start)).Str("reason", reason).Int16("error_code", code).
 		Msg("produce: batch held for the previous transaction's marker refused")

@@ -308,19 +308,22 @@ func TestFetchSessionsKgo(t *testing.T) {
 	consume(2)
 	first := waitIncremental(3)
 
+	// A copy, so that a failure below does not hold mu: the server's
+	// answers take it, and the cleanup's shutdown waits for them.
 	mu.Lock()
+	fetches := append([]seenFetch(nil), seen...)
+	mu.Unlock()
 	// The first fetch is full (no session yet) and creates the session;
 	// the session's fetches then carry consecutive epochs from 1.
-	if s := seen[0]; s.id != 0 || s.epoch != 0 || s.partitions != 3 || s.respID != first {
+	if s := fetches[0]; s.id != 0 || s.epoch != 0 || s.partitions != 3 || s.respID != first {
 		t.Fatalf("first fetch %+v, want a full fetch of 3 partitions creating session %d", s, first)
 	}
 	var epochs []int32
-	for _, s := range seen {
+	for _, s := range fetches {
 		if s.id == first {
 			epochs = append(epochs, s.epoch)
 		}
 	}
-	mu.Unlock()
 	for i, e := range epochs {
 		if e != int32(i+1) {
 			t.Fatalf("epochs of session %d: %v, want 1, 2, 3, …", first, epochs)

@@ -280,6 +280,7 @@ type persistOp struct {
 	key            []byte
 	batches        []opBatch
 	entry          *producerEntry
+	entryRaw       []byte // the entry's record in an op decoded from the log (entry nil): written as it is
 	aborted        *abortedTxn
 	dropped        []int64
 	droppedAborted []int64
@@ -319,6 +320,10 @@ func (o *persistOp) apply(r storage.Root) error {
 		if err := producers.Put(u64(o.entry.ProducerID), o.entry.marshal()); err != nil {
 			return err
 		}
+	} else if o.entryRaw != nil {
+		if err := producers.Put(u64(entryProducerID(o.entryRaw)), o.entryRaw); err != nil {
+			return err
+		}
 	}
 	if o.aborted != nil {
 		if err := aborted.Put(u64(o.aborted.LastOffset), o.aborted.marshal()); err != nil {
@@ -348,10 +353,12 @@ func (o *persistOp) apply(r storage.Root) error {
 	// The log start only moves forward: by retention (dropped batches)
 	// or by DeleteRecords, which may move it into a batch and drop none.
 	// Ops that leave it alone carry the current one or 0 (expiry).
+	// Read the stored one only for an op that may move it.
+	if len(o.dropped) == 0 && o.logStart <= 0 {
+		return nil
+	}
 	if cur := meta.Get(keyLogStart); len(cur) != 8 || o.logStart > int64(binary.BigEndian.Uint64(cur)) {
-		if len(o.dropped) > 0 || o.logStart > 0 {
-			return meta.Put(keyLogStart, u64(o.logStart))
-		}
+		return meta.Put(keyLogStart, u64(o.logStart))
 	}
 	return nil
 }

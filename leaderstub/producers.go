@@ -186,8 +186,15 @@ func applyMarker(e producerEntry, markerEpoch int16, coordinatorEpoch int32, now
 
 // Entry encoding in bbolt: fixed fields, then the batch window.
 func (e producerEntry) marshal() []byte {
-	b := make([]byte, 0, 33+len(e.Batches)*32) // the fields below, exactly
-	b = binary.BigEndian.AppendUint16(b, 1)    // record version
+	return e.appendTo(make([]byte, 0, e.size()))
+}
+
+// size is the length of the entry's record (marshal).
+func (e producerEntry) size() int { return 33 + len(e.Batches)*32 }
+
+// appendTo appends the entry's record (marshal) to b.
+func (e producerEntry) appendTo(b []byte) []byte {
+	b = binary.BigEndian.AppendUint16(b, 1) // record version
 	b = binary.BigEndian.AppendUint64(b, uint64(e.ProducerID))
 	b = binary.BigEndian.AppendUint16(b, uint16(e.Epoch))
 	b = binary.BigEndian.AppendUint32(b, uint32(e.CoordinatorEpoch))
@@ -205,8 +212,8 @@ func (e producerEntry) marshal() []byte {
 }
 
 func unmarshalEntry(b []byte) (producerEntry, error) {
-	if len(b) < 33 || binary.BigEndian.Uint16(b) != 1 {
-		return producerEntry{}, errors.New("leaderstub: bad producer entry record")
+	if err := checkEntry(b); err != nil {
+		return producerEntry{}, err
 	}
 	e := producerEntry{
 		ProducerID:       int64(binary.BigEndian.Uint64(b[2:])),
@@ -217,9 +224,6 @@ func unmarshalEntry(b []byte) (producerEntry, error) {
 	}
 	n := int(b[32])
 	rest := b[33:]
-	if len(rest) != n*32 {
-		return producerEntry{}, errors.New("leaderstub: bad producer entry batch window")
-	}
 	for i := 0; i < n; i++ {
 		r := rest[i*32:]
 		e.Batches = append(e.Batches, batchMeta{
@@ -232,3 +236,19 @@ func unmarshalEntry(b []byte) (producerEntry, error) {
 	}
 	return e, nil
 }
+
+// checkEntry checks an entry's record (marshal) as unmarshalEntry reads
+// it, without building the entry.
+func checkEntry(b []byte) error {
+	if len(b) < 33 || binary.BigEndian.Uint16(b) != 1 {
+		return errors.New("leaderstub: bad producer entry record")
+	}
+	if len(b[33:]) != int(b[32])*32 {
+		return errors.New("leaderstub: bad producer entry batch window")
+	}
+	return nil
+}
+
+// entryProducerID is the producer id of an entry's record that checkEntry
+// accepted.
+func entryProducerID(b []byte) int64 { return int64(binary.BigEndian.Uint64(b[2:])) }

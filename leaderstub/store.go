@@ -129,6 +129,13 @@ func (o *persistOp) encode() []byte {
 	for _, b := range o.batches {
 		size += 16 + len(b.raw)
 	}
+	if o.entry != nil {
+		size += 8 + o.entry.size()
+	}
+	size += len(o.entryRaw)
+	if o.aborted != nil {
+		size += 34
+	}
 	out := make([]byte, 0, size)
 	out = append(out, persistOpVersion)
 	out = appendBytes(out, o.key)
@@ -139,7 +146,11 @@ func (o *persistOp) encode() []byte {
 	}
 	if o.entry != nil {
 		out = append(out, 1)
-		out = appendBytes(out, o.entry.marshal())
+		out = binary.AppendUvarint(out, uint64(o.entry.size()))
+		out = o.entry.appendTo(out)
+	} else if o.entryRaw != nil {
+		out = append(out, 1)
+		out = appendBytes(out, o.entryRaw)
 	} else {
 		out = append(out, 0)
 	}
@@ -194,11 +205,12 @@ func decodePersistOp(raw []byte) (*persistOp, error) {
 		o.addBatch(base, r.Bytes())
 	}
 	if f := r.Flag(); f {
-		e, err := unmarshalEntry(r.Bytes())
-		if err != nil {
+		// Kept as the record holds it: the applier writes those bytes.
+		b := r.Bytes()
+		if err := checkEntry(b); err != nil {
 			r.FailWith(err)
 		}
-		o.entry = &e
+		o.entryRaw = b
 	}
 	if f := r.Flag(); f {
 		a, ok := unmarshalAborted(r.Take(34))
@@ -253,10 +265,10 @@ func ApplyRecords(root storage.Root, raws [][]byte) error {
 		if o == nil {
 			continue
 		}
-		if o.entry != nil {
-			k := producerKey{string(o.key), o.entry.ProducerID}
+		if o.entryRaw != nil {
+			k := producerKey{string(o.key), entryProducerID(o.entryRaw)}
 			if later[k] {
-				o.entry = nil
+				o.entryRaw = nil
 			} else {
 				later[k] = true
 			}

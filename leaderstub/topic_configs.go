@@ -111,8 +111,17 @@ func (r retentionLimit) expired(b batchIndex) bool {
 // limit, never a batch at or above the LSO nor the last one. The caller
 // holds p.mu (write).
 func (p *partition) retainBy(limit retentionLimit) (dropped []int64, droppedAborted []int64) {
-	lso := p.lso()
-	for len(p.batches) > 1 && p.batches[0].Last < lso && (p.size > limit.bytes || limit.expired(p.batches[0])) {
+	// The LSO (a walk over the open transactions) only once the log
+	// breaks the limit: most appends leave it within.
+	var lso int64
+	known := false
+	for len(p.batches) > 1 && (p.size > limit.bytes || limit.expired(p.batches[0])) {
+		if !known {
+			lso, known = p.lso(), true
+		}
+		if p.batches[0].Last >= lso {
+			break
+		}
 		b := p.batches[0]
 		p.batches = p.batches[1:]
 		p.size -= b.Size

@@ -143,9 +143,11 @@ func (s *Sender) Start(c Completer) {
 // of the same TransactionalID (a newer Prepare supersedes an older one);
 // answers to requests already in flight for the replaced entry are ignored.
 func (s *Sender) Enqueue(txn Txn) {
-	ts := &txnState{txn: txn, parts: map[txncore.TopicPartition]*partState{}}
-	for _, tp := range txn.Partitions {
-		ts.parts[tp] = &partState{tp: tp, leader: -1}
+	ts := &txnState{txn: txn, parts: make(map[txncore.TopicPartition]*partState, len(txn.Partitions))}
+	states := make([]partState, len(txn.Partitions)) // one allocation for all
+	for i, tp := range txn.Partitions {
+		states[i] = partState{tp: tp, leader: -1}
+		ts.parts[tp] = &states[i]
 	}
 	s.mu.Lock()
 	if s.closed {

@@ -31,6 +31,7 @@ type Space struct {
 	name string // "": the whole file
 	kind Kind
 	opts SpaceOptions
+	head []byte // recordHead: before each of the space's records in the log
 
 	// uncommitted are the positions of the space's records not yet in a
 	// group commit, oldest first (kept only with OnCommit; guarded by
@@ -65,7 +66,7 @@ func (st *Store) Space(name string, kind Kind, opts SpaceOptions) (*Space, error
 			return nil, fmt.Errorf("storage: space %q: %w", name, err)
 		}
 	}
-	sp := &Space{st: st, name: name, kind: kind, opts: opts}
+	sp := &Space{st: st, name: name, kind: kind, opts: opts, head: recordHead(kind, name)}
 	st.spaces[name] = sp
 	if opts.OnCommit != nil {
 		st.committers = append(st.committers, sp)
@@ -77,7 +78,8 @@ func (st *Store) Space(name string, kind Kind, opts SpaceOptions) (*Space, error
 func (s *Space) Store() *Store { return s.st }
 
 // Append puts rec in the log behind every record appended before it (by
-// any space) and returns its position at once. It is durable once the
+// any space) and returns its position at once. rec is the store's from
+// then on (the applier reads it later): the caller must not change it. It is durable once the
 // store is durable up to that position (Store.WaitDurable).
 func (s *Space) Append(rec []byte) (wal.Pos, error) { return s.append(rec, false) }
 

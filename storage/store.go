@@ -448,12 +448,12 @@ func (st *Store) replay() error {
 	return nil
 }
 
-// record framing: kind, the space's name, the component's bytes.
-func frameRecord(kind Kind, name string, body []byte) []byte {
-	b := make([]byte, 0, 2+len(name)+len(body))
+// recordHead frames a space's records in the log: kind, the space's name,
+// then the component's bytes.
+func recordHead(kind Kind, name string) []byte {
+	b := make([]byte, 0, 2+len(name))
 	b = append(b, byte(kind), byte(len(name)))
-	b = append(b, name...)
-	return append(b, body...)
+	return append(b, name...)
 }
 
 func splitRecord(rec []byte) (Kind, string, []byte, error) {
@@ -557,7 +557,6 @@ func (st *Store) onSync(s wal.SyncStats) {
 // log failed (never on the caller's goroutine). lazy: nobody waits for it
 // now (wal.Log.AppendLazy).
 func (st *Store) append(sp *Space, body []byte, then func(error), lazy bool) (wal.Pos, error) {
-	rec := frameRecord(sp.kind, sp.name, body)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.err != nil {
@@ -566,19 +565,17 @@ func (st *Store) append(sp *Space, body []byte, then func(error), lazy bool) (wa
 	if st.closed {
 		return 0, ErrClosed
 	}
-	appendTo := st.wal.AppendThen
-	if lazy {
-		appendTo = st.wal.AppendLazy
-	}
-	pos, err := appendTo(then, rec)
+	// The space's head and the body go into the log as one record
+	// (recordHead) without being joined in a buffer of their own.
+	pos, err := st.wal.AppendJoined(then, lazy, sp.head, body)
 	if err != nil {
 		return 0, err
 	}
-	st.waiting = append(st.waiting, record{pos: pos, space: sp, body: rec[2+len(sp.name):]})
+	st.waiting = append(st.waiting, record{pos: pos, space: sp, body: body})
 	if sp.opts.OnCommit != nil {
 		sp.uncommitted = append(sp.uncommitted, pos)
 	}
-	st.waitSize += len(rec)
+	st.waitSize += len(sp.head) + len(body)
 	st.stats.Appends++
 	if st.waitSize >= st.opts.ApplyBytes {
 		select {

@@ -47,3 +47,24 @@ func normalize(b Batch) Batch {
 	}
 	return b
 }
+
+// decodeBatch decodes a batch record whole: splitBatch, then each put.
+func decodeBatch(raw []byte) (Batch, error) {
+	var b Batch
+	rb, err := splitBatch(raw)
+	if err != nil {
+		return b, err
+	}
+	for _, enc := range rb.puts {
+		m, err := DecodeTxn(enc)
+		if err != nil {
+			return b, err
+		}
+		b.Puts = append(b.Puts, m)
+	}
+	for _, id := range rb.deletes {
+		b.Deletes = append(b.Deletes, string(id))
+	}
+	b.CoordinatorEpoch, b.ProducerIDHighWater = rb.epoch, rb.highWater
+	return b, nil
+}

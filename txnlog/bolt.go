@@ -187,12 +187,21 @@ func (s *BoltStore) Close() error {
 const batchRecordVersion = 1
 
 func encodeBatch(b Batch) []byte {
-	out := []byte{batchRecordVersion}
+	// One buffer, sized up front: the records' lengths are known before
+	// they are encoded.
+	size := 1 + binary.MaxVarintLen64*(2+len(b.Deletes)) + 4 + 8
+	for _, m := range b.Puts {
+		size += binary.MaxVarintLen64 + txnSize(m)
+	}
+	for _, id := range b.Deletes {
+		size += len(id)
+	}
+	out := make([]byte, 1, size)
+	out[0] = batchRecordVersion
 	out = binary.AppendUvarint(out, uint64(len(b.Puts)))
 	for _, m := range b.Puts {
-		enc := EncodeTxn(m)
-		out = binary.AppendUvarint(out, uint64(len(enc)))
-		out = append(out, enc...)
+		out = binary.AppendUvarint(out, uint64(txnSize(m)))
+		out = appendTxn(out, m)
 	}
 	out = binary.AppendUvarint(out, uint64(len(b.Deletes)))
 	for _, id := range b.Deletes {
@@ -203,8 +212,100 @@ func encodeBatch(b Batch) []byte {
 	return binary.BigEndian.AppendUint64(out, uint64(b.ProducerIDHighWater))
 }
 
-func decodeBatch(raw []byte) (Batch, error) {
-	var b Batch
+// ApplyRecord is the storage codec of KindTxn: it writes one Batch record
+// into the space's buckets.
+func ApplyRecord(r storage.Root, raw []byte) error {
+	return ApplyRecords(r, [][]byte{raw})
+}
+
+// ApplyRecords is ApplyRecord for records in log order applied in one
+// bbolt transaction (storage.BatchApplyFunc): each transactional id's last
+// put or delete is written, once, the last coordinator epoch and the
+// highest producer-id high-water mark. Between two applies a transaction
+// is usually written four times (two registrations, Prepare, Complete).
+// A put is written as the batch holds it (EncodeTxn's bytes): it is split
+// from the batch, not decoded and encoded again.
+func ApplyRecords(r storage.Root, raws [][]byte) error {
+	var merged rawBatch
+	final := map[string][]byte{} // id → its last put, nil: deleted
+	var ids []string             // in first-seen order
+	set := func(id []byte, put []byte) {
+		if _, seen := final[string(id)]; !seen {
+			ids = append(ids, string(id))
+		}
+		final[string(id)] = put
+	}
+	for _, raw := range raws {
+		b, err := splitBatch(raw)
+		if err != nil {
+			return err
+		}
+		// One record's puts, then its deletes, as they were submitted.
+		for _, enc := range b.puts {
+			set(txnID(enc), enc)
+		}
+		for _, id := range b.deletes {
+			set(id, nil)
+		}
+		if b.epoch > 0 {
+			merged.epoch = b.epoch
+		}
+		merged.highWater = max(merged.highWater, b.highWater)
+	}
+	txns, err := storage.Ensure(r, bucketTxns)
+	if err != nil {
+		return err
+	}
+	meta, err := storage.Ensure(r, bucketMeta)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if enc := final[id]; enc != nil {
+			err = txns.Put([]byte(id), enc)
+		} else {
+			err = txns.Delete([]byte(id))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if merged.epoch > 0 {
+		if err := meta.Put(keyEpoch, encodeMeta(int64(merged.epoch))); err != nil {
+			return err
+		}
+	}
+	if merged.highWater > 0 {
+		cur := int64(0)
+		if raw := meta.Get(keyPIDHW); raw != nil {
+			v, err := decodeMeta(raw)
+			if err != nil {
+				return err
+			}
+			cur = v
+		}
+		if merged.highWater > cur {
+			if err := meta.Put(keyPIDHW, encodeMeta(merged.highWater)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// rawBatch is a Batch record split into its parts, the puts still encoded
+// (EncodeTxn).
+type rawBatch struct {
+	puts, deletes [][]byte
+	epoch         int32
+	highWater     int64
+}
+
+// splitBatch splits a batch record as decodeBatch reads it, checking each
+// put's record version and transactional id (txnID) but not decoding the
+// rest: Load decodes what the applier wrote.
+func splitBatch(raw []byte) (rawBatch, error) {
+	var b rawBatch
 	if len(raw) == 0 {
 		return b, ErrCorrupt
 	}
@@ -238,11 +339,16 @@ func decodeBatch(raw []byte) (Batch, error) {
 		if !ok {
 			return b, ErrCorrupt
 		}
-		m, err := DecodeTxn(v)
-		if err != nil {
-			return b, err
+		if len(v) == 0 {
+			return b, fmt.Errorf("%w: empty", ErrCorrupt)
 		}
-		b.Puts = append(b.Puts, m)
+		if v[0] != txnRecordVersion && v[0] != txnRecordVersionCompleting {
+			return b, fmt.Errorf("%w %d (this binary reads versions %d and %d)", ErrUnknownVersion, v[0], txnRecordVersion, txnRecordVersionCompleting)
+		}
+		if id := txnID(v); len(id) == 0 {
+			return b, fmt.Errorf("%w: transaction without an id", ErrCorrupt)
+		}
+		b.puts = append(b.puts, v)
 	}
 	dels, ok := count()
 	if !ok {
@@ -253,110 +359,26 @@ func decodeBatch(raw []byte) (Batch, error) {
 		if !ok {
 			return b, ErrCorrupt
 		}
-		b.Deletes = append(b.Deletes, string(v))
+		b.deletes = append(b.deletes, v)
 	}
 	if len(rest) != 12 {
 		return b, ErrCorrupt
 	}
-	b.CoordinatorEpoch = int32(binary.BigEndian.Uint32(rest))
-	b.ProducerIDHighWater = int64(binary.BigEndian.Uint64(rest[4:]))
+	b.epoch = int32(binary.BigEndian.Uint32(rest))
+	b.highWater = int64(binary.BigEndian.Uint64(rest[4:]))
 	return b, nil
 }
 
-// ApplyRecord is the storage codec of KindTxn: it writes one Batch record
-// into the space's buckets.
-func ApplyRecord(r storage.Root, raw []byte) error {
-	b, err := decodeBatch(raw)
-	if err != nil {
-		return err
+// txnID is the transactional id of an encoded transaction (EncodeTxn: the
+// version byte, then the id with its u16 length), nil if the record is too
+// short to hold one.
+func txnID(enc []byte) []byte {
+	if len(enc) < 3 {
+		return nil
 	}
-	return applyBatch(r, b)
-}
-
-// ApplyRecords is ApplyRecord for records in log order applied in one
-// bbolt transaction (storage.BatchApplyFunc): each transactional id's last
-// put or delete is written, once, the last coordinator epoch and the
-// highest producer-id high-water mark. Between two applies a transaction
-// is usually written four times (two registrations, Prepare, Complete).
-func ApplyRecords(r storage.Root, raws [][]byte) error {
-	if len(raws) == 1 {
-		return ApplyRecord(r, raws[0])
+	n := int(binary.BigEndian.Uint16(enc[1:]))
+	if len(enc) < 3+n {
+		return nil
 	}
-	var merged Batch
-	final := map[string]*TxnMetadata{} // id → its last put, nil: deleted
-	var ids []string                   // in first-seen order
-	set := func(id string, put *TxnMetadata) {
-		if _, seen := final[id]; !seen {
-			ids = append(ids, id)
-		}
-		final[id] = put
-	}
-	for _, raw := range raws {
-		b, err := decodeBatch(raw)
-		if err != nil {
-			return err
-		}
-		// One record's puts, then its deletes, as ApplyRecord writes them.
-		for i := range b.Puts {
-			set(b.Puts[i].TransactionalID, &b.Puts[i])
-		}
-		for _, id := range b.Deletes {
-			set(id, nil)
-		}
-		if b.CoordinatorEpoch > 0 {
-			merged.CoordinatorEpoch = b.CoordinatorEpoch
-		}
-		merged.ProducerIDHighWater = max(merged.ProducerIDHighWater, b.ProducerIDHighWater)
-	}
-	for _, id := range ids {
-		if m := final[id]; m != nil {
-			merged.Puts = append(merged.Puts, *m)
-		} else {
-			merged.Deletes = append(merged.Deletes, id)
-		}
-	}
-	return applyBatch(r, merged)
-}
-
-// applyBatch writes one Batch into the space's buckets.
-func applyBatch(r storage.Root, b Batch) error {
-	txns, err := storage.Ensure(r, bucketTxns)
-	if err != nil {
-		return err
-	}
-	meta, err := storage.Ensure(r, bucketMeta)
-	if err != nil {
-		return err
-	}
-	for _, m := range b.Puts {
-		if err := txns.Put([]byte(m.TransactionalID), EncodeTxn(m)); err != nil {
-			return err
-		}
-	}
-	for _, id := range b.Deletes {
-		if err := txns.Delete([]byte(id)); err != nil {
-			return err
-		}
-	}
-	if b.CoordinatorEpoch > 0 {
-		if err := meta.Put(keyEpoch, encodeMeta(int64(b.CoordinatorEpoch))); err != nil {
-			return err
-		}
-	}
-	if b.ProducerIDHighWater > 0 {
-		cur := int64(0)
-		if raw := meta.Get(keyPIDHW); raw != nil {
-			v, err := decodeMeta(raw)
-			if err != nil {
-				return err
-			}
-			cur = v
-		}
-		if b.ProducerIDHighWater > cur {
-			if err := meta.Put(keyPIDHW, encodeMeta(b.ProducerIDHighWater)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return enc[3 : 3+n]
 }

@@ -44,19 +44,31 @@ var ErrCorrupt = errors.New("txnlog: corrupt record")
 
 // EncodeTxn encodes m at the current record version.
 func EncodeTxn(m TxnMetadata) []byte {
-	size := 1 + 2 + len(m.TransactionalID) + 8*3 + 2*2 + 4 + 1 + 8*2 + 2 + 4
+	return appendTxn(make([]byte, 0, txnSize(m)), m)
+}
+
+// txnSize is the length of m's record: a batch of several is encoded into
+// one buffer sized once.
+func txnSize(m TxnMetadata) int {
+	size := 1 + 2 + min(len(m.TransactionalID), 0xffff) + 8*3 + 2*2 + 4 + 1 + 8*2 + 2 + 4
 	for _, p := range m.Partitions {
-		size += 2 + len(p.Topic) + 4
+		size += 2 + min(len(p.Topic), 0xffff) + 4
 	}
-	version := byte(txnRecordVersion)
 	if c := m.Completing; c != nil {
-		version = txnRecordVersionCompleting
 		size += 1 + 8 + 2 + 2 + 4
 		for _, p := range c.Partitions {
-			size += 2 + len(p.Topic) + 4
+			size += 2 + min(len(p.Topic), 0xffff) + 4
 		}
 	}
-	b := make([]byte, 0, size)
+	return size
+}
+
+// appendTxn appends m's record (EncodeTxn) to b.
+func appendTxn(b []byte, m TxnMetadata) []byte {
+	version := byte(txnRecordVersion)
+	if m.Completing != nil {
+		version = txnRecordVersionCompleting
+	}
 	b = append(b, version)
 	b = appendString(b, m.TransactionalID)
 	b = binary.BigEndian.AppendUint64(b, uint64(m.ProducerID))

@@ -31,24 +31,35 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // the table one by one: a local array handed to crc32.Update would be
 // allocated on the heap, once per record.
 func dataCRC(rec []byte) uint32 {
+	return joinedCRC(nil, rec)
+}
+
+// joinedCRC is dataCRC of head followed by body, without joining them.
+func joinedCRC(head, body []byte) uint32 {
 	crc := ^uint32(0)
-	for i, n := 0, uint32(len(rec)); i < 4; i, n = i+1, n>>8 {
+	for i, n := 0, uint32(len(head)+len(body)); i < 4; i, n = i+1, n>>8 {
 		crc = castagnoli[byte(crc)^byte(n)] ^ (crc >> 8)
 	}
-	return crc32.Update(^crc, castagnoli, rec)
+	return crc32.Update(crc32.Update(^crc, castagnoli, head), castagnoli, body)
 }
 
 // appendFrame appends rec's frame at Pos p; partial is dataCRC(rec). The
 // header is written in place in dst (a local array would escape to the
 // heap through crc32.Update).
 func appendFrame(dst []byte, p Pos, rec []byte, partial uint32) []byte {
+	return appendJoinedFrame(dst, p, nil, rec, partial)
+}
+
+// appendJoinedFrame is appendFrame of head followed by body; partial is
+// joinedCRC(head, body).
+func appendJoinedFrame(dst []byte, p Pos, head, body []byte, partial uint32) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, headerSize)...)
 	h := dst[start:]
-	binary.LittleEndian.PutUint32(h[4:], uint32(len(rec)))
+	binary.LittleEndian.PutUint32(h[4:], uint32(len(head)+len(body)))
 	binary.LittleEndian.PutUint64(h[8:], uint64(p))
 	binary.LittleEndian.PutUint32(h[0:], crc32.Update(partial, castagnoli, h[8:16]))
-	return append(dst, rec...)
+	return append(append(dst, head...), body...)
 }
 
 // frameLen is the data length a header announces.

@@ -247,15 +247,29 @@ func (l *Log) AppendLazy(fn func(error), recs ...[]byte) (Pos, error) {
 	return l.append(fn, true, recs)
 }
 
+// AppendJoined appends one record, head followed by body, as AppendThen
+// (lazy false) or AppendLazy (lazy true) would append the two joined: a
+// caller that frames its records with a head of its own appends them
+// without copying each into a new buffer first.
+func (l *Log) AppendJoined(fn func(error), lazy bool, head, body []byte) (Pos, error) {
+	return l.appendRecords(fn, lazy, head, [][]byte{body})
+}
+
 func (l *Log) append(fn func(error), lazy bool, recs [][]byte) (Pos, error) {
+	return l.appendRecords(fn, lazy, nil, recs)
+}
+
+// appendRecords appends recs, each preceded by head (nil but for
+// AppendJoined's single record).
+func (l *Log) appendRecords(fn func(error), lazy bool, head []byte, recs [][]byte) (Pos, error) {
 	// Checksum the data outside the lock; only the Pos is hashed under it.
 	var small [8]uint32
 	partial := small[:0]
 	for _, rec := range recs {
-		if len(rec) > maxRecord {
-			return 0, fmt.Errorf("wal: record of %d bytes, the limit is %d", len(rec), maxRecord)
+		if n := len(head) + len(rec); n > maxRecord {
+			return 0, fmt.Errorf("wal: record of %d bytes, the limit is %d", n, maxRecord)
 		}
-		partial = append(partial, dataCRC(rec))
+		partial = append(partial, joinedCRC(head, rec))
 	}
 	l.mu.Lock()
 	if l.err != nil {
@@ -277,8 +291,8 @@ func (l *Log) append(fn func(error), lazy bool, recs [][]byte) (Pos, error) {
 	}
 	for i, rec := range recs {
 		l.last++
-		q.buf = appendFrame(q.buf, l.last, rec, partial[i])
-		q.sizes = append(q.sizes, headerSize+len(rec))
+		q.buf = appendJoinedFrame(q.buf, l.last, head, rec, partial[i])
+		q.sizes = append(q.sizes, headerSize+len(head)+len(rec))
 	}
 	last := l.last
 	if fn != nil {

@@ -59,6 +59,9 @@ type conn struct {
 	// writeBroken: a response failed; the writer drains the rest
 	// unanswered. Writer goroutine only (writers run one at a time).
 	writeBroken bool
+	// writeDeadline is the write deadline the writer last set (longDeadline).
+	// Writer goroutine only.
+	writeDeadline time.Time
 
 	// in[inR:inW] are bytes read ahead of the current frame: the reader
 	// waits for a request by reading into in (no buffer is held while
@@ -68,6 +71,12 @@ type conn struct {
 	inR, inW int
 	// frames counts the frames read (the first one may be HTTP).
 	frames int
+	// clientID is the client id of the last request read, which the next
+	// one's header reuses when it is the same (parseHeaderReusing).
+	clientID *string
+	// readDeadline is the read deadline the reader last set (not
+	// stopReading's, which only ever makes it earlier).
+	readDeadline time.Time
 
 	// ip is the remote IP, the per-address limit's key (invalid for a
 	// connection that is not TCP: not limited).
@@ -128,8 +137,35 @@ func (c *conn) stopReading() {
 // first would let a far deadline replace stopReading's immediate one and
 // keep a shutting-down reader blocked for IdleTimeout.
 func (c *conn) setReadDeadline(d time.Duration) bool {
-	c.nc.SetReadDeadline(time.Now().Add(d))
+	c.readDeadline = time.Now().Add(d)
+	c.nc.SetReadDeadline(c.readDeadline)
 	return !c.stopped.Load()
+}
+
+// setIdleDeadline is setReadDeadline(IdleTimeout) for the wait for the
+// next request, set only when the one in place is not long enough
+// (longDeadline): a client that sends one request at a time waits for
+// each, and a deadline set per request is a runtime timer moved per
+// request. Skipping it never overrides stopReading's deadline.
+func (c *conn) setIdleDeadline() bool {
+	if d, ok := longDeadline(c.readDeadline, c.s.cfg.IdleTimeout); !ok {
+		c.readDeadline = d
+		c.nc.SetReadDeadline(d)
+	}
+	return !c.stopped.Load()
+}
+
+// longDeadline reports whether deadline, already set, bounds a wait
+// starting now about as long as timeout: at least 7/8 of it. If not, it
+// returns the deadline to set. A wait is so bounded by 7/8 to all of
+// timeout, and the deadline is moved at most once per timeout/8 however
+// many waits there are.
+func longDeadline(deadline time.Time, timeout time.Duration) (time.Time, bool) {
+	now := time.Now()
+	if deadline.Sub(now) >= timeout-timeout/8 {
+		return deadline, true
+	}
+	return now.Add(timeout), false
 }
 
 func (c *conn) serve() {
@@ -190,7 +226,7 @@ func (c *conn) readLoop() {
 		if c.inR == c.inW {
 			// Nothing read ahead: wait for the next request.
 			c.s.waitingForRequest(c)
-			if !c.setReadDeadline(c.s.cfg.IdleTimeout) {
+			if !c.setIdleDeadline() {
 				return
 			}
 			if err := c.fill(1); err != nil {
@@ -405,7 +441,8 @@ func (c *conn) logReadEnd(err error, during string) {
 // path are functions of their own, so that these frames stay small and the
 // connection's stack seldom has to grow.
 func (c *conn) handleFrame(t *ticket, frame []byte) (pending, bool) {
-	h, body, err := parseHeader(frame)
+	h, body, err := parseHeaderReusing(frame, c.clientID)
+	c.clientID = h.clientID
 	if err != nil {
 		c.log().Warn().Int16("api_key", h.key).Int16("api_version", h.version).Err(err).Str("reason", "bad request header").Msg("connection closed: bad request header")
 		return pending{}, false
@@ -666,7 +703,13 @@ func (c *conn) writeLoop() {
 			c.s.answered(c)
 			continue // Produce with acks=0 has no response
 		}
-		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
+		// WriteTimeout bounds the write (to 7/8 of it at least):
+		// longDeadline moves the deadline, a runtime timer, only when
+		// it is not long enough, not once per response.
+		if d, ok := longDeadline(c.writeDeadline, c.s.cfg.WriteTimeout); !ok {
+			c.writeDeadline = d
+			c.nc.SetWriteDeadline(d)
+		}
 		// Write per response: the next reply may block on an fsync, and
 		// this response must not wait behind it.
 		_, err = c.rw.Write(frame)

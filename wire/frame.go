@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -48,6 +49,16 @@ func checkFrameSize(size int32, limit int32) error {
 // that version; for a version kmsg does not know, the flexibility of its
 // newest version is used, as Kafka does for the KIP-511 ApiVersions answer.
 func parseHeader(frame []byte) (header, []byte, error) {
+	return parseHeaderReusing(frame, nil)
+}
+
+// parseHeaderReusing is parseHeader that answers prev, the client id of the
+// connection's previous request, when the frame's is the same: a client
+// sends one id for the life of a connection, and a new string per request
+// is an allocation per request. The header costs no other allocation: the
+// flexibility comes from a table (headerFlexibleFrom), the tags are
+// skipped in place.
+func parseHeaderReusing(frame []byte, prev *string) (header, []byte, error) {
 	if len(frame) < minRequestFrame {
 		return header{}, nil, fmt.Errorf("%w: %d bytes", errFrameTooSmall, len(frame))
 	}
@@ -62,21 +73,69 @@ func parseHeader(frame []byte) (header, []byte, error) {
 		return h, frame[8:], nil
 	}
 	r := kbin.Reader{Src: frame[8:]}
-	h.clientID = r.NullableString()
-	if req := kmsg.RequestForKey(h.key); req != nil {
-		v := h.version
-		if v > req.MaxVersion() || v < 0 {
-			v = req.MaxVersion()
+	if n := r.Int16(); n >= 0 {
+		id := r.Span(int(n))
+		if prev != nil && *prev == string(id) {
+			h.clientID = prev
+		} else if r.Ok() {
+			s := string(id)
+			h.clientID = &s
 		}
-		req.SetVersion(v)
-		if req.IsFlexible() {
-			kmsg.SkipTags(&r)
+	}
+	if headerFlexible(h.key, h.version) {
+		// kmsg.SkipTags, without its interface argument, through which
+		// the reader would escape to the heap.
+		for n := r.Uvarint(); n > 0 && r.Ok(); n-- {
+			r.Uvarint()
+			r.Span(int(r.Uvarint()))
 		}
 	}
 	if err := r.Complete(); err != nil {
 		return h, nil, fmt.Errorf("%w: header: %v", errMalformed, err)
 	}
 	return h, r.Src, nil
+}
+
+// headerFlexible reports whether a request of key at version has tagged
+// fields in its header (header v2): it is flexible at that version, or,
+// for a version kmsg does not know, at its newest.
+func headerFlexible(key, version int16) bool {
+	flexibleOnce.Do(loadFlexible)
+	if key < 0 || int(key) >= len(flexibleFrom) || flexibleFrom[key].max < 0 {
+		return false
+	}
+	f := flexibleFrom[key]
+	if version > f.max || version < 0 {
+		version = f.max
+	}
+	return f.from >= 0 && version >= f.from
+}
+
+// flexibleFrom holds, per API key kmsg knows, its newest version (max; -1:
+// unknown key) and the first flexible one (from; -1: none): the answer of
+// kmsg.RequestForKey(key).IsFlexible() without a request allocated per
+// frame. A request once flexible is flexible at every later version.
+var (
+	flexibleOnce sync.Once
+	flexibleFrom [256]struct{ max, from int16 }
+)
+
+func loadFlexible() {
+	for k := range flexibleFrom {
+		flexibleFrom[k].max, flexibleFrom[k].from = -1, -1
+		req := kmsg.RequestForKey(int16(k))
+		if req == nil {
+			continue
+		}
+		flexibleFrom[k].max = req.MaxVersion()
+		for v := int16(0); v <= req.MaxVersion(); v++ {
+			req.SetVersion(v)
+			if req.IsFlexible() {
+				flexibleFrom[k].from = v
+				break
+			}
+		}
+	}
 }
 
 // decodeBody decodes a request body at the header's version.

@@ -4,9 +4,9 @@ import "sync"
 
 // replyQueue carries a connection's pending answers from its reader to its
 // writer, in request order. It holds at most max entries (push waits for
-// room: the reader stops reading). Nothing of it exists while the
-// connection is idle: its storage grows on demand and is dropped once
-// drained, and its writer goroutine runs only while there is something to
+// room: the reader stops reading). Little of it exists while the
+// connection is idle: its storage beyond one entry grows on demand and is
+// dropped once drained, and its writer goroutine runs only while there is something to
 // answer (push reports when to start one; it ends when pop finds the queue
 // empty). A buffered channel of Config.MaxInFlight and a writer parked on
 // it held both for the connection's whole life.
@@ -16,6 +16,10 @@ type replyQueue struct {
 	mu    sync.Mutex
 	items []pending // items[head:] are queued
 	head  int
+	// one holds items while at most one answer is queued, as it is for a
+	// client that sends one request at a time: such a queue allocates
+	// nothing per request.
+	one [1]pending
 	// writing: a writer goroutine runs (from push's start until the pop
 	// that finds the queue empty).
 	writing bool
@@ -46,6 +50,9 @@ func (q *replyQueue) push(p pending) (startWriter bool) {
 		clear(q.items[n:])
 		q.items, q.head = q.items[:n], 0
 	}
+	if q.items == nil {
+		q.items = q.one[:0]
+	}
 	q.items = append(q.items, p)
 	if !q.writing {
 		q.writing, startWriter = true, true
@@ -61,7 +68,7 @@ func (q *replyQueue) pop() (p pending, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.head == len(q.items) {
-		q.items, q.head = nil, 0
+		q.items, q.head = q.one[:0], 0
 		q.writing = false
 		return pending{}, false
 	}

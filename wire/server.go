@@ -46,9 +46,12 @@ type Config struct {
 	// and stalls is dropped.
 	FrameTimeout time.Duration
 	// IdleTimeout closes connections with no request for that long
-	// (default 10 min, Kafka's connections.max.idle.ms).
+	// (default 10 min, Kafka's connections.max.idle.ms); the deadline is
+	// moved only once it is shorter than 7/8 of it, so an idle connection
+	// closes after 7/8 to all of IdleTimeout.
 	IdleTimeout time.Duration
-	// WriteTimeout bounds writing one response (default 30 s).
+	// WriteTimeout bounds writing one response (default 30 s), to 7/8
+	// of it at least (the deadline is moved only once shorter than that).
 	WriteTimeout time.Duration
 	// MaxConns caps concurrent connections (default 10,000). At the cap,
 	// a new connection closes the connection that has been idle longest,
