@@ -20,8 +20,9 @@
 //     of its __transaction_state partition, learned with a batched
 //     FindCoordinator and followed as it moves; see routed.go);
 //   - Registrar, a leader's registrations batched into AddPartitionsToTxn
-//     requests (several in flight; one transaction a request when the
-//     Client is Local);
+//     requests per owning coordinator (several in flight to each, so one
+//     that stops answering holds only its own ids; one transaction a
+//     request when the Client is Local);
 //   - the FindCoordinator forward a leader of several coordinators serves
 //     (find_coordinator.go).
 //

@@ -40,16 +40,27 @@ type txnKey struct {
 	verifyOnly bool
 }
 
-// Registrar batches concurrent registrations into one AddPartitionsToTxn:
-// one request is in flight at a time, and everything queued meanwhile goes
-// into the next one (as Kafka's AddPartitionsToTxnManager does per
-// coordinator node).
+// Registrar batches concurrent registrations into one AddPartitionsToTxn
+// per coordinator: a request is in flight, and everything queued meanwhile
+// for the same coordinator goes into the next one (as Kafka's
+// AddPartitionsToTxnManager queues per coordinator node).
 //
-// Up to maxInFlight requests are in flight at once. The coordinator answers
-// a batch only when every transaction in it is registered, and one of them
-// may wait for its previous transaction's markers: with a single request
-// in flight, every registration queued behind it would wait too (a convoy
-// that cost 64 producers 40 ms per transaction).
+// Registrations queue per owning coordinator (a lane), as the Client
+// knows it when they are queued (ownerClient: Routed; ids whose owner is
+// not known yet share a lane of their own), because a request is answered
+// only when every coordinator in it has answered: with one queue for all,
+// a dead or paused coordinator's ids would be in every request in flight
+// and hold the other coordinators' registrations until its own were given
+// up. Routed still routes each transaction of a request to its owner of
+// the moment, so a lane named by a stale owner costs its registrations
+// only that lane's wait.
+//
+// Up to maxInFlight requests are in flight at once per lane. The
+// coordinator answers a batch only when every transaction in it is
+// registered, and one of them may wait for its previous transaction's
+// markers: with a single request in flight, every registration queued
+// behind it would wait too (a convoy that cost 64 producers 40 ms per
+// transaction).
 //
 // When requests cost no round trip (Client.Local: the in-process coordinator of
 // `txncoord up`), each transaction goes in a request of its own (perTxn), sent by
@@ -58,12 +69,12 @@ type txnKey struct {
 // which at 64 producers held registrations 4 ms (p90 17 ms) behind others.
 type Registrar struct {
 	coord       Client
+	owners      ownerClient // nil: one lane
 	log         zerolog.Logger
 	maxInFlight int
 	perTxn      bool
 	mu          sync.Mutex
-	queue       []*Registration
-	inFlight    int
+	lanes       map[int32]*lane // by owning coordinator (unknownOwner: not known yet)
 	wake        chan struct{}
 	stop        chan struct{} // closed (under mu) by close
 	stopped     chan struct{}
@@ -73,17 +84,35 @@ type Registrar struct {
 	cancel context.CancelFunc
 }
 
-// DefaultRegistrationsInFlight is the in-flight bound NewRegistrar takes
-// for maxInFlight <= 0.
+// lane is the registrations queued for one coordinator and its requests
+// in flight.
+type lane struct {
+	queue    []*Registration
+	inFlight int
+}
+
+// ownerClient is a Client that knows which coordinator owns a
+// transactional id (Routed), as far as it has learned.
+type ownerClient interface {
+	Owner(transactionalID string) (node int32, known bool)
+}
+
+// unknownOwner is the lane of the ids whose owner is not known (node ids
+// are never negative).
+const unknownOwner = -1
+
+// DefaultRegistrationsInFlight is the in-flight bound per coordinator
+// NewRegistrar takes for maxInFlight <= 0.
 const DefaultRegistrationsInFlight = 16
 
 // NewRegistrar returns a Registrar sending to coord with at most
-// maxInFlight requests in flight; Close stops it.
+// maxInFlight requests in flight per coordinator; Close stops it.
 func NewRegistrar(coord Client, maxInFlight int, log zerolog.Logger) *Registrar {
 	if maxInFlight <= 0 {
 		maxInFlight = DefaultRegistrationsInFlight
 	}
-	r := &Registrar{coord: coord, log: log, maxInFlight: maxInFlight, perTxn: coord.Local(), wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	r := &Registrar{coord: coord, log: log, maxInFlight: maxInFlight, perTxn: coord.Local(), lanes: map[int32]*lane{}, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	r.owners, _ = coord.(ownerClient)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	go r.loop()
 	return r
@@ -114,8 +143,14 @@ func (r *Registrar) Register(ctx context.Context, regs []*Registration) {
 	}
 	for _, reg := range regs {
 		reg.result = make(chan int16, 1)
+		node := r.laneOf(reg.TxnID)
+		l := r.lanes[node]
+		if l == nil {
+			l = &lane{}
+			r.lanes[node] = l
+		}
+		l.queue = append(l.queue, reg)
 	}
-	r.queue = append(r.queue, regs...)
 	r.mu.Unlock()
 	select {
 	case r.wake <- struct{}{}:
@@ -139,16 +174,18 @@ func (r *Registrar) loop() {
 		case <-r.stop:
 			r.senders.Wait()
 			r.mu.Lock()
-			for _, reg := range r.queue {
-				reg.result <- kerr.NotEnoughReplicas.Code
+			for _, l := range r.lanes {
+				for _, reg := range l.queue {
+					reg.result <- kerr.NotEnoughReplicas.Code
+				}
+				l.queue = nil
 			}
-			r.queue = nil
 			r.mu.Unlock()
 			return
 		case <-r.wake:
 		}
 		for {
-			batch := r.take()
+			l, batch := r.take()
 			if batch == nil {
 				break
 			}
@@ -159,7 +196,7 @@ func (r *Registrar) loop() {
 				r.send(ctx, batch)
 				cancel()
 				r.mu.Lock()
-				r.inFlight--
+				l.inFlight--
 				r.mu.Unlock()
 				select {
 				case r.wake <- struct{}{}:
@@ -217,20 +254,40 @@ type regGroup struct {
 	regs []*Registration
 }
 
-// take removes the next batch from the queue, or returns nil when the
-// queue is empty or every sender is busy. A transactional id already in
-// the batch with another (pid, epoch, VerifyOnly) waits for the next
-// request, since the coordinator answers per transactional id.
-func (r *Registrar) take() pendingBatch {
+// laneOf is the lane of a transactional id: its owner as the Client
+// knows it now.
+func (r *Registrar) laneOf(transactionalID string) int32 {
+	if r.owners == nil {
+		return unknownOwner
+	}
+	if node, ok := r.owners.Owner(transactionalID); ok {
+		return node
+	}
+	return unknownOwner
+}
+
+// take removes the next batch from a lane with registrations queued and a
+// request free, or returns nil when there is none. A transactional id
+// already in the batch with another (pid, epoch, VerifyOnly) waits for the
+// next request, since the coordinator answers per transactional id.
+func (r *Registrar) take() (*lane, pendingBatch) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if len(r.queue) == 0 || r.inFlight >= r.maxInFlight {
-		return nil
+	for _, l := range r.lanes {
+		if len(l.queue) > 0 && l.inFlight < r.maxInFlight {
+			return l, l.take()
+		}
 	}
+	return nil, nil
+}
+
+// take removes the next batch from l's queue and counts it in flight
+// (under the Registrar's mu).
+func (l *lane) take() pendingBatch {
 	var b pendingBatch
 	at := map[string]int{} // transactional id → its group in b
 	var later []*Registration
-	for _, reg := range r.queue {
+	for _, reg := range l.queue {
 		k := reg.key()
 		i, ok := at[reg.TxnID]
 		switch {
@@ -243,8 +300,8 @@ func (r *Registrar) take() pendingBatch {
 			b = append(b, regGroup{key: k, regs: []*Registration{reg}})
 		}
 	}
-	r.queue = later
-	r.inFlight++
+	l.queue = later
+	l.inFlight++
 	return b
 }
 
@@ -347,7 +404,11 @@ func (reg *Registration) answer(code int16) {
 func (r *Registrar) Queued() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.queue)
+	n := 0
+	for _, l := range r.lanes {
+		n += len(l.queue)
+	}
+	return n
 }
 
 // Close answers what is queued NOT_ENOUGH_REPLICAS once the requests in

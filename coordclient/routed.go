@@ -187,6 +187,16 @@ func (r *Routed) order() []int32 {
 	return append(healthy, suspects...)
 }
 
+// Owner is the coordinator owning transactionalID's partition as last
+// learned (the Registrar queues registrations per owner with it).
+func (r *Routed) Owner(transactionalID string) (node int32, known bool) {
+	p := r.partitionOf(transactionalID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	node, known = r.owners[p]
+	return node, known
+}
+
 // failed records a transport error of node: it becomes a suspect and
 // every partition it owned is forgotten (it may be dead, and its
 // partitions taken over).

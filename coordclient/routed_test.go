@@ -65,6 +65,7 @@ type ownerFake struct {
 	refuse   bool             // InitProducerId answers NOT_COORDINATOR
 	findVers []int16          // FindCoordinator versions received
 	findHold chan struct{}    // non-nil: FindCoordinator answers once it is closed (a paused node)
+	addHold  chan struct{}    // non-nil: AddPartitionsToTxn answers once it is closed (a paused node)
 	nextPID  int64
 }
 
@@ -165,7 +166,7 @@ func (f *ownerFake) answerFind(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoord
 	return resp
 }
 
-func (f *ownerFake) handleAdd(_ context.Context, r *wire.Request) wire.Reply {
+func (f *ownerFake) handleAdd(ctx context.Context, r *wire.Request) wire.Reply {
 	req := r.Body.(*kmsg.AddPartitionsToTxnRequest)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -182,6 +183,15 @@ func (f *ownerFake) handleAdd(_ context.Context, r *wire.Request) wire.Reply {
 			code = kerr.NotCoordinator.Code
 		}
 		resp.Transactions = append(resp.Transactions, failedTransaction(t, code))
+	}
+	if hold := f.addHold; hold != nil {
+		return func() (kmsg.Response, error) {
+			select {
+			case <-hold:
+			case <-ctx.Done():
+			}
+			return resp, nil
+		}
 	}
 	return wire.Now(resp)
 }

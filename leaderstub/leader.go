@@ -44,7 +44,7 @@ type Config struct {
 	Metrics        prometheus.Registerer // may be nil
 
 	// RegistrationsInFlight bounds the AddPartitionsToTxn requests this
-	// leader has in flight to the coordinator at once (default
+	// leader has in flight to each coordinator at once (default
 	// coordclient.DefaultRegistrationsInFlight).
 	RegistrationsInFlight int
 	// PrevTxnMarkerWait caps how long a transactional batch at a bumped
