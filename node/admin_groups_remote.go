@@ -34,8 +34,17 @@ type remoteGroups struct {
 // remoteGroupsTimeout bounds one request to another coordinator.
 const remoteGroupsTimeout = 10 * time.Second
 
-// ask sends req to coordinator node.
-func (r remoteGroups) ask(ctx context.Context, node int32, req kmsg.Request) (kmsg.Response, error) {
+// ownerConn is one connection to another coordinator, kept for the
+// requests of one admin operation (a describe asks up to five), so that
+// the dial and its SASL handshake are made once per operation.
+type ownerConn struct {
+	node int32
+	addr string
+	cl   *wire.Client
+}
+
+// open dials coordinator node; the caller closes the connection.
+func (r remoteGroups) open(ctx context.Context, node int32) (*ownerConn, error) {
 	n, ok := r.view.Node(node)
 	if !ok || n.Addr == "" {
 		return nil, fmt.Errorf("coordinator %d is not in the cluster file", node)
@@ -46,10 +55,18 @@ func (r remoteGroups) ask(ctx context.Context, node int32, req kmsg.Request) (km
 	if err != nil {
 		return nil, fmt.Errorf("coordinator %d (%s): %w", node, n.Addr, err)
 	}
-	defer cl.Close()
-	resp, err := cl.Do(ctx, req)
+	return &ownerConn{node: node, addr: n.Addr, cl: cl}, nil
+}
+
+func (c *ownerConn) Close() { c.cl.Close() }
+
+// ask sends req to the coordinator.
+func (c *ownerConn) ask(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, remoteGroupsTimeout)
+	defer cancel()
+	resp, err := c.cl.Do(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("coordinator %d (%s): %s: %w", node, n.Addr, kmsg.NameForKey(req.Key()), err)
+		return nil, fmt.Errorf("coordinator %d (%s): %s: %w", c.node, c.addr, kmsg.NameForKey(req.Key()), err)
 	}
 	return resp, nil
 }
@@ -60,9 +77,14 @@ func (r remoteGroups) ask(ctx context.Context, node int32, req kmsg.Request) (km
 // (DescribeGroups, ConsumerGroupDescribe, ShareGroupDescribe), a KIP-848
 // consumer or share group with its epoch as generation.
 func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32]bool) ([]groups.GroupSummary, error) {
+	c, err := r.open(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
 	lreq := kmsg.NewPtrListGroupsRequest()
 	lreq.SetVersion(5) // state (v4) and type (v5)
-	resp, err := r.ask(ctx, node, lreq)
+	resp, err := c.ask(ctx, lreq)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +120,7 @@ func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32
 		}
 	}
 	if len(dreq.Groups) > 0 {
-		resp, err := r.ask(ctx, node, dreq)
+		resp, err := c.ask(ctx, dreq)
 		if err != nil {
 			return nil, err
 		}
@@ -109,7 +131,7 @@ func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32
 		}
 	}
 	if len(creq.Groups) > 0 {
-		resp, err := r.ask(ctx, node, creq)
+		resp, err := c.ask(ctx, creq)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +142,7 @@ func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32
 		}
 	}
 	if len(sreq.GroupIDs) > 0 {
-		resp, err := r.ask(ctx, node, sreq)
+		resp, err := c.ask(ctx, sreq)
 		if err != nil {
 			return nil, err
 		}
@@ -143,16 +165,21 @@ func (r remoteGroups) list(ctx context.Context, node int32, partitions map[int32
 func (r remoteGroups) describe(ctx context.Context, node, p int32, id string) (d groups.GroupDescription, ok bool, err error) {
 	// The owner's Kafka version says which group APIs it serves.
 	n, _ := r.view.Node(node)
-	if d, ok, err = r.describeClassic(ctx, node, p, id); err == nil && !ok && groups.ServesConsumerProtocol(n.KafkaVersion) {
-		d, ok, err = r.describeConsumer(ctx, node, p, id)
+	c, err := r.open(ctx, node)
+	if err != nil {
+		return d, false, err
+	}
+	defer c.Close()
+	if d, ok, err = c.describeClassic(ctx, p, id); err == nil && !ok && groups.ServesConsumerProtocol(n.KafkaVersion) {
+		d, ok, err = c.describeConsumer(ctx, p, id)
 	}
 	if err == nil && !ok && groups.ServesShareGroups(n.KafkaVersion) {
-		err = r.notShare(ctx, node, id)
+		err = c.notShare(ctx, id)
 	}
 	if err != nil || !ok {
 		return d, false, err
 	}
-	committed, err := r.fetch(ctx, node, id, nil, false)
+	committed, err := r.fetch(ctx, c, id, nil, false)
 	if err != nil {
 		return d, false, err
 	}
@@ -173,7 +200,7 @@ func (r remoteGroups) describe(ctx context.Context, node, p int32, id string) (d
 	if len(topics) == 0 {
 		return d, true, nil
 	}
-	stable, err := r.fetch(ctx, node, id, topics, true)
+	stable, err := r.fetch(ctx, c, id, topics, true)
 	if err != nil {
 		return d, false, err
 	}
@@ -188,23 +215,23 @@ func (r remoteGroups) describe(ctx context.Context, node, p int32, id string) (d
 
 // describeClassic describes a classic group (DescribeGroups); ok is false
 // for another (DescribeGroups answers it Dead, as an unknown one).
-func (r remoteGroups) describeClassic(ctx context.Context, node, p int32, id string) (d groups.GroupDescription, ok bool, err error) {
+func (c *ownerConn) describeClassic(ctx context.Context, p int32, id string) (d groups.GroupDescription, ok bool, err error) {
 	dreq := kmsg.NewPtrDescribeGroupsRequest()
 	dreq.SetVersion(5)
 	dreq.Groups = []string{id}
-	resp, err := r.ask(ctx, node, dreq)
+	resp, err := c.ask(ctx, dreq)
 	if err != nil {
 		return d, false, err
 	}
-	g, err := onlyGroup(node, dreq, resp.(*kmsg.DescribeGroupsResponse).Groups)
+	g, err := onlyGroup(c.node, dreq, resp.(*kmsg.DescribeGroupsResponse).Groups)
 	if err != nil {
 		return d, false, err
 	}
-	if err := groupErr(node, g.ErrorCode); err != nil || g.State == "Dead" {
+	if err := groupErr(c.node, g.ErrorCode); err != nil || g.State == "Dead" {
 		return d, false, err
 	}
 	d = newDescription(groups.GroupSummary{Group: id, Type: "classic", State: g.State, ProtocolType: g.ProtocolType,
-		Protocol: g.Protocol, Generation: -1, Members: len(g.Members), Coordinator: node, Partition: p})
+		Protocol: g.Protocol, Generation: -1, Members: len(g.Members), Coordinator: c.node, Partition: p})
 	for _, m := range g.Members {
 		mi := groups.MemberInfo{MemberID: m.MemberID, InstanceID: deref(m.InstanceID), ClientID: m.ClientID, ClientHost: m.ClientHost,
 			AssignmentBytes: m.MemberAssignment}
@@ -221,25 +248,25 @@ func (r remoteGroups) describeClassic(ctx context.Context, node, p int32, id str
 
 // describeConsumer describes a KIP-848 consumer group
 // (ConsumerGroupDescribe); ok is false for another.
-func (r remoteGroups) describeConsumer(ctx context.Context, node, p int32, id string) (d groups.GroupDescription, ok bool, err error) {
+func (c *ownerConn) describeConsumer(ctx context.Context, p int32, id string) (d groups.GroupDescription, ok bool, err error) {
 	req := kmsg.NewPtrConsumerGroupDescribeRequest()
 	req.Groups = []string{id}
-	resp, err := r.ask(ctx, node, req)
+	resp, err := c.ask(ctx, req)
 	if err != nil {
 		return d, false, err
 	}
-	g, err := onlyGroup(node, req, resp.(*kmsg.ConsumerGroupDescribeResponse).Groups)
+	g, err := onlyGroup(c.node, req, resp.(*kmsg.ConsumerGroupDescribeResponse).Groups)
 	if err != nil {
 		return d, false, err
 	}
 	if g.ErrorCode == kerr.GroupIDNotFound.Code {
 		return d, false, nil
 	}
-	if err := groupErr(node, g.ErrorCode); err != nil {
+	if err := groupErr(c.node, g.ErrorCode); err != nil {
 		return d, false, err
 	}
 	d = newDescription(groups.GroupSummary{Group: id, Type: "consumer", State: g.State, ProtocolType: "consumer",
-		Protocol: g.AssignorName, Generation: g.Epoch, Members: len(g.Members), Coordinator: node, Partition: p})
+		Protocol: g.AssignorName, Generation: g.Epoch, Members: len(g.Members), Coordinator: c.node, Partition: p})
 	for _, m := range g.Members {
 		mi := groups.MemberInfo{MemberID: m.MemberID, InstanceID: deref(m.InstanceID), ClientID: m.ClientID, ClientHost: m.ClientHost}
 		for _, t := range m.Assignment.TopicPartitions {
@@ -252,17 +279,17 @@ func (r remoteGroups) describeConsumer(ctx context.Context, node, p int32, id st
 
 // notShare is the conflict of a share group of another process
 // (ShareGroupDescribe knows it), nil for no group.
-func (r remoteGroups) notShare(ctx context.Context, node int32, id string) error {
+func (c *ownerConn) notShare(ctx context.Context, id string) error {
 	req := kmsg.NewPtrShareGroupDescribeRequest()
 	req.SetVersion(1) // v0 was Kafka's early access
 	req.GroupIDs = []string{id}
-	resp, err := r.ask(ctx, node, req)
+	resp, err := c.ask(ctx, req)
 	if err != nil {
 		return err
 	}
 	for _, g := range resp.(*kmsg.ShareGroupDescribeResponse).Groups {
 		if g.GroupID == id && g.ErrorCode == 0 {
-			return fmt.Errorf("%w: %q is a share group of coordinator %d: its share partitions are described by that coordinator's admin API", admin.ErrConflict, id, node)
+			return fmt.Errorf("%w: %q is a share group of coordinator %d: its share partitions are described by that coordinator's admin API", admin.ErrConflict, id, c.node)
 		}
 	}
 	return nil
@@ -282,7 +309,7 @@ type fetchedOffset struct {
 // v7): of every partition of topics, or with topics nil, of every
 // partition with a committed offset; with requireStable a partition with
 // pending transactional offsets answers UNSTABLE_OFFSET_COMMIT.
-func (r remoteGroups) fetch(ctx context.Context, node int32, id string, topics map[string]bool, requireStable bool) ([]fetchedOffset, error) {
+func (r remoteGroups) fetch(ctx context.Context, c *ownerConn, id string, topics map[string]bool, requireStable bool) ([]fetchedOffset, error) {
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.SetVersion(7)
 	req.Group, req.RequireStable = id, requireStable
@@ -301,12 +328,12 @@ func (r remoteGroups) fetch(ctx context.Context, node int32, id string, topics m
 	if topics != nil && req.Topics == nil {
 		return nil, nil
 	}
-	resp, err := r.ask(ctx, node, req)
+	resp, err := c.ask(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	oresp := resp.(*kmsg.OffsetFetchResponse)
-	if err := groupErr(node, oresp.ErrorCode); err != nil {
+	if err := groupErr(c.node, oresp.ErrorCode); err != nil {
 		return nil, err
 	}
 	var out []fetchedOffset
@@ -321,10 +348,15 @@ func (r remoteGroups) fetch(ctx context.Context, node int32, id string, topics m
 // delete deletes group id at its coordinator node (DeleteGroups): its
 // error code as the group coordinator's own DeleteGroup returns it.
 func (r remoteGroups) delete(ctx context.Context, node int32, id string) error {
+	c, err := r.open(ctx, node)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
 	req := kmsg.NewPtrDeleteGroupsRequest()
 	req.SetVersion(2)
 	req.Groups = []string{id}
-	resp, err := r.ask(ctx, node, req)
+	resp, err := c.ask(ctx, req)
 	if err != nil {
 		return err
 	}
