@@ -3,6 +3,7 @@ package wal_test
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,4 +74,43 @@ func filledSegments(t *testing.T, dir string, segSize int) int {
 		}
 	}
 	return n
+}
+
+// noFillFS refuses to create the file a fill writes, as a full disk would.
+type noFillFS struct{ wal.OSFS }
+
+func (f noFillFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	if filepath.Base(name) == "next.wal.tmp" && flag&os.O_CREATE != 0 {
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.ENOSPC}
+	}
+	return f.OSFS.OpenFile(name, flag, perm)
+}
+
+// TestPreallocateFailureFallsBack: a fill that fails costs one Warn line
+// and nothing else: the log goes on with segments it appends to, every
+// record durable and read back.
+func TestPreallocateFailureFallsBack(t *testing.T) {
+	const segSize = 4096
+	dir := t.TempDir()
+	var logs logBuffer
+	l := openLog(t, dir, wal.Options{FS: noFillFS{}, SegmentSize: segSize, Preallocate: true, Log: logs.logger()})
+	const n = 400 // several segments
+	for i := 1; i <= n; i++ {
+		appendDurable(t, l, record(i))
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("the log failed: %v", err)
+	}
+	if got := filledSegments(t, dir, segSize); got != 0 {
+		t.Fatalf("%d segments filled though no fill could be created", got)
+	}
+	if segs := segmentFiles(t, dir); len(segs) < 3 {
+		t.Fatalf("%d segments: the test did not roll", len(segs))
+	}
+	warns := logs.lines(t, "warn")
+	if len(warns) != 1 {
+		t.Fatalf("Warn lines %v, want the one failed fill", warns)
+	}
+	l.Close()
+	checkRecords(t, openLog(t, dir, wal.Options{SegmentSize: segSize}), n)
 }
