@@ -78,7 +78,10 @@ type Options struct {
 	ApplyBytes int
 	// OpenTimeout bounds waiting for bbolt's file lock (default 5 s).
 	OpenTimeout time.Duration
-	// FS is the log's file layer (nil: the operating system's).
+	// FS is the log's file layer (nil: the operating system's). On the
+	// operating system's files the log preallocates its segments
+	// (wal.Options.Preallocate); a test's FS, which counts or simulates
+	// each write, sees the log's own writes only.
 	FS wal.FS
 	// SegmentSize is the log's segment size (0: wal's default).
 	SegmentSize int64
@@ -252,7 +255,7 @@ func Open(dbPath string, opts Options) (st *Store, err error) {
 		db.Close()
 		return nil, fmt.Errorf("%s: the log folder %s is missing, but the store was applied from a log up to record %d: records after it would be lost", dbPath, walDir, st.applied)
 	}
-	st.wal, err = wal.Open(walDir, wal.Options{FS: opts.FS, NoSync: opts.NoSync, SegmentSize: opts.SegmentSize, CommitDelay: opts.CommitDelay, Log: opts.Log, OnSync: st.onSync, OnFail: st.onLogFail})
+	st.wal, err = wal.Open(walDir, wal.Options{FS: opts.FS, NoSync: opts.NoSync, Preallocate: opts.FS == nil, SegmentSize: opts.SegmentSize, CommitDelay: opts.CommitDelay, Log: opts.Log, OnSync: st.onSync, OnFail: st.onLogFail})
 	if err != nil {
 		db.Close()
 		return nil, err

@@ -56,7 +56,12 @@
 // write whose later pages reached the disk before its earlier ones looks
 // like that too and is refused as well: the safe side.
 //
-// Left out: preallocation, a lock against a second process on the same
+// Preallocation (Options.Preallocate, prealloc.go): segments are filled
+// with zeros ahead of need and written over, so that an fdatasync flushes
+// data without a change of size; at open a tail of zeros is the unwritten
+// rest of such a segment, accepted without a warning.
+//
+// Left out: a lock against a second process on the same
 // directory, checksums of whole segments, and a bound on the queue
 // (Append never waits; callers bound it by waiting for durability).
 package wal

@@ -13,6 +13,9 @@ type FS interface {
 	Remove(name string) error
 	ReadDir(dir string) ([]string, error) // names, sorted
 	MkdirAll(dir string, perm os.FileMode) error
+	// Rename moves a file, replacing newpath: durable once the
+	// directory is synced.
+	Rename(oldpath, newpath string) error
 	// SyncDir makes the directory's entries (files created or removed in
 	// it) durable: a new segment is not durable until its directory is.
 	SyncDir(dir string) error
@@ -41,6 +44,8 @@ func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 }
 
 func (OSFS) Remove(name string) error { return os.Remove(name) }
+
+func (OSFS) Rename(oldpath, newpath string) error { return os.Rename(oldpath, newpath) }
 
 func (OSFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
 

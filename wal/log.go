@@ -43,6 +43,10 @@ type Options struct {
 	// someone waits for gathers more records before it writes; 0 (the
 	// default) writes at once.
 	CommitDelay time.Duration
+	// Preallocate has the log write into segments filled with zeros
+	// ahead of need, so that an fdatasync flushes data without a change
+	// of the file's size (prealloc.go). Ignored with NoSync.
+	Preallocate bool
 	// OnFail, if set, is called once, on the writer goroutine, when a
 	// write fails and the log starts refusing writes, in place of the
 	// log's own error line: an owner that writes elsewhere too (the
@@ -166,6 +170,13 @@ type Log struct {
 	activePath string
 	activeSize int64
 	spare      pending
+	// activeFilled: the active segment was filled with zeros ahead
+	// (Preallocate), so writes overwrite and do not extend it.
+	activeFilled bool
+	filling      bool   // a fill was started and not taken yet
+	ready        string // a filled segment taken from filledCh, not yet rolled into
+	filledCh     chan filled
+	fillWG       sync.WaitGroup
 
 	wake      chan struct{}
 	stop      chan struct{}
@@ -439,6 +450,7 @@ func (l *Log) Close() error {
 		l.mu.Unlock()
 		close(l.stop)
 		<-l.done
+		l.fillWG.Wait()
 		cerr := l.active.Close()
 		if err := l.Err(); err != nil {
 			l.closeErr = err
@@ -561,6 +573,20 @@ func (l *Log) flush(all bool) {
 // pages and marked them clean, so a retry that succeeds proves nothing).
 func (l *Log) commit(b pending) error {
 	pos, off := b.first, 0
+	if l.ready == "" {
+		l.ready = l.takeFilled()
+	}
+	if l.ready != "" && !l.activeFilled && l.activeSize > 0 {
+		// A filled segment is ready: leave the appending one early.
+		if err := l.roll(pos); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		if !l.activeFilled && l.activeSize >= l.fillAfter() {
+			l.startFill()
+		}
+	}()
 	for i := 0; i < len(b.sizes); {
 		if l.activeSize > 0 && l.activeSize+int64(b.sizes[i]) > l.opts.SegmentSize {
 			if err := l.roll(pos); err != nil {
@@ -606,11 +632,25 @@ func (l *Log) roll(first Pos) error {
 		return failed("close", l.activePath, err)
 	}
 	path := filepath.Join(l.dir, segmentName(first))
-	f, err := l.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
-	if err != nil {
+	var f File
+	var err error
+	filledSeg := l.ready != ""
+	if filledSeg {
+		// Written from its start, over the zeros: no O_APPEND.
+		if err = l.fs.Rename(l.ready, path); err != nil {
+			return failed("rename", l.ready, err)
+		}
+		l.ready = ""
+		if f, err = l.fs.OpenFile(path, os.O_WRONLY, 0o600); err != nil {
+			return failed("open", path, err)
+		}
+	} else if f, err = l.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600); err != nil {
 		return failed("create", path, err)
 	}
-	l.active, l.activePath, l.activeSize = f, path, 0
+	l.active, l.activePath, l.activeSize, l.activeFilled = f, path, 0, filledSeg
+	if filledSeg {
+		l.startFill() // the one after it
+	}
 	if !l.opts.NoSync {
 		// The new file's directory entry must be durable before its
 		// records are called durable.

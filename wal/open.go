@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,8 @@ func (c *corruption) Unwrap() error { return ErrCorrupt }
 // log whose first Pos is 1. It reads every segment and checks every frame.
 // A bad frame in the last segment with no valid later frame after it is a
 // torn write (the process or machine stopped mid-write): it is cut, with
-// one Warn line. Any other damage is refused with an ErrCorrupt error
+// one Warn line (a tail of zeros, the unwritten rest of a segment filled
+// ahead, is cut without one). Any other damage is refused with an ErrCorrupt error
 // naming the file and offset: cutting there could drop records that were
 // reported durable.
 //
@@ -50,11 +52,16 @@ func Open(dir string, opts Options) (*Log, error) {
 		opts.SegmentSize = defaultSegmentSize
 	}
 	l := &Log{dir: dir, fs: opts.FS, opts: opts, log: opts.Log, advanced: make(chan struct{}),
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), filledCh: make(chan filled, 1)}
 	if opts.NoSync {
 		l.log.Warn().Str("dir", dir).Msg("wal: NoSync: fdatasync is skipped, a power loss can lose records reported durable")
 	}
 	if err := l.fs.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	// A segment being filled when the last process stopped: not part of
+	// the log (it never had a segment's name), and filled again if needed.
+	if err := l.fs.Remove(filepath.Join(dir, preallocName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
 	segs, err := l.listSegments()
@@ -172,6 +179,16 @@ func (l *Log) checkSegment(f File, s segment, last bool, next *Pos) (int64, erro
 		*next++
 	}
 	if off == len(b) {
+		return int64(off), nil
+	}
+	if allZero(b[off:]) {
+		// The unwritten rest of a filled segment (prealloc.go). Cut
+		// from the last segment, which is appended to from here on.
+		if last {
+			if err := f.Truncate(int64(off)); err != nil {
+				return 0, fmt.Errorf("wal: cut a filled segment's zeros: %w", err)
+			}
+		}
 		return int64(off), nil
 	}
 	if !last {

@@ -107,6 +107,29 @@ func (c *CrashFS) Remove(name string) error {
 	return nil
 }
 
+// Rename moves oldpath's inode to newpath in the live directories; like
+// a creation or removal, it survives Crash only once the directories are
+// synced.
+func (c *CrashFS) Rename(oldpath, newpath string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	from, oldBase, err := c.dirOf("rename", oldpath)
+	if err != nil {
+		return err
+	}
+	to, newBase, err := c.dirOf("rename", newpath)
+	if err != nil {
+		return err
+	}
+	ino := from.live[oldBase]
+	if ino == nil {
+		return pathErr("rename", oldpath, syscall.ENOENT)
+	}
+	delete(from.live, oldBase)
+	to.live[newBase] = ino
+	return nil
+}
+
 func (c *CrashFS) ReadDir(dir string) ([]string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

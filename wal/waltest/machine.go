@@ -71,6 +71,10 @@ func (p *procFS) Remove(name string) error {
 	return p.do("remove", name, func() error { return p.m.fs.Remove(name) })
 }
 
+func (p *procFS) Rename(oldpath, newpath string) error {
+	return p.do("rename", oldpath, func() error { return p.m.fs.Rename(oldpath, newpath) })
+}
+
 func (p *procFS) ReadDir(dir string) (names []string, err error) {
 	err = p.do("open", dir, func() (err error) { names, err = p.m.fs.ReadDir(dir); return err })
 	return names, err

@@ -1,0 +1,133 @@
+package wal
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Preallocation (Options.Preallocate). Appending to a file changes its
+// size, so each fdatasync of an appending log also commits the file
+// system's journal; overwriting blocks that are already allocated and
+// written flushes the data alone. On ext4 on this project's test machine
+// an fdatasync after a 600-byte write took 127–136 µs of wall time and
+// 67 µs of system CPU in place, against 185–206 µs and 101–104 µs at the
+// end of the file. So, as etcd's WAL does, the log writes into segments
+// filled with zeros ahead of need.
+//
+// A goroutine fills the next segment under preallocName (no ".wal"
+// suffix: Open never takes it for a segment), writes SegmentSize zero
+// bytes, syncs it and hands it to the writer, which renames it to the
+// next segment's name when it rolls. A log starts filling only once its
+// active segment holds preallocAfter bytes, so the many short-lived logs
+// of tests and small deployments never write a segment of zeros; the
+// writer then rolls to the filled segment early, at its next batch.
+//
+// A filled segment ends in zeros after its last frame. No frame is all
+// zeros (a Pos is never 0), so at open a tail of zeros is the unwritten
+// rest of a filled segment, not a torn write: it is accepted without a
+// warning, and cut from the last segment so that appends resume right
+// after the last frame.
+const (
+	preallocName  = "next.wal.tmp"
+	preallocAfter = 1 << 20
+	zeroChunk     = 1 << 20
+	// syncEveryChunks: the fill syncs after this many chunks.
+	syncEveryChunks = 4
+)
+
+// filled is a segment of zeros ready to be renamed into the log, or why
+// filling it failed.
+type filled struct {
+	path string
+	err  error
+}
+
+// startFill starts filling the next segment unless a fill is running or
+// done; writer goroutine only.
+func (l *Log) startFill() {
+	if !l.opts.Preallocate || l.opts.NoSync || l.filling || l.ready != "" {
+		return
+	}
+	l.filling = true
+	l.fillWG.Add(1)
+	go func() {
+		defer l.fillWG.Done()
+		path := filepath.Join(l.dir, preallocName)
+		err := l.fill(path)
+		if err != nil {
+			l.fs.Remove(path)
+		}
+		l.filledCh <- filled{path, err}
+	}()
+}
+
+// fill writes SegmentSize zero bytes to path and syncs them, giving up
+// when the log closes.
+func (l *Log) fill(path string) error {
+	f, err := l.fs.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	zeros := make([]byte, zeroChunk)
+	for i, left := 1, l.opts.SegmentSize; left > 0; i, left = i+1, left-int64(len(zeros)) {
+		select {
+		case <-l.stop:
+			f.Close()
+			return ErrClosed
+		default:
+		}
+		if _, err := f.Write(zeros[:min(left, int64(len(zeros)))]); err != nil {
+			f.Close()
+			return err
+		}
+		// A sync per few MiB: one of 64 MiB at the end held the log's own
+		// fdatasyncs up to 26 ms here, a few MiB at a time up to 4–8 ms.
+		if i%syncEveryChunks == 0 {
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return err
+			}
+		}
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// takeFilled returns the path of a filled segment if one is ready, ""
+// otherwise; writer goroutine only. A failed fill is logged once and not
+// tried again: the log goes on appending to plain segments.
+func (l *Log) takeFilled() string {
+	if !l.filling {
+		return ""
+	}
+	select {
+	case r := <-l.filledCh:
+		if r.err != nil {
+			l.log.Warn().Err(r.err).Str("file", r.path).Msg("wal: preallocating the next segment failed; segments are appended to from now on")
+			l.opts.Preallocate = false
+			l.filling = false
+			return ""
+		}
+		l.filling = false
+		return r.path
+	default:
+		return ""
+	}
+}
+
+// fillAfter is how full a segment that was not filled ahead gets before
+// the log starts filling the next one.
+func (l *Log) fillAfter() int64 { return min(preallocAfter, l.opts.SegmentSize/2) }
+
+// allZero says whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
