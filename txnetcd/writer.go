@@ -38,7 +38,9 @@ import (
 type queued struct {
 	ps  *PartitionStore
 	ops []clientv3.Op
-	pos durable.Pos
+	// keys are ops' keys, in their order (the writer merges ops by key).
+	keys []string
+	pos  durable.Pos
 }
 
 // writer is a Store's queue and the state of its writer goroutine.
@@ -159,14 +161,15 @@ func (s *Store) write() {
 // make of it.
 type txnPlan struct {
 	batches []*queued
-	// fences are the compares, one per distinct fence, in queue order.
-	fences []Fence
+	// fences are the compares, one per distinct fence, in queue order;
+	// fenceKeys[i] is the keys fences[i]'s batches wrote (its
+	// Transitions).
+	fences    []Fence
+	fenceKeys []int
 	// ops are the batches' operations merged, one per key: they are
 	// committed together, so only the final value of a key is ever seen
 	// (etcd refuses a Txn naming a key twice).
 	ops []clientv3.Op
-	// keys is the keys each fence's batches wrote (its Transitions).
-	keys map[Fence]int
 	// partitions are the fences' partitions, once each (two fences of one
 	// partition: an old and a new owner's): the failure branch reads
 	// their owner keys in this order.
@@ -179,44 +182,56 @@ type txnPlan struct {
 // failure branch has one read per partition, at most one per compare).
 func (p *txnPlan) size() int { return len(p.fences) + len(p.ops) }
 
+// fenceIndex is f's position in p.fences, or -1. A Txn has a few dozen
+// fences at most (one per owned partition): a scan costs less than a map.
+func (p *txnPlan) fenceIndex(f Fence) int {
+	for i := range p.fences {
+		if p.fences[i] == f {
+			return i
+		}
+	}
+	return -1
+}
+
 // take dequeues the longest prefix of the queue whose Txn stays within
 // maxOps (compares + operations), and at least one batch: a batch alone
 // may have maxOps keys (validation allows that many) and one compare,
 // which etcd takes, since its limit is per branch.
 func (w *writer) take(maxOps int) *txnPlan {
-	plan := &txnPlan{keys: map[Fence]int{}}
-	index := map[string]int{}
-	fenced := map[Fence]bool{}
+	plan := &txnPlan{}
+	index := map[string]int{} // key → its op in plan.ops
 	n := 0
 	for ; n < len(w.queue); n++ {
 		q := w.queue[n]
+		f := plan.fenceIndex(q.ps.fence)
 		more := 0
-		if !fenced[q.ps.fence] {
+		if f < 0 {
 			more++
 		}
-		for _, op := range q.ops {
-			if _, ok := index[string(op.KeyBytes())]; !ok {
+		for _, key := range q.keys {
+			if _, ok := index[key]; !ok {
 				more++
 			}
 		}
 		if n > 0 && plan.size()+more > maxOps {
 			break
 		}
-		if !fenced[q.ps.fence] {
-			fenced[q.ps.fence] = true
+		if f < 0 {
+			f = len(plan.fences)
 			plan.fences = append(plan.fences, q.ps.fence)
+			plan.fenceKeys = append(plan.fenceKeys, 0)
 			if !slices.Contains(plan.partitions, q.ps.fence.Partition) {
 				plan.partitions = append(plan.partitions, q.ps.fence.Partition)
 			}
 		}
-		for _, op := range q.ops {
-			if i, ok := index[string(op.KeyBytes())]; ok {
-				plan.ops[i] = op
+		for i, key := range q.keys {
+			if j, ok := index[key]; ok {
+				plan.ops[j] = q.ops[i]
 				continue
 			}
-			index[string(op.KeyBytes())] = len(plan.ops)
-			plan.ops = append(plan.ops, op)
-			plan.keys[q.ps.fence]++
+			index[key] = len(plan.ops)
+			plan.ops = append(plan.ops, q.ops[i])
+			plan.fenceKeys[f]++
 		}
 	}
 	plan.batches = append([]*queued(nil), w.queue[:n]...)
@@ -260,14 +275,13 @@ func (p *txnPlan) hooks(beforeTxn func(*txnPlan)) []func() {
 func (s *Store) commitPlan(p *txnPlan) (*clientv3.TxnResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.CommitTimeout)
 	defer cancel()
-	l := s.opts.Layout
 	cmps := make([]clientv3.Cmp, 0, len(p.fences))
 	for _, f := range p.fences {
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(l.OwnerKey(f.Partition)), "=", f.OwnerValue))
+		cmps = append(cmps, clientv3.Compare(clientv3.Value(s.ownerKey(f.Partition)), "=", f.OwnerValue))
 	}
 	reads := make([]clientv3.Op, 0, len(p.partitions))
 	for _, partition := range p.partitions {
-		reads = append(reads, clientv3.OpGet(l.OwnerKey(partition)))
+		reads = append(reads, clientv3.OpGet(s.ownerKey(partition)))
 	}
 	return s.cli.Txn(ctx).If(cmps...).Then(p.ops...).Else(reads...).Commit()
 }
@@ -296,7 +310,7 @@ func (w *writer) settle(p *txnPlan, resp *clientv3.TxnResponse, err error) []ans
 			if !counted[q.ps] {
 				counted[q.ps] = true
 				q.ps.stats.Commits++
-				q.ps.stats.Transitions += uint64(p.keys[q.ps.fence])
+				q.ps.stats.Transitions += uint64(p.fenceKeys[p.fenceIndex(q.ps.fence)])
 			}
 			q.ps.stats.Batches++
 			answers = append(answers, answer{q, nil})
