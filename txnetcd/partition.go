@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/txnlog"
@@ -170,7 +170,7 @@ func (ps *PartitionStore) settled(pos durable.Pos, err error) {
 	ps.log.Advance(pos)
 }
 
-func (ps *PartitionStore) validate(b txnlog.Batch) ([]clientv3.Op, []string, error) {
+func (ps *PartitionStore) validate(b txnlog.Batch) ([]*pb.RequestOp, []string, error) {
 	if ps.closed.Load() {
 		return nil, nil, txnlog.ErrClosed
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/txncoord/txncoord/txnlog"
@@ -51,6 +52,13 @@ type Options struct {
 	// many callers' batches, so no caller's context bounds it. When it
 	// ends, every batch of the Txn fails (they may have been written).
 	CommitTimeout time.Duration
+	// KV, optional, is the etcd KV API the shared writer sends its Txns
+	// to: the embedded member's in-process server (`txncoord up`). Nil:
+	// the client's connection, or the client's own Txn for a client
+	// without one. The writer builds etcd's requests itself, so nothing
+	// is copied or cloned on the way (clientv3's Txn clones every
+	// compare).
+	KV pb.KVClient
 }
 
 // Store reads and writes transaction state of a cluster in etcd. It is
@@ -61,6 +69,8 @@ type Store struct {
 	cli  *clientv3.Client
 	opts Options
 	w    writer
+	// kv is what the writer sends its Txns to (nil: cli.Txn).
+	kv pb.KVClient
 	// idsPrefixes and ownerKeys are Layout.IDsPrefix and OwnerKey of
 	// each partition, made once: every write names them.
 	idsPrefixes, ownerKeys []string
@@ -77,7 +87,10 @@ func NewStore(cli *clientv3.Client, opts Options) *Store {
 	if opts.CommitTimeout <= 0 {
 		opts.CommitTimeout = DefaultCommitTimeout
 	}
-	s := &Store{cli: cli, opts: opts, idsPrefixes: make([]string, opts.Partitions), ownerKeys: make([]string, opts.Partitions)}
+	s := &Store{cli: cli, opts: opts, kv: opts.KV, idsPrefixes: make([]string, opts.Partitions), ownerKeys: make([]string, opts.Partitions)}
+	if s.kv == nil && cli.ActiveConnection() != nil {
+		s.kv = clientv3.RetryKVClient(cli)
+	}
 	for p := range s.idsPrefixes {
 		s.idsPrefixes[p] = opts.Layout.IDsPrefix(int32(p))
 		s.ownerKeys[p] = opts.Layout.OwnerKey(int32(p))
@@ -178,13 +191,13 @@ func (s *Store) Apply(ctx context.Context, f Fence, b txnlog.Batch) error {
 	if err != nil {
 		return err
 	}
-	return s.Commit(ctx, f, ops)
+	return s.Commit(ctx, f, clientOps(ops))
 }
 
 // ops turns b into etcd operations, one per key, and their keys: a later
 // put or delete of the same id in the batch wins (etcd refuses a Txn naming
 // a key twice).
-func (s *Store) ops(p int32, b txnlog.Batch) ([]clientv3.Op, []string, error) {
+func (s *Store) ops(p int32, b txnlog.Batch) ([]*pb.RequestOp, []string, error) {
 	if len(b.Puts)+len(b.Deletes) == 1 {
 		// Most batches are one transition of one id: no merging to do.
 		if len(b.Puts) == 1 {
@@ -212,7 +225,7 @@ func (s *Store) ops(p int32, b txnlog.Batch) ([]clientv3.Op, []string, error) {
 
 // opsOf is the operations of ids, distinct ids of partition p, each put
 // with putOf(its index) or deleted (nil), and their keys.
-func (s *Store) opsOf(p int32, ids []string, putOf func(int) *txnlog.TxnMetadata) ([]clientv3.Op, []string, error) {
+func (s *Store) opsOf(p int32, ids []string, putOf func(int) *txnlog.TxnMetadata) ([]*pb.RequestOp, []string, error) {
 	for _, id := range ids {
 		if q := s.PartitionFor(id); q != p {
 			return nil, nil, fmt.Errorf("%w: %q is in partition %d, the fence's is %d", ErrWrongPartition, id, q, p)
@@ -221,14 +234,14 @@ func (s *Store) opsOf(p int32, ids []string, putOf func(int) *txnlog.TxnMetadata
 	if len(ids) > s.opts.MaxTxnOps {
 		return nil, nil, fmt.Errorf("%w: %d keys, at most %d", ErrBatchTooLarge, len(ids), s.opts.MaxTxnOps)
 	}
-	ops := make([]clientv3.Op, len(ids))
+	ops := make([]*pb.RequestOp, len(ids))
 	keys := make([]string, len(ids))
 	for i, id := range ids {
 		keys[i] = s.idsPrefixes[p] + id // Layout.IDKey
 		if m := putOf(i); m != nil {
-			ops[i] = clientv3.OpPut(keys[i], string(txnlog.EncodeTxn(*m)))
+			ops[i] = &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(keys[i]), Value: txnlog.EncodeTxn(*m)}}}
 		} else {
-			ops[i] = clientv3.OpDelete(keys[i])
+			ops[i] = &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(keys[i])}}}
 		}
 	}
 	return ops, keys, nil

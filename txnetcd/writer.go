@@ -6,7 +6,9 @@ import (
 	"slices"
 	"sync"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/txnlog"
@@ -37,7 +39,7 @@ import (
 // PartitionStore's log.
 type queued struct {
 	ps  *PartitionStore
-	ops []clientv3.Op
+	ops []*pb.RequestOp
 	// keys are ops' keys, in their order (the writer merges ops by key).
 	keys []string
 	pos  durable.Pos
@@ -169,7 +171,7 @@ type txnPlan struct {
 	// ops are the batches' operations merged, one per key: they are
 	// committed together, so only the final value of a key is ever seen
 	// (etcd refuses a Txn naming a key twice).
-	ops []clientv3.Op
+	ops []*pb.RequestOp
 	// partitions are the fences' partitions, once each (two fences of one
 	// partition: an old and a new owner's): the failure branch reads
 	// their owner keys in this order.
@@ -272,18 +274,51 @@ func (p *txnPlan) hooks(beforeTxn func(*txnPlan)) []func() {
 
 // commitPlan sends the plan's Txn. There is no caller's context (it
 // carries many callers' batches): CommitTimeout bounds it.
-func (s *Store) commitPlan(p *txnPlan) (*clientv3.TxnResponse, error) {
+func (s *Store) commitPlan(p *txnPlan) (*pb.TxnResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.CommitTimeout)
 	defer cancel()
-	cmps := make([]clientv3.Cmp, 0, len(p.fences))
+	req := &pb.TxnRequest{
+		Compare: make([]*pb.Compare, 0, len(p.fences)),
+		Success: p.ops,
+		Failure: make([]*pb.RequestOp, 0, len(p.partitions)),
+	}
 	for _, f := range p.fences {
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(s.ownerKey(f.Partition)), "=", f.OwnerValue))
+		req.Compare = append(req.Compare, &pb.Compare{Result: pb.Compare_EQUAL, Target: pb.Compare_VALUE,
+			Key: []byte(s.ownerKey(f.Partition)), TargetUnion: &pb.Compare_Value{Value: []byte(f.OwnerValue)}})
 	}
-	reads := make([]clientv3.Op, 0, len(p.partitions))
 	for _, partition := range p.partitions {
-		reads = append(reads, clientv3.OpGet(s.ownerKey(partition)))
+		req.Failure = append(req.Failure, &pb.RequestOp{Request: &pb.RequestOp_RequestRange{
+			RequestRange: &pb.RangeRequest{Key: []byte(s.ownerKey(partition))}}})
 	}
-	return s.cli.Txn(ctx).If(cmps...).Then(p.ops...).Else(reads...).Commit()
+	if s.kv != nil {
+		// As the client's own Txn does: wait for a connection rather
+		// than fail while it reconnects.
+		return s.kv.Txn(ctx, req, grpc.WaitForReady(true))
+	}
+	cmps := make([]clientv3.Cmp, len(p.fences))
+	for i, f := range p.fences {
+		cmps[i] = clientv3.Compare(clientv3.Value(s.ownerKey(f.Partition)), "=", f.OwnerValue)
+	}
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(clientOps(req.Success)...).Else(clientOps(req.Failure)...).Commit()
+	return (*pb.TxnResponse)(resp), err
+}
+
+// clientOps are ops (puts, deletes of one key, reads of one key) as
+// clientv3's, for a client the writer has no KV API of (Options.KV) and for
+// Store.Apply.
+func clientOps(ops []*pb.RequestOp) []clientv3.Op {
+	out := make([]clientv3.Op, 0, len(ops))
+	for _, op := range ops {
+		switch r := op.Request.(type) {
+		case *pb.RequestOp_RequestPut:
+			out = append(out, clientv3.OpPut(string(r.RequestPut.Key), string(r.RequestPut.Value)))
+		case *pb.RequestOp_RequestDeleteRange:
+			out = append(out, clientv3.OpDelete(string(r.RequestDeleteRange.Key)))
+		case *pb.RequestOp_RequestRange:
+			out = append(out, clientv3.OpGet(string(r.RequestRange.Key)))
+		}
+	}
+	return out
 }
 
 type answer struct {
@@ -294,7 +329,7 @@ type answer struct {
 // settle turns the Txn's outcome into the batches' answers, puts back at
 // the front of the queue the batches of a refused Txn whose partitions
 // still hold their fences, and counts.
-func (w *writer) settle(p *txnPlan, resp *clientv3.TxnResponse, err error) []answer {
+func (w *writer) settle(p *txnPlan, resp *pb.TxnResponse, err error) []answer {
 	answers := make([]answer, 0, len(p.batches))
 	switch {
 	case err != nil: // it may have been committed: every batch learns so
