@@ -37,8 +37,9 @@ func (r *Report) etcdTable() table {
 			orNA(logSyncs, "%.0f"), orNA(perTxn, "%.2f")})
 	}
 	if len(t.rows) > 0 {
-		t.note = "A proposal is one Raft entry: a write Txn of txnetcd (the writes of one __transaction_state partition " +
-			"queued while its previous Txn was in flight, grouped), or ownership's lease and epoch writes. WAL fsync busy = " +
+		t.note = "A proposal is one Raft entry: a write Txn of txnetcd (the writes of every __transaction_state partition " +
+			"of the process queued while the previous Txn was in flight, grouped, each fenced on its owner key), " +
+			"or ownership's lease and epoch writes. WAL fsync busy = " +
 			"the fsyncs' summed durations / the window. The leaders' log (" + metricFdatasyncs + ") shares the disk."
 	}
 	return t

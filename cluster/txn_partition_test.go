@@ -1,6 +1,11 @@
 package cluster
 
-import "testing"
+import (
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"testing"
+)
 
 // The values were computed by txnetcd.PartitionFor before it became a call
 // of this function: a change here moves every stored transaction to
@@ -23,6 +28,18 @@ func TestTransactionPartitionFor(t *testing.T) {
 	} {
 		if got := TransactionPartitionFor(c.id, c.partitions); got != c.want {
 			t.Errorf("TransactionPartitionFor(%q, %d) = %d, want %d", c.id, c.partitions, got, c.want)
+		}
+	}
+}
+
+// The hash is hash/fnv's FNV-1a over the id's bytes, for any id.
+func TestTransactionPartitionForIsFNV1a(t *testing.T) {
+	for i := range 2000 {
+		id := strings.Repeat(string(rune('a'+i%26)), i%7) + strconv.Itoa(i*7919) + "\x00é"[:i%4]
+		h := fnv.New32a()
+		h.Write([]byte(id))
+		if got, want := TransactionPartitionFor(id, 50), int32(h.Sum32()%50); got != want {
+			t.Fatalf("TransactionPartitionFor(%q, 50) = %d, fnv32a says %d", id, got, want)
 		}
 	}
 }

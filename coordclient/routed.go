@@ -530,6 +530,15 @@ type routedPart struct {
 // final answers and returns the transactions to try again.
 func (a *routedAdd) attempt(ctx context.Context, pending []int) (retry []int) {
 	txns := a.req.Transactions
+	if len(pending) == 1 {
+		// A leader's registration in-process names one transaction
+		// (Registrar's perTxn): when its owner is known, it goes there
+		// without the grouping below.
+		if part := a.r.knownPart(txns, pending[0]); part != nil {
+			a.send(ctx, part)
+			return a.merge(part)
+		}
+	}
 	ids := make([]string, len(pending))
 	for j, i := range pending {
 		ids[j] = txns[i].TransactionalID
@@ -559,17 +568,12 @@ func (a *routedAdd) attempt(ctx context.Context, pending []int) (retry []int) {
 		part.idx = append(part.idx, i)
 		part.req.Transactions = append(part.req.Transactions, txns[i])
 	}
-	send := func(part *routedPart) {
-		actx, cancel := context.WithTimeout(ctx, routedAttemptTimeout)
-		defer cancel()
-		part.resp, part.err = a.r.clients[part.node].AddPartitionsToTxn(actx, part.req)
-	}
 	if len(parts) == 1 {
-		send(parts[0])
+		a.send(ctx, parts[0])
 	} else {
 		var wg sync.WaitGroup
 		for _, part := range parts {
-			wg.Go(func() { send(part) })
+			wg.Go(func() { a.send(ctx, part) })
 		}
 		wg.Wait()
 	}
@@ -578,6 +582,28 @@ func (a *routedAdd) attempt(ctx context.Context, pending []int) (retry []int) {
 	}
 	slices.Sort(retry) // request order, for the next attempt's parts
 	return retry
+}
+
+// send sends part to its coordinator, bounded by routedAttemptTimeout.
+func (a *routedAdd) send(ctx context.Context, part *routedPart) {
+	actx, cancel := context.WithTimeout(ctx, routedAttemptTimeout)
+	defer cancel()
+	part.resp, part.err = a.r.clients[part.node].AddPartitionsToTxn(actx, part.req)
+}
+
+// knownPart is transaction i of txns alone as a part for its partition's
+// owner, or nil when the owner is not known.
+func (r *Routed) knownPart(txns []kmsg.AddPartitionsToTxnRequestTransaction, i int) *routedPart {
+	p := r.partitionOf(txns[i].TransactionalID)
+	r.mu.Lock()
+	node, ok := r.owners[p]
+	r.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	req := kmsg.NewPtrAddPartitionsToTxnRequest()
+	req.Transactions = []kmsg.AddPartitionsToTxnRequestTransaction{txns[i]}
+	return &routedPart{node: node, idx: []int{i}, req: req}
 }
 
 // merge takes one part's answer: final answers into a.answers, the
@@ -611,6 +637,15 @@ func (a *routedAdd) merge(part *routedPart) (retry []int) {
 		}
 		return nil
 	}
+	if len(part.idx) == 1 { // one transaction: its answer is the first of its id
+		i := part.idx[0]
+		for j := range resp.Transactions {
+			if t := &resp.Transactions[j]; t.TransactionalID == txns[i].TransactionalID {
+				return a.answer(part.node, i, t)
+			}
+		}
+		return nil // left out by the coordinator
+	}
 	// Answers are matched by id, in order, so an id sent twice gets its
 	// two answers.
 	byID := map[string][]int{}
@@ -624,18 +659,24 @@ func (a *routedAdd) merge(part *routedPart) (retry []int) {
 			continue // left out by the coordinator
 		}
 		byID[id] = js[1:]
-		t := &resp.Transactions[js[0]]
-		if code, again, forgetOwner := retriableIn(t); again {
-			a.codes[i] = code
-			if forgetOwner {
-				a.r.forget(a.r.partitionOf(id), part.node)
-			}
-			retry = append(retry, i)
-			continue
-		}
-		a.answers[i] = t
+		retry = append(retry, a.answer(part.node, i, &resp.Transactions[js[0]])...)
 	}
 	return retry
+}
+
+// answer takes node's answer t for transaction i: final, or i to retry
+// (its last code kept, and its owner forgotten when the code says the
+// owner moved).
+func (a *routedAdd) answer(node int32, i int, t *kmsg.AddPartitionsToTxnResponseTransaction) (retry []int) {
+	if code, again, forgetOwner := retriableIn(t); again {
+		a.codes[i] = code
+		if forgetOwner {
+			a.r.forget(a.r.partitionOf(t.TransactionalID), node)
+		}
+		return []int{i}
+	}
+	a.answers[i] = t
+	return nil
 }
 
 // retriableIn is the first retriable code among a transaction's

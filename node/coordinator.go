@@ -86,6 +86,13 @@ type CoordinatorConfig struct {
 	// shares one between its coordinators; the caller closes it); nil
 	// dials the cluster file's etcd endpoints when it names some.
 	Etcd *clientv3.Client
+	// EtcdStore, optional, is the transaction state's store in etcd,
+	// shared by the coordinators of one process (`txncoord up`): their
+	// partitions' writes then go through one writer, so the writes queued
+	// by all of them while an etcd Txn is in flight share the next one
+	// (one Raft proposal; each partition's fence still in its If
+	// clauses). Nil: a store of this coordinator's own over Etcd.
+	EtcdStore *txnetcd.Store
 	// LeaseTTL overrides the cluster file's etcd lease_ttl_seconds (0:
 	// the file's): how long a dead node keeps its partitions.
 	LeaseTTL time.Duration

@@ -93,7 +93,10 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	}
 	layout := txnetcd.Layout{Prefix: cfg.View.Etcd().Prefix}
 	parts := cfg.View.TransactionStatePartitions()
-	c.Etcd = txnetcd.NewStore(c.etcdClient, txnetcd.Options{Layout: layout, Partitions: parts})
+	c.Etcd = cfg.EtcdStore
+	if c.Etcd == nil {
+		c.Etcd = txnetcd.NewStore(c.etcdClient, txnetcd.Options{Layout: layout, Partitions: parts})
+	}
 
 	node0 := self.NodeID == cfg.View.Coordinator().NodeID
 	var ownServer atomic.Pointer[wire.Server]

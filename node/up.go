@@ -23,6 +23,7 @@ import (
 	"github.com/txncoord/txncoord/leaderstub"
 	"github.com/txncoord/txncoord/storage"
 	"github.com/txncoord/txncoord/topics"
+	"github.com/txncoord/txncoord/txnetcd"
 	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -95,6 +96,9 @@ type Embedded struct {
 	byNode     map[int32]*inProcessCoordinator
 	etcd       *EmbeddedEtcd
 	etcdClient *clientv3.Client
+	// etcdStore is the coordinators' one txnetcd.Store (nil without
+	// etcd): one writer for the partitions of all of them.
+	etcdStore *txnetcd.Store
 	// served maps a cluster file address to the running server of the
 	// leader that listens on it itself (not behind a proxy): the marker
 	// sender reaches those leaders in-process. RestartLeader updates it
@@ -309,7 +313,7 @@ func (e *Embedded) coordinatorConfig(id int32, ln net.Listener) CoordinatorConfi
 		View: e.View, DataDir: cfg.DataDir, Shared: e.Shared, MarkerVersionDiscovery: cfg.MarkerVersionDiscovery,
 		MarkerRequestTimeout: cfg.MarkerRequestTimeout, UnsafeNoSync: cfg.UnsafeNoSync, Listener: ln, Log: cfg.Log, Metrics: e.coordinatorMetrics(id),
 		InProcessLeader: e.inProcessLeader, Limits: cfg.Limits, Faults: e.Faults, Requests: e.Requests, Controller: e.Controller,
-		NodeID: id, Etcd: e.etcdClient, LeaseTTL: cfg.LeaseTTL, Forward: e.forwardFrom(id), TxnCoordinators: e.txnClients(),
+		NodeID: id, Etcd: e.etcdClient, EtcdStore: e.etcdStore, LeaseTTL: cfg.LeaseTTL, Forward: e.forwardFrom(id), TxnCoordinators: e.txnClients(),
 		Shares: embeddedShares{e}, GroupTimeouts: cfg.GroupTimeouts,
 		Partitions: PartitionSettings{RetentionBytes: cfg.RetentionBytes, ProducerIDExpiration: cfg.ProducerIDExpiration,
 			RetentionCheckInterval: cfg.RetentionCheckInterval, CleanerBackoff: cfg.CleanerBackoff,

@@ -230,7 +230,7 @@ func (m *Member) acquire(lease clientv3.LeaseID, p int32) {
 	m.owners[p] = ownerEntry{owner: owner, rev: rev}
 	m.epochs[p] = epochEntry{value: owner.Epoch, rev: rev}
 	if _, ok := m.owned[p]; !ok {
-		m.owned[p] = owned{owner: owner, rev: rev}
+		m.owned[p] = owned{owner: owner, rev: rev, fence: txnetcd.NewFence(p, owner)}
 		m.events.push(Event{Partition: p, Epoch: owner.Epoch, Acquired: true})
 		// Debug: a start acquires every partition at once; the node's
 		// summary line counts them (txncoord up), a loss stays at info.

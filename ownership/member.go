@@ -64,6 +64,9 @@ func (e Event) String() string {
 type owned struct {
 	owner txnetcd.Owner
 	rev   int64
+	// fence is the partition's fence for owner, made once: Fence is
+	// asked on every request routed to the partition.
+	fence txnetcd.Fence
 }
 
 type ownerEntry struct {
@@ -216,7 +219,7 @@ func (m *Member) Fence(p int32) (txnetcd.Fence, bool) {
 	if !ok || !m.validLocked(time.Now()) {
 		return txnetcd.Fence{}, false
 	}
-	return txnetcd.NewFence(p, o.owner), true
+	return o.fence, true
 }
 
 // Owner is partition p's owner as this member last saw it in etcd.

@@ -27,8 +27,9 @@
 // PartitionStore adapts one owned partition to txnlog.Store (positions
 // in a log of its own, durable as etcd commits them), so a coordinator can
 // be opened over it. The
-// PartitionStores of one Store (the partitions a coordinator owns) share
-// one writer with a group commit: the writes queued while one etcd Txn is
+// PartitionStores of one Store (the partitions a coordinator owns, or
+// those of every coordinator of one `txncoord up` process) share one
+// writer with a group commit: the writes queued while one etcd Txn is
 // in flight, of whichever partitions, go in the next, fenced on each of
 // their owner keys, so concurrent ids share round trips and Raft
 // proposals (etcd's CPU, which bounds the etcd mode, scales with

@@ -19,7 +19,12 @@ import (
 // One embedded single-member etcd serves the whole test binary (starting
 // one takes about a second); every test works under a prefix of its own.
 // It keeps fsync on, so the benchmarks measure a real etcd write.
-var etcdEndpoint string
+var (
+	etcdEndpoint string
+	// etcdMember is the test member, for in-process clients (the
+	// embedded member of `txncoord up`).
+	etcdMember *embed.Etcd
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(runWithEtcd(m))
@@ -58,7 +63,7 @@ func runWithEtcd(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "etcd did not become ready")
 		return 1
 	}
-	etcdEndpoint = client.String()
+	etcdEndpoint, etcdMember = client.String(), e
 	return m.Run()
 }
 

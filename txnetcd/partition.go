@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
 	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/txnlog"
@@ -139,11 +139,11 @@ func (ps *PartitionStore) Submit(b txnlog.Batch) (durable.Pos, error) {
 	if unknown := ps.unknown.Load(); unknown != nil {
 		return 0, fmt.Errorf("txnetcd: partition %d: an earlier write's outcome is unknown (%w): its state is being reloaded from etcd", ps.fence.Partition, *unknown)
 	}
-	ops, err := ps.validate(b)
+	ops, keys, err := ps.validate(b)
 	if err != nil {
 		return 0, err
 	}
-	q := &queued{ps: ps, ops: ops}
+	q := &queued{ps: ps, ops: ops, keys: keys}
 	if err := ps.s.enqueue(q, &ps.log); err != nil {
 		return 0, err
 	}
@@ -170,15 +170,15 @@ func (ps *PartitionStore) settled(pos durable.Pos, err error) {
 	ps.log.Advance(pos)
 }
 
-func (ps *PartitionStore) validate(b txnlog.Batch) ([]clientv3.Op, error) {
+func (ps *PartitionStore) validate(b txnlog.Batch) ([]*pb.RequestOp, []string, error) {
 	if ps.closed.Load() {
-		return nil, txnlog.ErrClosed
+		return nil, nil, txnlog.ErrClosed
 	}
 	if b.ProducerIDHighWater != 0 {
-		return nil, ErrProducerIDs
+		return nil, nil, ErrProducerIDs
 	}
 	if b.CoordinatorEpoch != 0 && b.CoordinatorEpoch != ps.epoch {
-		return nil, fmt.Errorf("txnetcd: partition %d: coordinator epoch %d written, the owner's is %d (epochs come from the acquisition)", ps.fence.Partition, b.CoordinatorEpoch, ps.epoch)
+		return nil, nil, fmt.Errorf("txnetcd: partition %d: coordinator epoch %d written, the owner's is %d (epochs come from the acquisition)", ps.fence.Partition, b.CoordinatorEpoch, ps.epoch)
 	}
 	b.CoordinatorEpoch = 0
 	return ps.s.ops(ps.fence.Partition, b)

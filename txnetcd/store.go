@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/txncoord/txncoord/txnlog"
@@ -51,6 +52,13 @@ type Options struct {
 	// many callers' batches, so no caller's context bounds it. When it
 	// ends, every batch of the Txn fails (they may have been written).
 	CommitTimeout time.Duration
+	// KV, optional, is the etcd KV API the shared writer sends its Txns
+	// to: the embedded member's in-process server (`txncoord up`). Nil:
+	// the client's connection, or the client's own Txn for a client
+	// without one. The writer builds etcd's requests itself, so nothing
+	// is copied or cloned on the way (clientv3's Txn clones every
+	// compare).
+	KV pb.KVClient
 }
 
 // Store reads and writes transaction state of a cluster in etcd. It is
@@ -61,6 +69,11 @@ type Store struct {
 	cli  *clientv3.Client
 	opts Options
 	w    writer
+	// kv is what the writer sends its Txns to (nil: cli.Txn).
+	kv pb.KVClient
+	// idsPrefixes and ownerKeys are Layout.IDsPrefix and OwnerKey of
+	// each partition, made once: every write names them.
+	idsPrefixes, ownerKeys []string
 }
 
 // NewStore returns a store over cli.
@@ -74,7 +87,15 @@ func NewStore(cli *clientv3.Client, opts Options) *Store {
 	if opts.CommitTimeout <= 0 {
 		opts.CommitTimeout = DefaultCommitTimeout
 	}
-	return &Store{cli: cli, opts: opts}
+	s := &Store{cli: cli, opts: opts, kv: opts.KV, idsPrefixes: make([]string, opts.Partitions), ownerKeys: make([]string, opts.Partitions)}
+	if s.kv == nil && cli.ActiveConnection() != nil {
+		s.kv = clientv3.RetryKVClient(cli)
+	}
+	for p := range s.idsPrefixes {
+		s.idsPrefixes[p] = opts.Layout.IDsPrefix(int32(p))
+		s.ownerKeys[p] = opts.Layout.OwnerKey(int32(p))
+	}
+	return s
 }
 
 // Layout is the store's key layout.
@@ -166,55 +187,64 @@ func (s *Store) Apply(ctx context.Context, f Fence, b txnlog.Batch) error {
 	if b.CoordinatorEpoch != 0 || b.ProducerIDHighWater != 0 {
 		return fmt.Errorf("txnetcd: Store.Apply writes transactions only (coordinator epoch %d, producer-id high water %d)", b.CoordinatorEpoch, b.ProducerIDHighWater)
 	}
-	ops, err := s.ops(f.Partition, b)
+	ops, _, err := s.ops(f.Partition, b)
 	if err != nil {
 		return err
 	}
-	return s.Commit(ctx, f, ops)
+	return s.Commit(ctx, f, clientOps(ops))
 }
 
-// ops turns b into etcd operations, one per key: a later put or delete of
-// the same id in the batch wins (etcd refuses a Txn naming a key twice).
-func (s *Store) ops(p int32, b txnlog.Batch) ([]clientv3.Op, error) {
-	type change struct {
-		put *txnlog.TxnMetadata
+// ops turns b into etcd operations, one per key, and their keys: a later
+// put or delete of the same id in the batch wins (etcd refuses a Txn naming
+// a key twice).
+func (s *Store) ops(p int32, b txnlog.Batch) ([]*pb.RequestOp, []string, error) {
+	if len(b.Puts)+len(b.Deletes) == 1 {
+		// Most batches are one transition of one id: no merging to do.
+		if len(b.Puts) == 1 {
+			return s.opsOf(p, []string{b.Puts[0].TransactionalID}, func(int) *txnlog.TxnMetadata { return &b.Puts[0] })
+		}
+		return s.opsOf(p, b.Deletes, func(int) *txnlog.TxnMetadata { return nil })
 	}
 	order := make([]string, 0, len(b.Puts)+len(b.Deletes))
-	last := make(map[string]change, len(b.Puts)+len(b.Deletes))
-	note := func(id string, c change) error {
-		if q := s.PartitionFor(id); q != p {
-			return fmt.Errorf("%w: %q is in partition %d, the fence's is %d", ErrWrongPartition, id, q, p)
-		}
+	last := make(map[string]*txnlog.TxnMetadata, len(b.Puts)+len(b.Deletes)) // nil: deleted
+	note := func(id string, put *txnlog.TxnMetadata) {
 		if _, seen := last[id]; !seen {
 			order = append(order, id)
 		}
-		last[id] = c
-		return nil
+		last[id] = put
 	}
 	// txnlog applies a batch's puts, then its deletes.
 	for i := range b.Puts {
-		if err := note(b.Puts[i].TransactionalID, change{put: &b.Puts[i]}); err != nil {
-			return nil, err
-		}
+		note(b.Puts[i].TransactionalID, &b.Puts[i])
 	}
 	for _, id := range b.Deletes {
-		if err := note(id, change{}); err != nil {
-			return nil, err
+		note(id, nil)
+	}
+	return s.opsOf(p, order, func(i int) *txnlog.TxnMetadata { return last[order[i]] })
+}
+
+// opsOf is the operations of ids, distinct ids of partition p, each put
+// with putOf(its index) or deleted (nil), and their keys.
+func (s *Store) opsOf(p int32, ids []string, putOf func(int) *txnlog.TxnMetadata) ([]*pb.RequestOp, []string, error) {
+	for _, id := range ids {
+		if q := s.PartitionFor(id); q != p {
+			return nil, nil, fmt.Errorf("%w: %q is in partition %d, the fence's is %d", ErrWrongPartition, id, q, p)
 		}
 	}
-	if len(order) > s.opts.MaxTxnOps {
-		return nil, fmt.Errorf("%w: %d keys, at most %d", ErrBatchTooLarge, len(order), s.opts.MaxTxnOps)
+	if len(ids) > s.opts.MaxTxnOps {
+		return nil, nil, fmt.Errorf("%w: %d keys, at most %d", ErrBatchTooLarge, len(ids), s.opts.MaxTxnOps)
 	}
-	ops := make([]clientv3.Op, 0, len(order))
-	for _, id := range order {
-		key := s.opts.Layout.IDKey(p, id)
-		if m := last[id].put; m != nil {
-			ops = append(ops, clientv3.OpPut(key, string(txnlog.EncodeTxn(*m))))
+	ops := make([]*pb.RequestOp, len(ids))
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = s.idsPrefixes[p] + id // Layout.IDKey
+		if m := putOf(i); m != nil {
+			ops[i] = &pb.RequestOp{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: []byte(keys[i]), Value: txnlog.EncodeTxn(*m)}}}
 		} else {
-			ops = append(ops, clientv3.OpDelete(key))
+			ops[i] = &pb.RequestOp{Request: &pb.RequestOp_RequestDeleteRange{RequestDeleteRange: &pb.DeleteRangeRequest{Key: []byte(keys[i])}}}
 		}
 	}
-	return ops, nil
+	return ops, keys, nil
 }
 
 // Commit runs ops in one Txn fenced by f (ErrNotOwner when the owner key
@@ -224,7 +254,7 @@ func (s *Store) ops(p int32, b txnlog.Batch) ([]clientv3.Op, error) {
 // partition's owner (groupsetcd) writes through it too.
 func (s *Store) Commit(ctx context.Context, f Fence, ops []clientv3.Op) error {
 	resp, err := s.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.Value(s.opts.Layout.OwnerKey(f.Partition)), "=", f.OwnerValue)).
+		If(clientv3.Compare(clientv3.Value(s.ownerKey(f.Partition)), "=", f.OwnerValue)).
 		Then(ops...).
 		Commit()
 	if err != nil {
@@ -234,6 +264,14 @@ func (s *Store) Commit(ctx context.Context, f Fence, ops []clientv3.Op) error {
 		return fmt.Errorf("%w %d (fence %s)", ErrNotOwner, f.Partition, f.OwnerValue)
 	}
 	return nil
+}
+
+// ownerKey is Layout.OwnerKey(p).
+func (s *Store) ownerKey(p int32) string {
+	if p >= 0 && int(p) < len(s.ownerKeys) {
+		return s.ownerKeys[p]
+	}
+	return s.opts.Layout.OwnerKey(p)
 }
 
 // Get reads one transactional id's record (ok false when there is none),

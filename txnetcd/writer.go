@@ -6,7 +6,9 @@ import (
 	"slices"
 	"sync"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 
 	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/txnlog"
@@ -37,8 +39,10 @@ import (
 // PartitionStore's log.
 type queued struct {
 	ps  *PartitionStore
-	ops []clientv3.Op
-	pos durable.Pos
+	ops []*pb.RequestOp
+	// keys are ops' keys, in their order (the writer merges ops by key).
+	keys []string
+	pos  durable.Pos
 }
 
 // writer is a Store's queue and the state of its writer goroutine.
@@ -159,14 +163,15 @@ func (s *Store) write() {
 // make of it.
 type txnPlan struct {
 	batches []*queued
-	// fences are the compares, one per distinct fence, in queue order.
-	fences []Fence
+	// fences are the compares, one per distinct fence, in queue order;
+	// fenceKeys[i] is the keys fences[i]'s batches wrote (its
+	// Transitions).
+	fences    []Fence
+	fenceKeys []int
 	// ops are the batches' operations merged, one per key: they are
 	// committed together, so only the final value of a key is ever seen
 	// (etcd refuses a Txn naming a key twice).
-	ops []clientv3.Op
-	// keys is the keys each fence's batches wrote (its Transitions).
-	keys map[Fence]int
+	ops []*pb.RequestOp
 	// partitions are the fences' partitions, once each (two fences of one
 	// partition: an old and a new owner's): the failure branch reads
 	// their owner keys in this order.
@@ -179,44 +184,56 @@ type txnPlan struct {
 // failure branch has one read per partition, at most one per compare).
 func (p *txnPlan) size() int { return len(p.fences) + len(p.ops) }
 
+// fenceIndex is f's position in p.fences, or -1. A Txn has a few dozen
+// fences at most (one per owned partition): a scan costs less than a map.
+func (p *txnPlan) fenceIndex(f Fence) int {
+	for i := range p.fences {
+		if p.fences[i] == f {
+			return i
+		}
+	}
+	return -1
+}
+
 // take dequeues the longest prefix of the queue whose Txn stays within
 // maxOps (compares + operations), and at least one batch: a batch alone
 // may have maxOps keys (validation allows that many) and one compare,
 // which etcd takes, since its limit is per branch.
 func (w *writer) take(maxOps int) *txnPlan {
-	plan := &txnPlan{keys: map[Fence]int{}}
-	index := map[string]int{}
-	fenced := map[Fence]bool{}
+	plan := &txnPlan{}
+	index := map[string]int{} // key → its op in plan.ops
 	n := 0
 	for ; n < len(w.queue); n++ {
 		q := w.queue[n]
+		f := plan.fenceIndex(q.ps.fence)
 		more := 0
-		if !fenced[q.ps.fence] {
+		if f < 0 {
 			more++
 		}
-		for _, op := range q.ops {
-			if _, ok := index[string(op.KeyBytes())]; !ok {
+		for _, key := range q.keys {
+			if _, ok := index[key]; !ok {
 				more++
 			}
 		}
 		if n > 0 && plan.size()+more > maxOps {
 			break
 		}
-		if !fenced[q.ps.fence] {
-			fenced[q.ps.fence] = true
+		if f < 0 {
+			f = len(plan.fences)
 			plan.fences = append(plan.fences, q.ps.fence)
+			plan.fenceKeys = append(plan.fenceKeys, 0)
 			if !slices.Contains(plan.partitions, q.ps.fence.Partition) {
 				plan.partitions = append(plan.partitions, q.ps.fence.Partition)
 			}
 		}
-		for _, op := range q.ops {
-			if i, ok := index[string(op.KeyBytes())]; ok {
-				plan.ops[i] = op
+		for i, key := range q.keys {
+			if j, ok := index[key]; ok {
+				plan.ops[j] = q.ops[i]
 				continue
 			}
-			index[string(op.KeyBytes())] = len(plan.ops)
-			plan.ops = append(plan.ops, op)
-			plan.keys[q.ps.fence]++
+			index[key] = len(plan.ops)
+			plan.ops = append(plan.ops, q.ops[i])
+			plan.fenceKeys[f]++
 		}
 	}
 	plan.batches = append([]*queued(nil), w.queue[:n]...)
@@ -257,19 +274,51 @@ func (p *txnPlan) hooks(beforeTxn func(*txnPlan)) []func() {
 
 // commitPlan sends the plan's Txn. There is no caller's context (it
 // carries many callers' batches): CommitTimeout bounds it.
-func (s *Store) commitPlan(p *txnPlan) (*clientv3.TxnResponse, error) {
+func (s *Store) commitPlan(p *txnPlan) (*pb.TxnResponse, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.CommitTimeout)
 	defer cancel()
-	l := s.opts.Layout
-	cmps := make([]clientv3.Cmp, 0, len(p.fences))
+	req := &pb.TxnRequest{
+		Compare: make([]*pb.Compare, 0, len(p.fences)),
+		Success: p.ops,
+		Failure: make([]*pb.RequestOp, 0, len(p.partitions)),
+	}
 	for _, f := range p.fences {
-		cmps = append(cmps, clientv3.Compare(clientv3.Value(l.OwnerKey(f.Partition)), "=", f.OwnerValue))
+		req.Compare = append(req.Compare, &pb.Compare{Result: pb.Compare_EQUAL, Target: pb.Compare_VALUE,
+			Key: []byte(s.ownerKey(f.Partition)), TargetUnion: &pb.Compare_Value{Value: []byte(f.OwnerValue)}})
 	}
-	reads := make([]clientv3.Op, 0, len(p.partitions))
 	for _, partition := range p.partitions {
-		reads = append(reads, clientv3.OpGet(l.OwnerKey(partition)))
+		req.Failure = append(req.Failure, &pb.RequestOp{Request: &pb.RequestOp_RequestRange{
+			RequestRange: &pb.RangeRequest{Key: []byte(s.ownerKey(partition))}}})
 	}
-	return s.cli.Txn(ctx).If(cmps...).Then(p.ops...).Else(reads...).Commit()
+	if s.kv != nil {
+		// As the client's own Txn does: wait for a connection rather
+		// than fail while it reconnects.
+		return s.kv.Txn(ctx, req, grpc.WaitForReady(true))
+	}
+	cmps := make([]clientv3.Cmp, len(p.fences))
+	for i, f := range p.fences {
+		cmps[i] = clientv3.Compare(clientv3.Value(s.ownerKey(f.Partition)), "=", f.OwnerValue)
+	}
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(clientOps(req.Success)...).Else(clientOps(req.Failure)...).Commit()
+	return (*pb.TxnResponse)(resp), err
+}
+
+// clientOps are ops (puts, deletes of one key, reads of one key) as
+// clientv3's, for a client the writer has no KV API of (Options.KV) and for
+// Store.Apply.
+func clientOps(ops []*pb.RequestOp) []clientv3.Op {
+	out := make([]clientv3.Op, 0, len(ops))
+	for _, op := range ops {
+		switch r := op.Request.(type) {
+		case *pb.RequestOp_RequestPut:
+			out = append(out, clientv3.OpPut(string(r.RequestPut.Key), string(r.RequestPut.Value)))
+		case *pb.RequestOp_RequestDeleteRange:
+			out = append(out, clientv3.OpDelete(string(r.RequestDeleteRange.Key)))
+		case *pb.RequestOp_RequestRange:
+			out = append(out, clientv3.OpGet(string(r.RequestRange.Key)))
+		}
+	}
+	return out
 }
 
 type answer struct {
@@ -280,7 +329,7 @@ type answer struct {
 // settle turns the Txn's outcome into the batches' answers, puts back at
 // the front of the queue the batches of a refused Txn whose partitions
 // still hold their fences, and counts.
-func (w *writer) settle(p *txnPlan, resp *clientv3.TxnResponse, err error) []answer {
+func (w *writer) settle(p *txnPlan, resp *pb.TxnResponse, err error) []answer {
 	answers := make([]answer, 0, len(p.batches))
 	switch {
 	case err != nil: // it may have been committed: every batch learns so
@@ -296,7 +345,7 @@ func (w *writer) settle(p *txnPlan, resp *clientv3.TxnResponse, err error) []ans
 			if !counted[q.ps] {
 				counted[q.ps] = true
 				q.ps.stats.Commits++
-				q.ps.stats.Transitions += uint64(p.keys[q.ps.fence])
+				q.ps.stats.Transitions += uint64(p.fenceKeys[p.fenceIndex(q.ps.fence)])
 			}
 			q.ps.stats.Batches++
 			answers = append(answers, answer{q, nil})

@@ -3,6 +3,7 @@ package txnetcd
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"strconv"
 	"strings"
@@ -12,6 +13,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3rpc"
+	"go.etcd.io/etcd/server/v3/proxy/grpcproxy/adapter"
 	"go.uber.org/zap"
 
 	"github.com/txncoord/txncoord/internal/freeport"
@@ -577,4 +581,65 @@ func unreachableStore(t *testing.T) *Store {
 	}
 	t.Cleanup(func() { cli.Close() })
 	return NewStore(cli, Options{Layout: newLayout(t), CommitTimeout: 300 * time.Millisecond})
+}
+
+// The writer reaches etcd three ways: a dialed client's connection, the
+// embedded member's KV server handed in (Options.KV, as `txncoord up`
+// does), and the client's own Txn (an in-process client without one).
+// Each commits a partition's write, refuses a fenced-out partition's, and
+// puts deletes and puts where Load finds them.
+func TestWriterKVPaths(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(Layout) (*Store, *clientv3.Client)
+	}{
+		{"dialed", func(l Layout) (*Store, *clientv3.Client) {
+			cli := newClient(t)
+			return NewStore(cli, Options{Layout: l}), cli
+		}},
+		{"in-process KV", func(l Layout) (*Store, *clientv3.Client) {
+			cli := v3client.New(etcdMember.Server)
+			t.Cleanup(func() { cli.Close() })
+			kv := adapter.KvServerToKvClient(v3rpc.NewQuotaKVServer(etcdMember.Server))
+			return NewStore(cli, Options{Layout: l, KV: kv}), cli
+		}},
+		{"client Txn", func(l Layout) (*Store, *clientv3.Client) {
+			cli := v3client.New(etcdMember.Server)
+			t.Cleanup(func() { cli.Close() })
+			return NewStore(cli, Options{Layout: l}), cli
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLayout(t)
+			s, cli := tc.store(l)
+			const pKept, pFenced = 21, 22
+			stores := partitionStores(t, s, cli, l, pKept, pFenced)
+			kept, fenced := stores[0], stores[1]
+			keptIDs, fencedID := idsIn(pKept, 2, "paths"), idsIn(pFenced, 1, "paths")[0]
+			waitAll(t, []<-chan error{submit(kept, put(1, keptIDs...)), submit(fenced, put(1, fencedID))})
+
+			acquire(t, cli, l, pFenced, 1) // taken over
+			gone := put(2, keptIDs[0])
+			gone.Deletes = []string{keptIDs[1]}
+			if err := <-submit(kept, gone); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-submit(fenced, put(2, fencedID)); !errors.Is(err, ErrNotOwner) {
+				t.Fatalf("fenced-out write: %v, want ErrNotOwner", err)
+			}
+			for p, want := range map[int32]map[string]int64{pKept: {keptIDs[0]: 2}, pFenced: {fencedID: 1}} {
+				st, err := s.Load(ctxT(t), p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[string]int64{}
+				for id, m := range st.Txns {
+					got[id] = m.ProducerID
+				}
+				if !maps.Equal(got, want) {
+					t.Fatalf("partition %d holds %v, want %v", p, got, want)
+				}
+			}
+		})
+	}
 }

@@ -24,6 +24,9 @@ func (r *Router) handleAddPartitionsToTxn(ctx context.Context, req *wire.Request
 		}
 		return hs[24](ctx, req)
 	}
+	if len(body.Transactions) == 1 { // a leader's registration in-process: one id
+		return r.addWhole(ctx, req, r.PartitionFor(body.Transactions[0].TransactionalID))
+	}
 	var order []int32
 	parts := map[int32]*kmsg.AddPartitionsToTxnRequest{}
 	for _, t := range body.Transactions {
@@ -38,11 +41,7 @@ func (r *Router) handleAddPartitionsToTxn(ctx context.Context, req *wire.Request
 		part.Transactions = append(part.Transactions, t)
 	}
 	if len(order) == 1 { // the common case: the request as it came
-		hs, code := r.route(order[0])
-		if code != 0 {
-			return wire.Now(transactionsOnly(wire.ErrorResponse(body, code)))
-		}
-		return hs[24](ctx, req)
+		return r.addWhole(ctx, req, order[0])
 	}
 	replies := make([]wire.Reply, len(order))
 	for i, p := range order {
@@ -78,6 +77,16 @@ func (r *Router) handleAddPartitionsToTxn(ctx context.Context, req *wire.Request
 		}
 		return resp, nil
 	}
+}
+
+// addWhole gives a v4+ request whose transactions are all of partition p to
+// p's coordinator as it came.
+func (r *Router) addWhole(ctx context.Context, req *wire.Request, p int32) wire.Reply {
+	hs, code := r.route(p)
+	if code != 0 {
+		return wire.Now(transactionsOnly(wire.ErrorResponse(req.Body, code)))
+	}
+	return hs[24](ctx, req)
 }
 
 // transactionsOnly drops the top-level code wire.ErrorResponse sets at v4+:
