@@ -134,6 +134,9 @@ type decision struct {
 	// short: deciding it needed a producer id the reserved blocks had
 	// no more of (tryStep decides again once they are refilled).
 	short bool
+	// put is the storage of the write's one put (txnlog.Batch.Puts), so
+	// that a step allocates its decision and nothing else for it.
+	put [1]Metadata
 }
 
 // nextPID is the PIDSource of the step deciding d.
@@ -284,10 +287,13 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 	if d.Delete {
 		batch.Deletes = []string{id}
 	} else {
-		// The write's state and the batch's put are one copy: neither
-		// is changed after this.
-		batch.Puts = []txnlog.TxnMetadata{d.Persist.Clone()}
-		state = &batch.Puts[0]
+		// The write's state and the batch's put are one value, the
+		// core's own (txncore.Outcome.Persist shares nothing with cur):
+		// neither is changed after this.
+		d.put[0] = *d.Persist
+		batch.Puts = d.put[:]
+		state = &d.put[0]
+		d.Persist = state
 	}
 	pos, err := c.cfg.Store.Submit(batch)
 	if err != nil {

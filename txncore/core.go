@@ -39,6 +39,9 @@ type Outcome struct {
 	// Err is the Kafka error code of the answer (0 = NONE).
 	Err int16
 	// Persist, when not nil, must be durable before the answer is sent.
+	// It is the caller's: it shares no slice or pointer with the state
+	// the step was decided on (every step builds it from a Clone), so
+	// the caller may keep it as the new state without copying it again.
 	Persist *Metadata
 	// Delete removes the record (expiry); durable before anything else.
 	Delete bool
