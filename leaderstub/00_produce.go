@@ -173,7 +173,7 @@ func (l *Leader) handleProduce(ctx context.Context, r *wire.Request) wire.Reply 
 				<-pp.held // bounded: holdLimits
 			}
 			if pp.op != nil {
-				if err := pp.op.wait(); err != nil {
+				if err := pp.op.Wait(); err != nil {
 					pp.code, pp.base = errCode(err), -1
 				}
 			}
@@ -520,7 +520,7 @@ func (l *Leader) appendLocked(pp *producePart) {
 	end := p.nextOffset
 	l.metrics.batches.Add(float64(len(pp.batches)))
 	pp.op = l.enqueue(op, func() { p.advanceHW(end); l.notify() })
-	p.keepRaw(pp.op.pos, end)
+	p.keepRaw(pp.op.Pos(), end)
 }
 
 func (l *Leader) produceResponse(req *kmsg.ProduceRequest, parts []*producePart, version int16) *kmsg.ProduceResponse {

@@ -62,7 +62,7 @@ func (l *Leader) handleDeleteRecords(_ context.Context, r *wire.Request) wire.Re
 	}
 	return func() (kmsg.Response, error) {
 		for _, w := range waits {
-			if err := w.op.wait(); err != nil {
+			if err := w.op.Wait(); err != nil {
 				dp := &resp.Topics[w.topic].Partitions[w.partition]
 				dp.ErrorCode, dp.LowWatermark = errCode(err), -1
 			}

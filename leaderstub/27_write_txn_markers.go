@@ -95,11 +95,11 @@ func (l *Leader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wir
 				// Not waited for, but an append the log
 				// refused at once (the leader closing, the
 				// store stopped) is no marker written.
-				if err := res.op.failedAlready(); err != nil {
+				if err := res.op.Refused(); err != nil {
 					res.code = errCode(err)
 				}
 			default:
-				if err := res.op.wait(); err != nil {
+				if err := res.op.Wait(); err != nil {
 					res.code = errCode(err)
 				}
 			}
@@ -182,7 +182,7 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 		enqueue = l.enqueueLazy
 	}
 	w := enqueue(op, func() { p.advanceHW(end); l.notify() })
-	p.keepRaw(w.pos, end)
+	p.keepRaw(w.Pos(), end)
 	// Batches held back for this transaction's marker (00_produce.go)
 	// may go now: they take the partition lock after this function
 	// releases it, so their data gets offsets after the marker and their

@@ -42,7 +42,7 @@ func (l *Leader) ExpireProducers() (int, error) {
 		}
 	}
 	for _, op := range ops {
-		if err := op.wait(); err != nil {
+		if err := op.Wait(); err != nil {
 			return expired, err
 		}
 	}

@@ -39,7 +39,7 @@ func (l *Leader) SweepRetention() (int, error) {
 		}
 	}
 	for _, op := range ops {
-		if err := op.wait(); err != nil {
+		if err := op.Wait(); err != nil {
 			return deleted, err
 		}
 	}

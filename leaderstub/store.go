@@ -11,7 +11,6 @@ import (
 
 	"github.com/txncoord/txncoord/internal/recordio"
 	"github.com/txncoord/txncoord/storage"
-	"github.com/txncoord/txncoord/wal"
 )
 
 // The bbolt layout of a leader, at the top level of its own file
@@ -70,23 +69,10 @@ func partitionBuckets(tx storage.Root, key []byte) (log, producers, aborted, met
 	return log, producers, aborted, meta, err
 }
 
-// writeOp is one appended change of this leader.
-type writeOp struct {
-	pos  wal.Pos
-	done <-chan error
-}
-
-// wait blocks until the op is durable or failed.
-func (op *writeOp) wait() error { return <-op.done }
-
-// failedAlready is the op's error if the log refused it at once (pos 0:
-// never appended), nil otherwise; it does not wait.
-func (op *writeOp) failedAlready() error {
-	if op.pos != 0 {
-		return nil
-	}
-	return <-op.done // a refused append has its error queued already
-}
+// writeOp is one appended change of this leader: Wait blocks until it is
+// durable or failed, Refused is its error if the log refused it at once
+// (never appended).
+type writeOp = storage.Write
 
 var errStoreClosed = errors.New("leaderstub: store closed")
 
@@ -97,15 +83,13 @@ var errStoreClosed = errors.New("leaderstub: store closed")
 // (fail-stop): memory is then ahead of disk, and every later write is
 // refused (KAFKA_STORAGE_ERROR), as Kafka takes a failed log dir offline.
 func (l *Leader) enqueue(op *persistOp, durable func()) *writeOp {
-	pos, done := l.space.Submit(op.encode(), durable)
-	return &writeOp{pos: pos, done: done}
+	return l.space.SubmitWrite(op.encode(), durable, false)
 }
 
 // enqueueLazy is enqueue for an op nobody waits for now
-// (storage.Space.SubmitLazy).
+// (storage.Space.AppendLazy).
 func (l *Leader) enqueueLazy(op *persistOp, durable func()) *writeOp {
-	pos, done := l.space.SubmitLazy(op.encode(), durable)
-	return &writeOp{pos: pos, done: done}
+	return l.space.SubmitWrite(op.encode(), durable, true)
 }
 
 // persistOp record, version 1 (big endian; n is a uvarint):
