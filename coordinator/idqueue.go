@@ -139,8 +139,8 @@ type decision struct {
 	put [1]Metadata
 }
 
-// nextPID is the PIDSource of the step deciding d.
-func (d *decision) nextPID() int64 {
+// NextPID makes d the PIDSource of the step deciding it.
+func (d *decision) NextPID() int64 {
 	pid, ok := d.co.pids.next()
 	if !ok {
 		d.short = true
@@ -237,7 +237,6 @@ func (c *Coordinator) stepWith(id string, o stepOpts, decide func(cur *Metadata,
 // producer id the reserved blocks had no more of (nothing was written).
 func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) (*decision, bool) {
 	d := &decision{log: c.storeLog, co: c}
-	pids := d.nextPID // one bound method: most steps never call it
 	e := c.lock(id, o.create)
 	var cur *Metadata
 	pending, speculated := false, false
@@ -246,7 +245,7 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 		cur, pending, speculated = e.view(o.speculate)
 		d.e, d.gen = e, e.gen
 	}
-	d.Outcome = decide(cur, pending, pids)
+	d.Outcome = decide(cur, pending, d)
 	if d.short {
 		if e != nil {
 			e.mu.Unlock()
