@@ -513,13 +513,15 @@ func (l *Leader) appendLocked(pp *producePart) {
 	}
 	if entry != nil {
 		p.setEntry(*entry)
-		op.entry = entry
+		op.ownEntry = *entry
+		op.entry = &op.ownEntry
 	}
 	op.dropped, op.droppedAborted = l.retain(p)
 	op.logStart = p.logStart
 	end := p.nextOffset
 	l.metrics.batches.Add(float64(len(pp.batches)))
-	pp.op = l.enqueue(op, func() { p.advanceHW(end); l.notify() })
+	op.advanceOnDurable(l, p, end)
+	pp.op = l.enqueue(op)
 	p.keepRaw(pp.op.Pos(), end)
 }
 

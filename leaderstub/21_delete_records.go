@@ -100,5 +100,5 @@ func (l *Leader) deleteRecords(p *partition, offset int64) (int64, *writeOp, int
 	op.droppedAborted = p.dropAbortedBelowStart()
 	op.logStart = offset
 	l.log.Info().Str("topic", p.topic).Int32("partition", p.index).Int64("log_start", offset).Msg("delete records: log start moved")
-	return offset, l.enqueue(op, nil), 0
+	return offset, l.enqueue(op), 0
 }

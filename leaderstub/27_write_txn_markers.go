@@ -169,9 +169,9 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 		}
 		p.unreplicated = append(p.unreplicated, unreplicatedTxn{FirstOffset: first, MarkerOffset: offset})
 	}
-	next := applyMarker(e, m.ProducerEpoch, m.CoordinatorEpoch, now)
-	p.setEntry(next)
-	op.entry = &next
+	op.ownEntry = applyMarker(e, m.ProducerEpoch, m.CoordinatorEpoch, now)
+	p.setEntry(op.ownEntry)
+	op.entry = &op.ownEntry
 	p.appendIndex(batchIndex{Base: offset, Last: offset, Size: int64(len(raw)), MaxTimestamp: now,
 		ProducerID: m.ProducerID, Control: true, Transactional: true, raw: raw})
 	op.dropped, op.droppedAborted = l.retain(p)
@@ -181,7 +181,8 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	if lazy {
 		enqueue = l.enqueueLazy
 	}
-	w := enqueue(op, func() { p.advanceHW(end); l.notify() })
+	op.advanceOnDurable(l, p, end)
+	w := enqueue(op)
 	p.keepRaw(w.Pos(), end)
 	// Batches held back for this transaction's marker (00_produce.go)
 	// may go now: they take the partition lock after this function

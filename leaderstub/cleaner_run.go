@@ -324,7 +324,7 @@ func (l *Leader) commitClean(p *partition, in *cleanInput, chunk []batchAction, 
 	if len(op.batches) == 0 && len(op.dropped) == 0 && len(op.droppedAborted) == 0 && op.firstDirty == 0 {
 		return removedRecords, removedBytes, nil
 	}
-	w := l.enqueue(op, nil)
+	w := l.enqueue(op)
 	if w.Pos() != 0 && len(op.batches) > 0 {
 		// Fetch serves the rewrites from memory until bbolt holds them
 		// (partition.applied).

@@ -72,5 +72,5 @@ func (l *Leader) expirePartition(p *partition, cutoffMillis int64) (*writeOp, in
 		delete(p.producers, pid)
 	}
 	op := &persistOp{key: p.key, expired: pids}
-	return l.enqueue(op, nil), len(pids)
+	return l.enqueue(op), len(pids)
 }

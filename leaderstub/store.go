@@ -77,19 +77,37 @@ type writeOp = storage.Write
 var errStoreClosed = errors.New("leaderstub: store closed")
 
 // enqueue appends a change to the process log behind every change appended
-// before it; durable runs once it is fsync'd. Callers enqueue while
-// holding the partition lock, so a partition's changes are in the log in
-// offset order. After a failed write the whole process's log stops
-// (fail-stop): memory is then ahead of disk, and every later write is
-// refused (KAFKA_STORAGE_ERROR), as Kafka takes a failed log dir offline.
-func (l *Leader) enqueue(op *persistOp, durable func()) *writeOp {
-	return l.space.SubmitWrite(op.encode(), durable, false)
-}
+// before it; once it is fsync'd, the high watermark of the partition the
+// op names (advanceOnDurable) moves. Callers enqueue while holding the
+// partition lock, so a partition's changes are in the log in offset order.
+// After a failed write the whole process's log stops (fail-stop): memory is
+// then ahead of disk, and every later write is refused
+// (KAFKA_STORAGE_ERROR), as Kafka takes a failed log dir offline.
+func (l *Leader) enqueue(op *persistOp) *writeOp { return l.submit(op, false) }
 
 // enqueueLazy is enqueue for an op nobody waits for now
 // (storage.Space.AppendLazy).
-func (l *Leader) enqueueLazy(op *persistOp, durable func()) *writeOp {
-	return l.space.SubmitWrite(op.encode(), durable, true)
+func (l *Leader) enqueueLazy(op *persistOp) *writeOp { return l.submit(op, true) }
+
+func (l *Leader) submit(op *persistOp, lazy bool) *writeOp {
+	var durable storage.Durable
+	if op.hw != nil {
+		durable = op
+	}
+	l.space.SubmitTo(&op.w, op.encode(), durable, lazy)
+	return &op.w
+}
+
+// advanceOnDurable makes the op, once durable, move p's high watermark to
+// end and wake the leader's waiters (Durable).
+func (o *persistOp) advanceOnDurable(l *Leader, p *partition, end int64) {
+	o.l, o.hw, o.hwEnd = l, p, end
+}
+
+// Durable is the op's storage.Durable (advanceOnDurable).
+func (o *persistOp) Durable() {
+	o.hw.advanceHW(o.hwEnd)
+	o.l.notify()
 }
 
 // persistOp record, version 1 (big endian; n is a uvarint):

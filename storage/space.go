@@ -117,30 +117,35 @@ func (s *Space) Submit(rec []byte, durable func()) (wal.Pos, <-chan error) {
 	return pos, ch
 }
 
-// Write is a record submitted with SubmitWrite: its position, and its
+// Write is a record submitted with SubmitTo: its position, and its
 // outcome once the log has it durable or failed. It is Submit without a
 // channel and a closure per record, for a component that appends a record
-// per request.
+// per request: the caller keeps the Write in the struct the record is
+// made from, so the write costs no allocation of its own.
 type Write struct {
 	pos     wal.Pos
-	durable func()
+	durable Durable
 	sp      *Space
 	err     error
 	done    sync.WaitGroup
 }
 
-// SubmitWrite is Submit returning a Write; lazy is AppendLazy's.
-func (s *Space) SubmitWrite(rec []byte, durable func(), lazy bool) *Write {
-	w := &Write{durable: durable, sp: s}
+// Durable is what runs once a Write is durable, on the log's writer, in
+// log order with every other space's callbacks: keep it short.
+type Durable interface{ Durable() }
+
+// SubmitTo submits rec as w, a zero Write that is not reused; lazy is
+// AppendLazy's, durable (may be nil) Submit's.
+func (s *Space) SubmitTo(w *Write, rec []byte, durable Durable, lazy bool) {
+	w.durable, w.sp = durable, s
 	w.done.Add(1)
 	pos, err := s.submit(rec, w.finish, lazy)
 	if err != nil {
 		w.err = err
 		w.done.Done()
-		return w
+		return
 	}
 	w.pos = pos
-	return w
 }
 
 // finish is the write's outcome, on the log's writer (never on the
@@ -148,7 +153,7 @@ func (s *Space) SubmitWrite(rec []byte, durable func(), lazy bool) *Write {
 // leader's partition lock).
 func (w *Write) finish(err error) {
 	if err == nil && w.durable != nil {
-		w.durable()
+		w.durable.Durable()
 	}
 	w.err = err
 	w.sp.inFlight.Done()

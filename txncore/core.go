@@ -407,6 +407,7 @@ func endTxnV2(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PI
 // prepareComplete): partitions cleared, the producer id rotated if the
 // Prepare reserved a next one.
 func completed(prepared Metadata, now int64) Metadata {
+	prepared.Partitions = nil // cleared below: not worth a copy
 	next := prepared.Clone()
 	next.State = CompleteAbort
 	if prepared.State == PrepareCommit {
