@@ -96,6 +96,9 @@ type producePart struct {
 	fresh   bool // registered just now for a TV2 producer
 	base    int64
 	op      *writeOp
+	// reg is the partition's registration at the coordinator, when it
+	// needs one (neededRegistrations): kept here, it costs no allocation.
+	reg coordclient.Registration
 	// logAppendTime is the time a LogAppendTime topic's batches were
 	// stamped with (topic_configs.go); 0 otherwise.
 	logAppendTime int64
@@ -290,8 +293,9 @@ func (l *Leader) neededRegistrations(parts []*producePart, req *kmsg.ProduceRequ
 		if e.txnOpen() && e.Epoch == h.ProducerEpoch {
 			continue
 		}
-		regs = append(regs, &coordclient.Registration{TxnID: *req.TransactionID, PID: h.ProducerID, Epoch: h.ProducerEpoch,
-			VerifyOnly: version < 12, Topic: pp.topic, Partition: pp.index})
+		pp.reg = coordclient.Registration{TxnID: *req.TransactionID, PID: h.ProducerID, Epoch: h.ProducerEpoch,
+			VerifyOnly: version < 12, Topic: pp.topic, Partition: pp.index}
+		regs = append(regs, &pp.reg)
 		owners = append(owners, pp)
 	}
 	return regs, owners
