@@ -134,10 +134,13 @@ type decision struct {
 	// short: deciding it needed a producer id the reserved blocks had
 	// no more of (tryStep decides again once they are refilled).
 	short bool
+	// put is the storage of the write's one put (txnlog.Batch.Puts), so
+	// that a step allocates its decision and nothing else for it.
+	put [1]Metadata
 }
 
-// nextPID is the PIDSource of the step deciding d.
-func (d *decision) nextPID() int64 {
+// NextPID makes d the PIDSource of the step deciding it.
+func (d *decision) NextPID() int64 {
 	pid, ok := d.co.pids.next()
 	if !ok {
 		d.short = true
@@ -234,7 +237,6 @@ func (c *Coordinator) stepWith(id string, o stepOpts, decide func(cur *Metadata,
 // producer id the reserved blocks had no more of (nothing was written).
 func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) (*decision, bool) {
 	d := &decision{log: c.storeLog, co: c}
-	pids := d.nextPID // one bound method: most steps never call it
 	e := c.lock(id, o.create)
 	var cur *Metadata
 	pending, speculated := false, false
@@ -243,7 +245,7 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 		cur, pending, speculated = e.view(o.speculate)
 		d.e, d.gen = e, e.gen
 	}
-	d.Outcome = decide(cur, pending, pids)
+	d.Outcome = decide(cur, pending, d)
 	if d.short {
 		if e != nil {
 			e.mu.Unlock()
@@ -284,10 +286,13 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 	if d.Delete {
 		batch.Deletes = []string{id}
 	} else {
-		// The write's state and the batch's put are one copy: neither
-		// is changed after this.
-		batch.Puts = []txnlog.TxnMetadata{d.Persist.Clone()}
-		state = &batch.Puts[0]
+		// The write's state and the batch's put are one value, the
+		// core's own (txncore.Outcome.Persist shares nothing with cur):
+		// neither is changed after this.
+		d.put[0] = *d.Persist
+		batch.Puts = d.put[:]
+		state = &d.put[0]
+		d.Persist = state
 	}
 	pos, err := c.cfg.Store.Submit(batch)
 	if err != nil {

@@ -96,6 +96,9 @@ type producePart struct {
 	fresh   bool // registered just now for a TV2 producer
 	base    int64
 	op      *writeOp
+	// reg is the partition's registration at the coordinator, when it
+	// needs one (neededRegistrations): kept here, it costs no allocation.
+	reg coordclient.Registration
 	// logAppendTime is the time a LogAppendTime topic's batches were
 	// stamped with (topic_configs.go); 0 otherwise.
 	logAppendTime int64
@@ -173,7 +176,7 @@ func (l *Leader) handleProduce(ctx context.Context, r *wire.Request) wire.Reply 
 				<-pp.held // bounded: holdLimits
 			}
 			if pp.op != nil {
-				if err := pp.op.wait(); err != nil {
+				if err := pp.op.Wait(); err != nil {
 					pp.code, pp.base = errCode(err), -1
 				}
 			}
@@ -290,8 +293,9 @@ func (l *Leader) neededRegistrations(parts []*producePart, req *kmsg.ProduceRequ
 		if e.txnOpen() && e.Epoch == h.ProducerEpoch {
 			continue
 		}
-		regs = append(regs, &coordclient.Registration{TxnID: *req.TransactionID, PID: h.ProducerID, Epoch: h.ProducerEpoch,
-			VerifyOnly: version < 12, Topic: pp.topic, Partition: pp.index})
+		pp.reg = coordclient.Registration{TxnID: *req.TransactionID, PID: h.ProducerID, Epoch: h.ProducerEpoch,
+			VerifyOnly: version < 12, Topic: pp.topic, Partition: pp.index}
+		regs = append(regs, &pp.reg)
 		owners = append(owners, pp)
 	}
 	return regs, owners
@@ -513,14 +517,16 @@ func (l *Leader) appendLocked(pp *producePart) {
 	}
 	if entry != nil {
 		p.setEntry(*entry)
-		op.entry = entry
+		op.ownEntry = *entry
+		op.entry = &op.ownEntry
 	}
 	op.dropped, op.droppedAborted = l.retain(p)
 	op.logStart = p.logStart
 	end := p.nextOffset
 	l.metrics.batches.Add(float64(len(pp.batches)))
-	pp.op = l.enqueue(op, func() { p.advanceHW(end); l.notify() })
-	p.keepRaw(pp.op.pos, end)
+	op.advanceOnDurable(l, p, end)
+	pp.op = l.enqueue(op)
+	p.keepRaw(pp.op.Pos(), end)
 }
 
 func (l *Leader) produceResponse(req *kmsg.ProduceRequest, parts []*producePart, version int16) *kmsg.ProduceResponse {

@@ -62,7 +62,7 @@ func (l *Leader) handleDeleteRecords(_ context.Context, r *wire.Request) wire.Re
 	}
 	return func() (kmsg.Response, error) {
 		for _, w := range waits {
-			if err := w.op.wait(); err != nil {
+			if err := w.op.Wait(); err != nil {
 				dp := &resp.Topics[w.topic].Partitions[w.partition]
 				dp.ErrorCode, dp.LowWatermark = errCode(err), -1
 			}
@@ -100,5 +100,5 @@ func (l *Leader) deleteRecords(p *partition, offset int64) (int64, *writeOp, int
 	op.droppedAborted = p.dropAbortedBelowStart()
 	op.logStart = offset
 	l.log.Info().Str("topic", p.topic).Int32("partition", p.index).Int64("log_start", offset).Msg("delete records: log start moved")
-	return offset, l.enqueue(op, nil), 0
+	return offset, l.enqueue(op), 0
 }

@@ -95,11 +95,11 @@ func (l *Leader) handleWriteTxnMarkers(ctx context.Context, r *wire.Request) wir
 				// Not waited for, but an append the log
 				// refused at once (the leader closing, the
 				// store stopped) is no marker written.
-				if err := res.op.failedAlready(); err != nil {
+				if err := res.op.Refused(); err != nil {
 					res.code = errCode(err)
 				}
 			default:
-				if err := res.op.wait(); err != nil {
+				if err := res.op.Wait(); err != nil {
 					res.code = errCode(err)
 				}
 			}
@@ -169,9 +169,9 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 		}
 		p.unreplicated = append(p.unreplicated, unreplicatedTxn{FirstOffset: first, MarkerOffset: offset})
 	}
-	next := applyMarker(e, m.ProducerEpoch, m.CoordinatorEpoch, now)
-	p.setEntry(next)
-	op.entry = &next
+	op.ownEntry = applyMarker(e, m.ProducerEpoch, m.CoordinatorEpoch, now)
+	p.setEntry(op.ownEntry)
+	op.entry = &op.ownEntry
 	p.appendIndex(batchIndex{Base: offset, Last: offset, Size: int64(len(raw)), MaxTimestamp: now,
 		ProducerID: m.ProducerID, Control: true, Transactional: true, raw: raw})
 	op.dropped, op.droppedAborted = l.retain(p)
@@ -181,8 +181,9 @@ func (l *Leader) writeMarker(r *wire.Request, m kmsg.WriteTxnMarkersRequestMarke
 	if lazy {
 		enqueue = l.enqueueLazy
 	}
-	w := enqueue(op, func() { p.advanceHW(end); l.notify() })
-	p.keepRaw(w.pos, end)
+	op.advanceOnDurable(l, p, end)
+	w := enqueue(op)
+	p.keepRaw(w.Pos(), end)
 	// Batches held back for this transaction's marker (00_produce.go)
 	// may go now: they take the partition lock after this function
 	// releases it, so their data gets offsets after the marker and their

@@ -206,7 +206,7 @@ func (l *Leader) cleanPartition(p *partition) (CleanResult, error) {
 		res.RecordsRemoved += n
 		res.BytesRemoved += removed
 		if op != nil {
-			if err := op.wait(); err != nil {
+			if err := op.Wait(); err != nil {
 				return res, err
 			}
 		}
@@ -324,14 +324,14 @@ func (l *Leader) commitClean(p *partition, in *cleanInput, chunk []batchAction, 
 	if len(op.batches) == 0 && len(op.dropped) == 0 && len(op.droppedAborted) == 0 && op.firstDirty == 0 {
 		return removedRecords, removedBytes, nil
 	}
-	w := l.enqueue(op, nil)
-	if w.pos != 0 && len(op.batches) > 0 {
+	w := l.enqueue(op)
+	if w.Pos() != 0 && len(op.batches) > 0 {
 		// Fetch serves the rewrites from memory until bbolt holds them
 		// (partition.applied).
-		uc := unappliedClean{pos: w.pos}
+		uc := unappliedClean{pos: w.Pos()}
 		for _, nb := range op.batches {
 			if i := p.findBatch(nb.base); i < len(p.batches) && p.batches[i].Base == nb.base {
-				p.batches[i].raw, p.batches[i].cleanPos = nb.raw, w.pos
+				p.batches[i].raw, p.batches[i].cleanPos = nb.raw, w.Pos()
 				uc.bases = append(uc.bases, nb.base)
 			}
 		}

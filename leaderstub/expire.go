@@ -42,7 +42,7 @@ func (l *Leader) ExpireProducers() (int, error) {
 		}
 	}
 	for _, op := range ops {
-		if err := op.wait(); err != nil {
+		if err := op.Wait(); err != nil {
 			return expired, err
 		}
 	}
@@ -72,5 +72,5 @@ func (l *Leader) expirePartition(p *partition, cutoffMillis int64) (*writeOp, in
 		delete(p.producers, pid)
 	}
 	op := &persistOp{key: p.key, expired: pids}
-	return l.enqueue(op, nil), len(pids)
+	return l.enqueue(op), len(pids)
 }

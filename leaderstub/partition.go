@@ -290,6 +290,15 @@ type persistOp struct {
 	// first holds batches' first element: most ops (a Produce's, a
 	// marker's) carry one batch, which then costs no allocation of its own.
 	first [1]opBatch
+	// ownEntry is entry's storage when the op makes the entry, w the op's
+	// write once enqueued, and l, hw, hwEnd what runs once it is durable
+	// (advanceOnDurable): all in the op, so that enqueueing a Produce or a
+	// marker allocates the op and its record, nothing else.
+	ownEntry producerEntry
+	w        storage.Write
+	l        *Leader
+	hw       *partition
+	hwEnd    int64
 }
 
 // addBatch appends one batch to the op.

@@ -39,7 +39,7 @@ func (l *Leader) SweepRetention() (int, error) {
 		}
 	}
 	for _, op := range ops {
-		if err := op.wait(); err != nil {
+		if err := op.Wait(); err != nil {
 			return deleted, err
 		}
 	}
@@ -67,7 +67,7 @@ func (l *Leader) sweepPartition(p *partition) (*writeOp, int) {
 	l.log.Debug().Str("topic", p.topic).Int32("partition", p.index).Int("batches", len(dropped)).
 		Int64("log_start", p.logStart).Msg("retention sweep: log start moved")
 	op := &persistOp{key: p.key, dropped: dropped, droppedAborted: droppedAborted, logStart: p.logStart}
-	return l.enqueue(op, nil), len(dropped)
+	return l.enqueue(op), len(dropped)
 }
 
 // holds reports whether p is still this leader's partition.

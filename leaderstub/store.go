@@ -11,7 +11,6 @@ import (
 
 	"github.com/txncoord/txncoord/internal/recordio"
 	"github.com/txncoord/txncoord/storage"
-	"github.com/txncoord/txncoord/wal"
 )
 
 // The bbolt layout of a leader, at the top level of its own file
@@ -70,42 +69,45 @@ func partitionBuckets(tx storage.Root, key []byte) (log, producers, aborted, met
 	return log, producers, aborted, meta, err
 }
 
-// writeOp is one appended change of this leader.
-type writeOp struct {
-	pos  wal.Pos
-	done <-chan error
-}
-
-// wait blocks until the op is durable or failed.
-func (op *writeOp) wait() error { return <-op.done }
-
-// failedAlready is the op's error if the log refused it at once (pos 0:
-// never appended), nil otherwise; it does not wait.
-func (op *writeOp) failedAlready() error {
-	if op.pos != 0 {
-		return nil
-	}
-	return <-op.done // a refused append has its error queued already
-}
+// writeOp is one appended change of this leader: Wait blocks until it is
+// durable or failed, Refused is its error if the log refused it at once
+// (never appended).
+type writeOp = storage.Write
 
 var errStoreClosed = errors.New("leaderstub: store closed")
 
 // enqueue appends a change to the process log behind every change appended
-// before it; durable runs once it is fsync'd. Callers enqueue while
-// holding the partition lock, so a partition's changes are in the log in
-// offset order. After a failed write the whole process's log stops
-// (fail-stop): memory is then ahead of disk, and every later write is
-// refused (KAFKA_STORAGE_ERROR), as Kafka takes a failed log dir offline.
-func (l *Leader) enqueue(op *persistOp, durable func()) *writeOp {
-	pos, done := l.space.Submit(op.encode(), durable)
-	return &writeOp{pos: pos, done: done}
-}
+// before it; once it is fsync'd, the high watermark of the partition the
+// op names (advanceOnDurable) moves. Callers enqueue while holding the
+// partition lock, so a partition's changes are in the log in offset order.
+// After a failed write the whole process's log stops (fail-stop): memory is
+// then ahead of disk, and every later write is refused
+// (KAFKA_STORAGE_ERROR), as Kafka takes a failed log dir offline.
+func (l *Leader) enqueue(op *persistOp) *writeOp { return l.submit(op, false) }
 
 // enqueueLazy is enqueue for an op nobody waits for now
-// (storage.Space.SubmitLazy).
-func (l *Leader) enqueueLazy(op *persistOp, durable func()) *writeOp {
-	pos, done := l.space.SubmitLazy(op.encode(), durable)
-	return &writeOp{pos: pos, done: done}
+// (storage.Space.AppendLazy).
+func (l *Leader) enqueueLazy(op *persistOp) *writeOp { return l.submit(op, true) }
+
+func (l *Leader) submit(op *persistOp, lazy bool) *writeOp {
+	var durable storage.Durable
+	if op.hw != nil {
+		durable = op
+	}
+	l.space.SubmitTo(&op.w, op.encode(), durable, lazy)
+	return &op.w
+}
+
+// advanceOnDurable makes the op, once durable, move p's high watermark to
+// end and wake the leader's waiters (Durable).
+func (o *persistOp) advanceOnDurable(l *Leader, p *partition, end int64) {
+	o.l, o.hw, o.hwEnd = l, p, end
+}
+
+// Durable is the op's storage.Durable (advanceOnDurable).
+func (o *persistOp) Durable() {
+	o.hw.advanceHW(o.hwEnd)
+	o.l.notify()
 }
 
 // persistOp record, version 1 (big endian; n is a uvarint):

@@ -103,40 +103,99 @@ func (s *Space) append(rec []byte, lazy bool) (wal.Pos, error) {
 // in log order with every other space's callbacks, on the log's writer:
 // keep it short.
 func (s *Space) Submit(rec []byte, durable func()) (wal.Pos, <-chan error) {
-	return s.submit(rec, durable, false)
-}
-
-// SubmitLazy is Submit for a record nobody waits for now (AppendLazy).
-func (s *Space) SubmitLazy(rec []byte, durable func()) (wal.Pos, <-chan error) {
-	return s.submit(rec, durable, true)
-}
-
-func (s *Space) submit(rec []byte, durable func(), lazy bool) (wal.Pos, <-chan error) {
 	ch := make(chan error, 1)
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		ch <- s.closedErr()
-		return 0, ch
-	}
-	s.inFlight.Add(1)
-	s.mu.Unlock()
-	// The callback is registered with the append: it never runs on this
-	// goroutine, whose caller may hold a lock durable takes (a leader's
-	// partition lock).
-	pos, err := s.st.append(s, rec, func(err error) {
+	pos, err := s.submit(rec, func(err error) {
 		if err == nil && durable != nil {
 			durable()
 		}
 		ch <- err
 		s.inFlight.Done()
-	}, lazy)
+	}, false)
 	if err != nil {
-		s.inFlight.Done()
 		ch <- err
-		return 0, ch
 	}
 	return pos, ch
+}
+
+// Write is a record submitted with SubmitTo: its position, and its
+// outcome once the log has it durable or failed. It is Submit without a
+// channel and a closure per record, for a component that appends a record
+// per request: the caller keeps the Write in the struct the record is
+// made from, so the write costs no allocation of its own.
+type Write struct {
+	pos     wal.Pos
+	durable Durable
+	sp      *Space
+	err     error
+	done    sync.WaitGroup
+}
+
+// Durable is what runs once a Write is durable, on the log's writer, in
+// log order with every other space's callbacks: keep it short.
+type Durable interface{ Durable() }
+
+// SubmitTo submits rec as w, a zero Write that is not reused; lazy is
+// AppendLazy's, durable (may be nil) Submit's.
+func (s *Space) SubmitTo(w *Write, rec []byte, durable Durable, lazy bool) {
+	w.durable, w.sp = durable, s
+	w.done.Add(1)
+	pos, err := s.submit(rec, w.finish, lazy)
+	if err != nil {
+		w.err = err
+		w.done.Done()
+		return
+	}
+	w.pos = pos
+}
+
+// finish is the write's outcome, on the log's writer (never on the
+// submitting goroutine, whose caller may hold a lock durable takes: a
+// leader's partition lock).
+func (w *Write) finish(err error) {
+	if err == nil && w.durable != nil {
+		w.durable.Durable()
+	}
+	w.err = err
+	w.sp.inFlight.Done()
+	w.done.Done()
+}
+
+// Pos is the write's position in the log; 0 when the space refused it.
+func (w *Write) Pos() wal.Pos { return w.pos }
+
+// Wait blocks until the write is durable (nil) or failed.
+func (w *Write) Wait() error {
+	w.done.Wait()
+	return w.err
+}
+
+// Refused is the error of a write the space refused at once (never
+// appended), nil otherwise; it does not wait.
+func (w *Write) Refused() error {
+	if w.pos != 0 {
+		return nil
+	}
+	return w.err
+}
+
+// submit appends rec with then to run once it is durable or failed; then
+// must call s.inFlight.Done. On an error then never runs.
+func (s *Space) submit(rec []byte, then func(error), lazy bool) (wal.Pos, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return 0, s.closedErr()
+	}
+	s.inFlight.Add(1)
+	s.mu.Unlock()
+	// The callback is registered with the append: it never runs on this
+	// goroutine, whose caller may hold a lock it takes.
+	pos, err := s.st.append(s, rec, then, lazy)
+	if err != nil {
+		s.inFlight.Done()
+		return 0, err
+	}
+	return pos, nil
 }
 
 // View runs fn in a read-only transaction on the space's root. It sees

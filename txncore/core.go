@@ -31,14 +31,25 @@ const (
 	maxEpoch       int16 = 32767
 )
 
-// PIDSource hands out a new, never used producer id.
-type PIDSource func() int64
+// PIDSource hands out a new, never used producer id. It is an interface,
+// not a func, so that a caller's per-step state can be the source without
+// a closure allocated per step (most steps never ask for an id).
+type PIDSource interface{ NextPID() int64 }
+
+// PIDFunc is a func as a PIDSource.
+type PIDFunc func() int64
+
+// NextPID calls f.
+func (f PIDFunc) NextPID() int64 { return f() }
 
 // Outcome is what one core step decided.
 type Outcome struct {
 	// Err is the Kafka error code of the answer (0 = NONE).
 	Err int16
 	// Persist, when not nil, must be durable before the answer is sent.
+	// It is the caller's: it shares no slice or pointer with the state
+	// the step was decided on (every step builds it from a Clone), so
+	// the caller may keep it as the new state without copying it again.
 	Persist *Metadata
 	// Delete removes the record (expiry); durable before anything else.
 	Delete bool
@@ -82,7 +93,7 @@ func InitProducerID(cur *Metadata, pending bool, req InitPIDRequest, now int64, 
 	hasExpected := req.ProducerID != NoProducerID
 	if cur == nil {
 		cur = &Metadata{
-			TransactionalID: req.TransactionalID, ProducerID: pids(), PrevProducerID: -1, NextProducerID: -1,
+			TransactionalID: req.TransactionalID, ProducerID: pids.NextPID(), PrevProducerID: -1, NextProducerID: -1,
 			ProducerEpoch: noEpoch, LastProducerEpoch: noEpoch, TimeoutMs: req.TimeoutMs, State: Empty,
 			StartTimestamp: -1, LastUpdateTimestamp: now,
 		}
@@ -111,7 +122,7 @@ func InitProducerID(cur *Metadata, pending bool, req InitPIDRequest, now int64, 
 	next := cur.Clone()
 	next.TimeoutMs, next.LastUpdateTimestamp = req.TimeoutMs, now
 	if isExhausted(cur.ProducerEpoch) && (!hasExpected || req.ProducerEpoch == cur.ProducerEpoch) {
-		next.PrevProducerID, next.ProducerID, next.ProducerEpoch = cur.ProducerID, pids(), 0
+		next.PrevProducerID, next.ProducerID, next.ProducerEpoch = cur.ProducerID, pids.NextPID(), 0
 		next.LastProducerEpoch = noEpoch
 		if hasExpected {
 			next.LastProducerEpoch = cur.ProducerEpoch
@@ -151,7 +162,7 @@ func abortByCoordinator(cur *Metadata, now int64, serverTV int16, pids PIDSource
 	if isExhausted(cur.ProducerEpoch) {
 		// 4.3 behaviour: the abort's markers use 32767 with the old id;
 		// Complete* rotates to (new id, 0).
-		next.NextProducerID = pids()
+		next.NextProducerID = pids.NextPID()
 	}
 	return prepare(cur, next, false, now)
 }
@@ -211,9 +222,9 @@ func AddPartitions(cur *Metadata, pending bool, req AddPartitionsRequest, now in
 	if cur.State == Ongoing && containsAll(cur.Partitions, req.Partitions) {
 		return Outcome{} // nothing new to persist
 	}
-	next := cur.Clone()
+	next := cur.cloneGrow(len(req.Partitions))
 	if cur.State != Ongoing {
-		next.StartTimestamp, next.Partitions = now, nil
+		next.StartTimestamp, next.Partitions = now, next.Partitions[:0]
 	}
 	if !(req.KeepTV && cur.State == Ongoing) {
 		next.ClientTransactionVersion = req.ClientTV
@@ -361,7 +372,7 @@ func endTxnV2(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PI
 		next.ClientTransactionVersion = 2
 		next.ProducerEpoch, next.LastProducerEpoch = cur.ProducerEpoch+1, cur.ProducerEpoch
 		if isExhausted(cur.ProducerEpoch) {
-			next.NextProducerID = pids()
+			next.NextProducerID = pids.NextPID()
 		}
 		out := prepare(cur, next, req.Commit, now)
 		// v5 answers the (pid, epoch) the client continues with.
@@ -396,6 +407,7 @@ func endTxnV2(cur *Metadata, pending bool, req EndTxnRequest, now int64, pids PI
 // prepareComplete): partitions cleared, the producer id rotated if the
 // Prepare reserved a next one.
 func completed(prepared Metadata, now int64) Metadata {
+	prepared.Partitions = nil // cleared below: not worth a copy
 	next := prepared.Clone()
 	next.State = CompleteAbort
 	if prepared.State == PrepareCommit {

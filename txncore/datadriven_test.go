@@ -178,7 +178,7 @@ func (sc *scenario) run(t *testing.T, s *datadriven.Case) string {
 		o := InitProducerID(sc.md, sc.pending, InitPIDRequest{
 			TransactionalID: "t", TimeoutMs: int32(intArg(t, s, "timeout", 60000)),
 			ProducerID: intArg(t, s, "pid", -1), ProducerEpoch: int16(intArg(t, s, "epoch", -1)),
-		}, sc.now, sc.serverTV, sc.pids)
+		}, sc.now, sc.serverTV, PIDFunc(sc.pids))
 		return sc.apply(o, true)
 	case "add":
 		tps := parsePartitions(t, s.Args["partitions"])
@@ -199,7 +199,7 @@ func (sc *scenario) run(t *testing.T, s *datadriven.Case) string {
 			t.Fatalf("%s: end needs commit or abort", s.Pos)
 		}
 		v := int16(intArg(t, s, "v", 5))
-		o := EndTxn(sc.md, sc.pending, EndTxnRequest{ProducerID: intArg(t, s, "pid", 1000), ProducerEpoch: int16(intArg(t, s, "epoch", 0)), Commit: s.Has("commit"), Version: v}, sc.now, sc.pids)
+		o := EndTxn(sc.md, sc.pending, EndTxnRequest{ProducerID: intArg(t, s, "pid", 1000), ProducerEpoch: int16(intArg(t, s, "epoch", 0)), Commit: s.Has("commit"), Version: v}, sc.now, PIDFunc(sc.pids))
 		return sc.apply(o, v >= 5)
 	case "complete":
 		// The marker sender reports the last markers (or those the
@@ -224,7 +224,7 @@ func (sc *scenario) run(t *testing.T, s *datadriven.Case) string {
 		}
 		switch {
 		case TimedOut(sc.md, sc.now):
-			return "timed out\n" + sc.apply(AbortTimedOut(sc.md, sc.pending, sc.now, sc.serverTV, sc.pids), false)
+			return "timed out\n" + sc.apply(AbortTimedOut(sc.md, sc.pending, sc.now, sc.serverTV, PIDFunc(sc.pids)), false)
 		case Expired(sc.md, sc.pending, sc.now, intArg(t, s, "idle", 7*24*3600*1000)):
 			return "expired\n" + sc.apply(Outcome{Delete: true}, false)
 		}

@@ -99,8 +99,16 @@ type Completion struct {
 }
 
 // Clone returns a deep copy.
-func (m Metadata) Clone() Metadata {
-	m.Partitions = append([]TopicPartition(nil), m.Partitions...)
+func (m Metadata) Clone() Metadata { return m.cloneGrow(0) }
+
+// cloneGrow is Clone with room for extra more partitions, so that a step
+// adding them allocates the partition list once.
+func (m Metadata) cloneGrow(extra int) Metadata {
+	if n := len(m.Partitions) + extra; n > 0 {
+		m.Partitions = append(make([]TopicPartition, 0, n), m.Partitions...)
+	} else {
+		m.Partitions = nil
+	}
 	if m.Completing != nil {
 		c := *m.Completing
 		c.Partitions = append([]TopicPartition(nil), c.Partitions...)
