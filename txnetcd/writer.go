@@ -295,9 +295,9 @@ func (s *Store) commitPlan(p *txnPlan) (*pb.TxnResponse, error) {
 		// than fail while it reconnects.
 		return s.kv.Txn(ctx, req, grpc.WaitForReady(true))
 	}
-	cmps := make([]clientv3.Cmp, len(p.fences))
-	for i, f := range p.fences {
-		cmps[i] = clientv3.Compare(clientv3.Value(s.ownerKey(f.Partition)), "=", f.OwnerValue)
+	cmps := make([]clientv3.Cmp, len(req.Compare))
+	for i, c := range req.Compare {
+		cmps[i] = clientv3.FromCompare(c)
 	}
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(clientOps(req.Success)...).Else(clientOps(req.Failure)...).Commit()
 	return (*pb.TxnResponse)(resp), err

@@ -582,11 +582,6 @@ func (l *Log) commit(b pending) error {
 			return err
 		}
 	}
-	defer func() {
-		if !l.activeFilled && l.activeSize >= l.fillAfter() {
-			l.startFill()
-		}
-	}()
 	for i := 0; i < len(b.sizes); {
 		if l.activeSize > 0 && l.activeSize+int64(b.sizes[i]) > l.opts.SegmentSize {
 			if err := l.roll(pos); err != nil {
@@ -606,6 +601,9 @@ func (l *Log) commit(b pending) error {
 			return failed("write", l.activePath, err)
 		}
 		pos, off, i = pos+Pos(j-i), off+n, j
+	}
+	if !l.activeFilled && l.activeSize >= l.fillAfter() {
+		l.startFill()
 	}
 	return l.sync()
 }

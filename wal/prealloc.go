@@ -68,32 +68,34 @@ func (l *Log) fill(path string) error {
 	if err != nil {
 		return err
 	}
+	err = l.writeZeros(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeZeros fills f, synced.
+func (l *Log) writeZeros(f File) error {
 	zeros := make([]byte, zeroChunk)
 	for i, left := 1, l.opts.SegmentSize; left > 0; i, left = i+1, left-int64(len(zeros)) {
 		select {
 		case <-l.stop:
-			f.Close()
 			return ErrClosed
 		default:
 		}
 		if _, err := f.Write(zeros[:min(left, int64(len(zeros)))]); err != nil {
-			f.Close()
 			return err
 		}
 		// A sync per few MiB: one of 64 MiB at the end held the log's own
 		// fdatasyncs up to 26 ms here, a few MiB at a time up to 4–8 ms.
 		if i%syncEveryChunks == 0 {
 			if err := f.Sync(); err != nil {
-				f.Close()
 				return err
 			}
 		}
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return f.Sync()
 }
 
 // takeFilled returns the path of a filled segment if one is ready, ""
