@@ -314,9 +314,11 @@ func TestFetchSessionsKgo(t *testing.T) {
 	fetches := append([]seenFetch(nil), seen...)
 	mu.Unlock()
 	// The first fetch is full (no session yet) and creates the session;
-	// the session's fetches then carry consecutive epochs from 1.
-	if s := fetches[0]; s.id != 0 || s.epoch != 0 || s.partitions != 3 || s.respID != first {
-		t.Fatalf("first fetch %+v, want a full fetch of 3 partitions creating session %d", s, first)
+	// the session's fetches then carry consecutive epochs from 1. kgo
+	// lists a partition once its start offset is known, so under load its
+	// first fetch may list some of the three and add the rest later.
+	if s := fetches[0]; s.id != 0 || s.epoch != 0 || s.partitions < 1 || s.partitions > 3 || s.respID != first {
+		t.Fatalf("first fetch %+v, want a full fetch of 1 to 3 partitions creating session %d", s, first)
 	}
 	var epochs []int32
 	for _, s := range fetches {
