@@ -135,12 +135,7 @@ func killNode0(t *testing.T, e *Embedded, seeds []string, id string) {
 	// does not retry a FindCoordinator that fails inside a sharded request
 	// (OffsetFetch), as it would not against a restarted Kafka broker.
 	cl.Close()
-	after, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer after.Close()
-	adm = kadm.NewClient(after)
+	adm, _ = adminAt(t, seeds[0])
 	topics, err := adm.ListTopics(ctx, "made-before")
 	if err != nil || !topics.Has("made-before") {
 		t.Fatalf("topic made-before after node 0's restart: %v %v", topics, err)
