@@ -208,7 +208,7 @@ type addRequest struct {
 	overlap bool
 	// sameLog: the caller appends to the store's log and is answered at
 	// append; its data, appended next, carries the registration's write
-	// to disk (txnlog.Batch.Lazy).
+	// to disk (durable.Lazy).
 	sameLog bool
 	topics  groupby.Ordered[string, int32]
 }
@@ -243,7 +243,11 @@ func (c *Coordinator) addPartitions(a addRequest) *partitionResult {
 	now := c.nowMs()
 	// A registration is pipelined behind the id's writes in flight (see
 	// stepWith); a verification answers only from durable state.
-	pr.d = c.stepWith(id, stepOpts{speculate: !verifyOnly, lazy: a.sameLog}, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
+	urgency := durable.Gather
+	if a.sameLog {
+		urgency = durable.Lazy
+	}
+	pr.d = c.stepWith(id, stepOpts{speculate: !verifyOnly, urgency: urgency}, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		if verifyOnly {
 			return txncore.VerifyPartitions(cur, pending, pid, epoch, tps)
 		}

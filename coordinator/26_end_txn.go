@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/wire"
 )
@@ -40,9 +41,12 @@ func (c *Coordinator) handleEndTxn(ctx context.Context, r *wire.Request) wire.Re
 	}
 	start := time.Now()
 	// Pipelined: an EndTxn that meets its transaction's last registration
-	// still in flight queues its Prepare right behind it.
+	// still in flight queues its Prepare right behind it. The client
+	// sends nothing before the answer, so the log commits the Prepare at
+	// once instead of gathering writes behind it (durable.Now): what
+	// follows it, its markers and Complete, nobody waits for.
 	decide := func() *decision {
-		return c.stepWith(req.TransactionalID, stepOpts{speculate: true}, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
+		return c.stepWith(req.TransactionalID, stepOpts{speculate: true, urgency: durable.Now}, func(cur *Metadata, pending bool, pids PIDSource) Outcome {
 			return txncore.EndTxn(cur, pending, txncore.EndTxnRequest{
 				ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch, Commit: req.Commit, Version: req.Version,
 			}, c.nowMs(), pids)

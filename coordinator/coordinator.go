@@ -343,7 +343,7 @@ func (c *Coordinator) markersWritten(txn markersender.Txn) *decision {
 	// durable only with it and with them (invariant 2). Nobody waits for
 	// Complete: it goes to disk with the next write someone waits for
 	// (lazy).
-	d := c.stepWith(txn.TransactionalID, stepOpts{speculate: true, lazy: true}, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
+	d := c.stepWith(txn.TransactionalID, stepOpts{speculate: true, urgency: durable.Lazy}, func(cur *Metadata, pending bool, _ PIDSource) Outcome {
 		wasPending = pending
 		return txncore.Complete(cur, pending, txn.Markers, now)
 	})

@@ -213,9 +213,10 @@ func (c *Coordinator) step(id string, create bool, decide func(cur *Metadata, pe
 type stepOpts struct {
 	create    bool // the id may be new
 	speculate bool // decide on the state of the writes in flight (above)
-	// lazy: nobody waits for the write's durability now (its caller
-	// appends to the same log, or nobody is answered): txnlog.Batch.Lazy.
-	lazy bool
+	// urgency: how soon the write must be durable (txnlog.Batch.Urgency):
+	// durable.Lazy when nobody waits for it now (its caller appends to the
+	// same log, or nobody is answered).
+	urgency durable.Urgency
 }
 
 func (c *Coordinator) stepWith(id string, o stepOpts, decide func(cur *Metadata, pending bool, pids PIDSource) Outcome) *decision {
@@ -281,7 +282,7 @@ func (c *Coordinator) tryStep(id string, o stepOpts, decide func(cur *Metadata, 
 		d.Outcome = fail(kerr.NotCoordinator.Code)
 		return d, false
 	}
-	batch := txnlog.Batch{Lazy: o.lazy}
+	batch := txnlog.Batch{Urgency: o.urgency}
 	var state *Metadata
 	if d.Delete {
 		batch.Deletes = []string{id}

@@ -27,3 +27,26 @@ type Log interface {
 // which no log is: a caller over TCP has none), so whatever the caller
 // appends next is durable only with it.
 func Shares(caller, mine Log) bool { return caller != nil && caller == mine }
+
+// Urgency is how soon a log that commits in groups commits a write: what
+// the caller knows of who waits for it and of what follows it.
+type Urgency uint8
+
+const (
+	// Gather: someone waits for the write, and writes someone else waits
+	// for may be appended right behind it (a transaction's records to
+	// two partitions, sent together by the client): a writer woken from
+	// idle by it waits a few microseconds for them, so that they share
+	// its group commit.
+	Gather Urgency = iota
+	// Now: someone waits for the write, and nothing anybody waits for is
+	// expected right behind it (a transaction's Prepare: its client waits
+	// for the answer before it sends anything else): commit at once.
+	Now
+	// Lazy: nobody waits for the write now (its caller appends to the
+	// same log and was answered at append, or it only records an
+	// outcome): it starts no group commit of its own and is taken into
+	// the next one, or committed after the log's lazy delay. Order is
+	// unchanged: it is durable before every write appended after it.
+	Lazy
+)

@@ -9,6 +9,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/internal/recordio"
 	"github.com/txncoord/txncoord/storage"
 )
@@ -83,18 +84,18 @@ var errStoreClosed = errors.New("leaderstub: store closed")
 // After a failed write the whole process's log stops (fail-stop): memory is
 // then ahead of disk, and every later write is refused
 // (KAFKA_STORAGE_ERROR), as Kafka takes a failed log dir offline.
-func (l *Leader) enqueue(op *persistOp) *writeOp { return l.submit(op, false) }
+func (l *Leader) enqueue(op *persistOp) *writeOp { return l.submit(op, durable.Gather) }
 
 // enqueueLazy is enqueue for an op nobody waits for now
 // (storage.Space.AppendLazy).
-func (l *Leader) enqueueLazy(op *persistOp) *writeOp { return l.submit(op, true) }
+func (l *Leader) enqueueLazy(op *persistOp) *writeOp { return l.submit(op, durable.Lazy) }
 
-func (l *Leader) submit(op *persistOp, lazy bool) *writeOp {
-	var durable storage.Durable
+func (l *Leader) submit(op *persistOp, u durable.Urgency) *writeOp {
+	var onDurable storage.Durable
 	if op.hw != nil {
-		durable = op
+		onDurable = op
 	}
-	l.space.SubmitTo(&op.w, op.encode(), durable, lazy)
+	l.space.SubmitTo(&op.w, op.encode(), onDurable, u)
 	return &op.w
 }
 

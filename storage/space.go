@@ -7,6 +7,7 @@ import (
 
 	"go.etcd.io/bbolt"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/wal"
 )
 
@@ -81,36 +82,38 @@ func (s *Space) Store() *Store { return s.st }
 // any space) and returns its position at once. rec is the store's from
 // then on (the applier reads it later): the caller must not change it. It is durable once the
 // store is durable up to that position (Store.WaitDurable).
-func (s *Space) Append(rec []byte) (wal.Pos, error) { return s.append(rec, false) }
+func (s *Space) Append(rec []byte) (wal.Pos, error) { return s.AppendWith(rec, durable.Gather) }
 
 // AppendLazy is Append for a record nobody waits for now: the log commits
 // it with the next record someone waits for, or after its lazy delay
 // (wal.Log.AppendLazy), instead of starting a group commit for it.
-func (s *Space) AppendLazy(rec []byte) (wal.Pos, error) { return s.append(rec, true) }
+func (s *Space) AppendLazy(rec []byte) (wal.Pos, error) { return s.AppendWith(rec, durable.Lazy) }
 
-func (s *Space) append(rec []byte, lazy bool) (wal.Pos, error) {
+// AppendWith is Append with the urgency the caller knows (durable.Urgency):
+// Append's is durable.Gather, AppendLazy's durable.Lazy.
+func (s *Space) AppendWith(rec []byte, u durable.Urgency) (wal.Pos, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return 0, s.closedErr()
 	}
 	s.mu.Unlock()
-	return s.st.append(s, rec, nil, lazy)
+	return s.st.append(s, rec, nil, u)
 }
 
 // Submit appends rec and returns its position and a channel that gets nil
-// once it is durable, or the store's failure. durable, if set, runs first,
-// in log order with every other space's callbacks, on the log's writer:
-// keep it short.
-func (s *Space) Submit(rec []byte, durable func()) (wal.Pos, <-chan error) {
+// once it is durable, or the store's failure. onDurable, if set, runs
+// first, in log order with every other space's callbacks, on the log's
+// writer: keep it short.
+func (s *Space) Submit(rec []byte, onDurable func()) (wal.Pos, <-chan error) {
 	ch := make(chan error, 1)
 	pos, err := s.submit(rec, func(err error) {
-		if err == nil && durable != nil {
-			durable()
+		if err == nil && onDurable != nil {
+			onDurable()
 		}
 		ch <- err
 		s.inFlight.Done()
-	}, false)
+	}, durable.Gather)
 	if err != nil {
 		ch <- err
 	}
@@ -134,12 +137,12 @@ type Write struct {
 // log order with every other space's callbacks: keep it short.
 type Durable interface{ Durable() }
 
-// SubmitTo submits rec as w, a zero Write that is not reused; lazy is
-// AppendLazy's, durable (may be nil) Submit's.
-func (s *Space) SubmitTo(w *Write, rec []byte, durable Durable, lazy bool) {
-	w.durable, w.sp = durable, s
+// SubmitTo submits rec as w, a zero Write that is not reused; u is
+// AppendWith's, onDurable (may be nil) Submit's durable.
+func (s *Space) SubmitTo(w *Write, rec []byte, onDurable Durable, u durable.Urgency) {
+	w.durable, w.sp = onDurable, s
 	w.done.Add(1)
-	pos, err := s.submit(rec, w.finish, lazy)
+	pos, err := s.submit(rec, w.finish, u)
 	if err != nil {
 		w.err = err
 		w.done.Done()
@@ -180,7 +183,7 @@ func (w *Write) Refused() error {
 
 // submit appends rec with then to run once it is durable or failed; then
 // must call s.inFlight.Done. On an error then never runs.
-func (s *Space) submit(rec []byte, then func(error), lazy bool) (wal.Pos, error) {
+func (s *Space) submit(rec []byte, then func(error), u durable.Urgency) (wal.Pos, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -190,7 +193,7 @@ func (s *Space) submit(rec []byte, then func(error), lazy bool) (wal.Pos, error)
 	s.mu.Unlock()
 	// The callback is registered with the append: it never runs on this
 	// goroutine, whose caller may hold a lock it takes.
-	pos, err := s.st.append(s, rec, then, lazy)
+	pos, err := s.st.append(s, rec, then, u)
 	if err != nil {
 		s.inFlight.Done()
 		return 0, err

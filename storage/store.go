@@ -557,9 +557,9 @@ func (st *Store) onSync(s wal.SyncStats) {
 
 // append puts one record of sp in the log; the caller learns its position.
 // then, if set, runs on the log's writer once the record is durable or the
-// log failed (never on the caller's goroutine). lazy: nobody waits for it
-// now (wal.Log.AppendLazy).
-func (st *Store) append(sp *Space, body []byte, then func(error), lazy bool) (wal.Pos, error) {
+// log failed (never on the caller's goroutine). u: how soon the log
+// commits it (durable.Urgency).
+func (st *Store) append(sp *Space, body []byte, then func(error), u durable.Urgency) (wal.Pos, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.err != nil {
@@ -570,7 +570,7 @@ func (st *Store) append(sp *Space, body []byte, then func(error), lazy bool) (wa
 	}
 	// The space's head and the body go into the log as one record
 	// (recordHead) without being joined in a buffer of their own.
-	pos, err := st.wal.AppendJoined(then, lazy, sp.head, body)
+	pos, err := st.wal.AppendJoined(then, u, sp.head, body)
 	if err != nil {
 		return 0, err
 	}

@@ -127,11 +127,7 @@ func (s *BoltStore) Submit(b Batch) (durable.Pos, error) {
 	if err := b.check(); err != nil {
 		return 0, err
 	}
-	appendTo := s.space.Append
-	if b.Lazy {
-		appendTo = s.space.AppendLazy
-	}
-	pos, err := appendTo(encodeBatch(b))
+	pos, err := s.space.AppendWith(encodeBatch(b), b.Urgency)
 	if err != nil {
 		return 0, err
 	}

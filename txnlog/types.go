@@ -52,12 +52,13 @@ type Batch struct {
 	// ProducerIDHighWater, when > 0, replaces the stored high-water mark
 	// if it is higher (it never goes down).
 	ProducerIDHighWater int64
-	// Lazy: nobody waits for b's durability now: its caller appends to
-	// the same log and was answered at submit, or it only records an
-	// outcome (a Complete). A store whose log commits in groups need not
-	// start one for it alone (wal.Log.AppendLazy) and takes it into the
-	// next; order is unchanged. Stores without group commits ignore it.
-	Lazy bool
+	// Urgency is how soon a store whose log commits in groups commits b
+	// (durable.Urgency): durable.Lazy when nobody waits for it now (its
+	// caller appends to the same log and was answered at submit, or it
+	// only records an outcome, a Complete); durable.Now when its waiter
+	// sends nothing before its answer. Stores without group commits
+	// ignore it.
+	Urgency durable.Urgency
 }
 
 // Store is the durable transaction log: one contract for the process log

@@ -27,7 +27,9 @@
 // for first gathers for that long (microseconds: it yields, it does not
 // sleep), so that records appended right behind it share its fdatasync
 // (MySQL's binlog_group_commit_sync_delay); under load the writer is
-// never idle and never gathers.
+// never idle and never gathers. A record appended with durable.Now
+// (AppendJoined) is committed without that wait: its waiter expects
+// nothing behind it.
 //
 // Lazy records: AppendLazy queues records nobody waits for yet, which
 // start no group commit of their own: they go with the next record

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txncoord/txncoord/durable"
 	"github.com/txncoord/txncoord/wal"
 	"github.com/txncoord/txncoord/wal/waltest"
 )
@@ -59,5 +60,38 @@ func TestCommitDelayIgnoresLazy(t *testing.T) {
 	}
 	if s := l.Stats().Syncs; s != 1 {
 		t.Errorf("%d fdatasyncs, want 1 (the lazy record rides with the urgent one)", s)
+	}
+}
+
+// TestNowIsNotGathered: a record appended with durable.Now wakes the
+// writer without the gather: with a CommitDelay longer than the test's
+// wait, only a writer that skips it makes the record durable, and a
+// record appended behind it while it is committed takes the next commit.
+func TestNowIsNotGathered(t *testing.T) {
+	l := openLog(t, "/wal", wal.Options{FS: waltest.NewCrashFS(), CommitDelay: time.Hour})
+	p, err := l.AppendJoined(nil, durable.Now, nil, record(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitDurable(waitCtx(t), p); err != nil {
+		t.Fatalf("a durable.Now record was not committed: %v", err)
+	}
+	if s := l.Stats().Syncs; s != 1 {
+		t.Errorf("%d fdatasyncs, want 1", s)
+	}
+	// Lazy records behind it never make the writer gather either.
+	q, err := l.AppendJoined(nil, durable.Lazy, nil, record(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := l.AppendJoined(nil, durable.Now, nil, record(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitDurable(waitCtx(t), r); err != nil {
+		t.Fatal(err)
+	}
+	if d := l.Durable(); d < q {
+		t.Errorf("durable %d, the lazy record %d before the Now record %d is not", d, q, r)
 	}
 }

@@ -123,8 +123,16 @@ type pending struct {
 	// urgent: a record of it was appended by Append or AppendThen, or is
 	// waited for (WaitDurable); else every record is lazy, and the
 	// writer commits them only at lazySince + LazyDelay.
-	urgent    bool
+	urgent bool
+	// now: an urgent record of it wants no gather (durable.Now).
+	now       bool
 	lazySince time.Time
+}
+
+// waiter is one WaitDurable call waiting for p's outcome.
+type waiter struct {
+	p       Pos
+	outcome chan error // buffered: one send
 }
 
 // callback is one OnDurable registration.
@@ -153,12 +161,10 @@ type Log struct {
 	closed    bool  // the writer is gone: nothing more becomes durable
 	queue     pending
 	callbacks []callback
+	waiters   []waiter
 	// delivering is set while the writer runs callbacks: OnDurable then
 	// queues even a ready one, so that callbacks run in order of Pos.
 	delivering bool
-	// advanced is closed and replaced whenever durable, err or closed
-	// change: WaitDurable's wake-up.
-	advanced chan struct{}
 
 	// committing is the last Pos of the batch the writer is committing,
 	// 0 if none: a waiter for it needs no new group commit.
@@ -240,7 +246,7 @@ func (l *Log) Append(recs ...[]byte) (Pos, error) {
 // already and run fn at once, on the caller's goroutine.) fn is not called
 // when AppendThen returns an error.
 func (l *Log) AppendThen(fn func(error), recs ...[]byte) (Pos, error) {
-	return l.append(fn, false, recs)
+	return l.append(fn, durable.Gather, recs)
 }
 
 // AppendLazy is AppendThen for records nobody waits for now: the writer
@@ -255,24 +261,26 @@ func (l *Log) AppendThen(fn func(error), recs ...[]byte) (Pos, error) {
 // Order is unchanged: a lazy record is durable before every record
 // appended after it.
 func (l *Log) AppendLazy(fn func(error), recs ...[]byte) (Pos, error) {
-	return l.append(fn, true, recs)
+	return l.append(fn, durable.Lazy, recs)
 }
 
 // AppendJoined appends one record, head followed by body, as AppendThen
-// (lazy false) or AppendLazy (lazy true) would append the two joined: a
-// caller that frames its records with a head of its own appends them
-// without copying each into a new buffer first.
-func (l *Log) AppendJoined(fn func(error), lazy bool, head, body []byte) (Pos, error) {
-	return l.appendRecords(fn, lazy, head, [][]byte{body})
+// (durable.Gather or durable.Now) or AppendLazy (durable.Lazy) would
+// append the two joined: a caller that frames its records with a head of
+// its own appends them without copying each into a new buffer first. A
+// record appended with durable.Now is committed without the gather
+// (Options.CommitDelay).
+func (l *Log) AppendJoined(fn func(error), u durable.Urgency, head, body []byte) (Pos, error) {
+	return l.appendRecords(fn, u, head, [][]byte{body})
 }
 
-func (l *Log) append(fn func(error), lazy bool, recs [][]byte) (Pos, error) {
-	return l.appendRecords(fn, lazy, nil, recs)
+func (l *Log) append(fn func(error), u durable.Urgency, recs [][]byte) (Pos, error) {
+	return l.appendRecords(fn, u, nil, recs)
 }
 
 // appendRecords appends recs, each preceded by head (nil but for
 // AppendJoined's single record).
-func (l *Log) appendRecords(fn func(error), lazy bool, head []byte, recs [][]byte) (Pos, error) {
+func (l *Log) appendRecords(fn func(error), u durable.Urgency, head []byte, recs [][]byte) (Pos, error) {
 	// Checksum the data outside the lock; only the Pos is hashed under it.
 	var small [8]uint32
 	partial := small[:0]
@@ -310,8 +318,10 @@ func (l *Log) appendRecords(fn func(error), lazy bool, head []byte, recs [][]byt
 		l.callbacks = append(l.callbacks, callback{last, fn})
 	}
 	wasUrgent, wasLazy := q.urgent, !q.lazySince.IsZero()
+	lazy := u == durable.Lazy
 	if !lazy {
 		q.urgent = true
+		q.now = q.now || u == durable.Now
 	} else if !wasLazy {
 		q.lazySince = time.Now()
 	}
@@ -335,32 +345,37 @@ func (l *Log) wakeWriter() {
 
 // WaitDurable returns nil once Durable() >= p, the sticky error if the log
 // failed first, ErrClosed if it was closed before p was appended, and
-// ctx.Err() if ctx ends first.
+// ctx.Err() if ctx ends first. The waiter is woken once, when its own
+// outcome is known, not at every group commit: a waiter for a position
+// beyond the last (one that watches for the log's failure) costs nothing
+// while the log writes.
 func (l *Log) WaitDurable(ctx context.Context, p Pos) error {
-	for {
-		l.mu.Lock()
-		err, advanced := l.outcomeLocked(p), l.advanced
-		// A waiter for a lazy record still queued: commit it now. Only a
-		// record appended already: a waiter for a position beyond the
-		// last (one that watches for the log's failure) waits for no
-		// queued record, and hurrying for it would give every lazy
-		// record a group commit of its own.
-		hurry := err == errNotYet && p > l.committing && p <= l.last && len(l.queue.sizes) > 0 && !l.queue.urgent
-		if hurry {
-			l.queue.urgent = true
-		}
+	l.mu.Lock()
+	if err := l.outcomeLocked(p); err != errNotYet {
 		l.mu.Unlock()
-		if hurry {
-			l.wakeWriter()
-		}
-		if err != errNotYet {
-			return err
-		}
-		select {
-		case <-advanced:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return err
+	}
+	// A waiter for a lazy record still queued: commit it now. Only a
+	// record appended already: a waiter for a position beyond the last
+	// waits for no queued record, and hurrying for it would give every
+	// lazy record a group commit of its own.
+	hurry := p > l.committing && p <= l.last && len(l.queue.sizes) > 0 && !l.queue.urgent
+	if hurry {
+		l.queue.urgent = true
+	}
+	// Buffered: the writer never blocks on a waiter that left (ctx); it
+	// stays listed until p's outcome is known.
+	outcome := make(chan error, 1)
+	l.waiters = append(l.waiters, waiter{p, outcome})
+	l.mu.Unlock()
+	if hurry {
+		l.wakeWriter()
+	}
+	select {
+	case err := <-outcome:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -398,12 +413,21 @@ func (l *Log) OnDurable(p Pos, fn func(error)) {
 	l.mu.Unlock()
 }
 
-// advanceLocked wakes the waiters after durable, err or closed changed.
-// The caller then runs deliver; until it has, OnDurable queues even a
-// ready callback, so that it cannot overtake one for an earlier Pos.
+// advanceLocked wakes the waiters whose outcome is known after durable,
+// err or closed changed. The caller then runs deliver; until it has,
+// OnDurable queues even a ready callback, so that it cannot overtake one
+// for an earlier Pos.
 func (l *Log) advanceLocked() {
-	close(l.advanced)
-	l.advanced = make(chan struct{})
+	keep := l.waiters[:0]
+	for _, w := range l.waiters {
+		if err := l.outcomeLocked(w.p); err != errNotYet {
+			w.outcome <- err
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	clear(l.waiters[len(keep):])
+	l.waiters = keep
 	l.delivering = len(l.callbacks) > 0
 }
 
@@ -494,15 +518,18 @@ func (l *Log) run() {
 // share its fdatasync instead of waiting for it and then for their own.
 // It yields rather than sleeps: a timer would overshoot the few
 // microseconds by far. Under load the writer is never idle (flush commits
-// back to back) and never gathers.
+// back to back) and never gathers. A queue holding a record appended with
+// durable.Now is not held: its waiter expects nothing behind it, and the
+// goroutines that run while the writer yields (a Prepare's markers) would
+// hold its fdatasync back longer than the delay.
 func (l *Log) gather() {
 	if l.opts.CommitDelay <= 0 {
 		return
 	}
 	l.mu.Lock()
-	urgent := l.queue.urgent
+	gather := l.queue.urgent && !l.queue.now
 	l.mu.Unlock()
-	if !urgent {
+	if !gather {
 		return
 	}
 	for until := time.Now().Add(l.opts.CommitDelay); time.Now().Before(until); {

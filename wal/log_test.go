@@ -216,6 +216,11 @@ func TestGroupCommitBatches(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// A waiter is woken before its commit's OnSync runs: Close waits for
+	// the writer, so every commit has been reported.
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
 	st := l.Stats()
 	if st.Records != writers*appends || st.Appends != writers*appends {
 		t.Fatalf("Stats %+v, want %d appends and records", st, writers*appends)

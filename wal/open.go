@@ -51,7 +51,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if opts.SegmentSize <= 0 {
 		opts.SegmentSize = defaultSegmentSize
 	}
-	l := &Log{dir: dir, fs: opts.FS, opts: opts, log: opts.Log, advanced: make(chan struct{}),
+	l := &Log{dir: dir, fs: opts.FS, opts: opts, log: opts.Log,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), filledCh: make(chan filled, 1)}
 	if opts.NoSync {
 		l.log.Warn().Str("dir", dir).Msg("wal: NoSync: fdatasync is skipped, a power loss can lose records reported durable")
