@@ -34,12 +34,17 @@ const driveEnv = "TXNCOORD_COMMIT_BENCH_DRIVE"
 // It reports the server's allocations and bytes per transaction
 // (-benchmem) and its CPU time per transaction (cpu-ns/txn, getrusage);
 // neither depends much on the machine's load, unlike ns/op.
-func BenchmarkCommitPath64(b *testing.B) { benchmarkCommitPath(b, 64) }
+func BenchmarkCommitPath64(b *testing.B) { benchmarkCommitPath(b, 64, false) }
 
 // BenchmarkCommitPath1 is the same with one producer.
-func BenchmarkCommitPath1(b *testing.B) { benchmarkCommitPath(b, 1) }
+func BenchmarkCommitPath1(b *testing.B) { benchmarkCommitPath(b, 1, false) }
 
-func benchmarkCommitPath(b *testing.B, producers int) {
+// BenchmarkCommitPath64NoSync is BenchmarkCommitPath64 with the log's
+// fdatasync skipped (--unsafe-no-fsync): the server's own CPU per
+// transaction without the kernel's share of a flush.
+func BenchmarkCommitPath64NoSync(b *testing.B) { benchmarkCommitPath(b, 64, true) }
+
+func benchmarkCommitPath(b *testing.B, producers int, noSync bool) {
 	listeners := map[int32]net.Listener{}
 	addr := func(id int32) string {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,7 +62,8 @@ func benchmarkCommitPath(b *testing.B, producers int) {
 	if err := f.Validate(); err != nil {
 		b.Fatal(err)
 	}
-	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: b.TempDir(), Listeners: listeners, Log: zerolog.Nop()})
+	e, err := StartEmbedded(EmbeddedConfig{File: f, DataDir: b.TempDir(), Listeners: listeners, Log: zerolog.Nop(),
+		UnsafeNoSync: noSync})
 	if err != nil {
 		b.Fatal(err)
 	}
