@@ -118,14 +118,43 @@ type markerKey struct {
 	tp  txncore.TopicPartition
 }
 
-func responseCodes(resp *kmsg.WriteTxnMarkersResponse) map[markerKey]int16 {
-	codes := map[markerKey]int16{}
+// answers are a WriteTxnMarkers response's error codes. A leader answers
+// the partitions in the order they were asked (Kafka's and ours do), so
+// code looks at the same place in the response first: a response in
+// another order costs a map, built once, and nothing else.
+type answers struct {
+	inOrder []answer
+	byKey   map[markerKey]int16
+}
+
+type answer struct {
+	key  markerKey
+	code int16
+}
+
+func responseAnswers(resp *kmsg.WriteTxnMarkersResponse) *answers {
+	a := &answers{}
 	for _, m := range resp.Markers {
 		for _, t := range m.Topics {
 			for _, p := range t.Partitions {
-				codes[markerKey{m.ProducerID, txncore.TopicPartition{Topic: t.Topic, Partition: p.Partition}}] = p.ErrorCode
+				a.inOrder = append(a.inOrder, answer{markerKey{m.ProducerID, txncore.TopicPartition{Topic: t.Topic, Partition: p.Partition}}, p.ErrorCode})
 			}
 		}
 	}
-	return codes
+	return a
+}
+
+// code is the answer for k, the i-th partition of the request.
+func (a *answers) code(i int, k markerKey) (int16, bool) {
+	if i < len(a.inOrder) && a.inOrder[i].key == k {
+		return a.inOrder[i].code, true
+	}
+	if a.byKey == nil {
+		a.byKey = make(map[markerKey]int16, len(a.inOrder))
+		for _, an := range a.inOrder {
+			a.byKey[an.key] = an.code
+		}
+	}
+	code, ok := a.byKey[k]
+	return code, ok
 }

@@ -145,10 +145,10 @@ func (s *Sender) sendBatch(l *leaderState, conn *negotiation.LeaderConn, batch [
 	s.m.sent.WithLabelValues(leaderLabel(l.node.NodeID), fmt.Sprint(req.Version)).Add(float64(len(batch)))
 	s.m.perRequest.Observe(float64(len(batch)))
 
-	codes := responseCodes(resp)
+	codes := responseAnswers(resp)
 	if s.cfg.Timeline != nil {
-		s.recordAnswers(l.node.NodeID, req.Version, sentAt, batch, func(q queued) int16 {
-			if code, ok := codes[markerKey{q.ts.txn.ProducerID, q.ps.tp}]; ok {
+		s.recordAnswers(l.node.NodeID, req.Version, sentAt, batch, func(i int, q queued) int16 {
+			if code, ok := codes.code(i, markerKey{q.ts.txn.ProducerID, q.ps.tp}); ok {
 				return code
 			}
 			return txntimeline.NoAnswer
@@ -159,8 +159,8 @@ func (s *Sender) sendBatch(l *leaderState, conn *negotiation.LeaderConn, batch [
 	renegotiate := false
 	at := s.newRetryAt()
 	s.mu.Lock()
-	for _, q := range batch {
-		code, ok := codes[markerKey{q.ts.txn.ProducerID, q.ps.tp}]
+	for i, q := range batch {
+		code, ok := codes.code(i, markerKey{q.ts.txn.ProducerID, q.ps.tp})
 		if !ok {
 			s.m.errors.WithLabelValues("MISSING_IN_RESPONSE").Inc()
 			s.retryLocked(q, "partition missing from the leader's response", at)
@@ -238,7 +238,7 @@ func (s *Sender) onSendError(l *leaderState, batch []queued, sentAt time.Time, e
 		if se != nil {
 			version = se.Version
 		}
-		s.recordAnswers(l.node.NodeID, version, sentAt, batch, func(queued) int16 { return txntimeline.NoAnswer })
+		s.recordAnswers(l.node.NodeID, version, sentAt, batch, func(int, queued) int16 { return txntimeline.NoAnswer })
 	}
 	var outs []outcome
 	at := s.newRetryAt()
@@ -284,14 +284,14 @@ func (s *Sender) resender(node cluster.Node) faults.Resend {
 // recordAnswers adds to each transaction's timeline its markers of batch
 // as sent to leader at version (-1: unknown, no answer came) and the
 // answer per partition.
-func (s *Sender) recordAnswers(leader int32, version int16, sentAt time.Time, batch []queued, answer func(queued) int16) {
+func (s *Sender) recordAnswers(leader int32, version int16, sentAt time.Time, batch []queued, answer func(int, queued) int16) {
 	now := time.Now().UnixMilli()
-	for _, q := range batch {
+	for i, q := range batch {
 		t := &q.ts.txn
 		ev := txntimeline.Event{AtMs: sentAt.UnixMilli(), Kind: txntimeline.MarkerSent, Commit: t.Commit, ProducerID: t.ProducerID, Epoch: t.ProducerEpoch,
 			Leader: leader, Version: version, Topic: q.ps.tp.Topic, Partition: q.ps.tp.Partition}
 		s.cfg.Timeline.Record(t.TransactionalID, ev)
-		ev.AtMs, ev.Kind, ev.ErrorCode = now, txntimeline.MarkerAnswered, answer(q)
+		ev.AtMs, ev.Kind, ev.ErrorCode = now, txntimeline.MarkerAnswered, answer(i, q)
 		s.cfg.Timeline.Record(t.TransactionalID, ev)
 	}
 }

@@ -706,7 +706,11 @@ func (st *Store) applyDurable() {
 		size += len(r.body) + 2 + len(r.space.name)
 	}
 	st.mu.Lock()
-	st.waiting = append(st.waiting[:0:0], st.waiting[n:]...)
+	// The applied records move out of the way in place: the slice keeps
+	// its capacity, so the next second's records do not grow it again.
+	rest := copy(st.waiting, st.waiting[n:])
+	clear(st.waiting[rest:])
+	st.waiting = st.waiting[:rest]
 	st.waitSize -= size
 	st.applied = last
 	st.stats.Applies++
