@@ -19,6 +19,10 @@ type FS interface {
 	// SyncDir makes the directory's entries (files created or removed in
 	// it) durable: a new segment is not durable until its directory is.
 	SyncDir(dir string) error
+	// Free is how many bytes the log may still write on dir's file
+	// system (what an unprivileged writer may use); an FS that cannot
+	// tell answers math.MaxInt64.
+	Free(dir string) (int64, error)
 }
 
 // File is an open file of an FS.

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"math"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -25,4 +26,13 @@ func fdatasync(f *os.File) error {
 		return err
 	}
 	return syncErr
+}
+
+// Free is statfs's blocks available to an unprivileged writer.
+func (OSFS) Free(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, &os.PathError{Op: "statfs", Path: dir, Err: err}
+	}
+	return int64(min(st.Bavail, uint64(math.MaxInt64)/uint64(max(st.Bsize, 1)))) * int64(st.Bsize), nil
 }

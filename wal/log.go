@@ -181,8 +181,13 @@ type Log struct {
 	activeFilled bool
 	filling      bool   // a fill was started and not taken yet
 	ready        string // a filled segment taken from filledCh, not yet rolled into
-	filledCh     chan filled
-	fillWG       sync.WaitGroup
+	// noRoomUntil: the file system had no room for a fill when the
+	// active segment was this much shorter (roomToFill); looked at again
+	// fillAfter bytes later, not at every commit.
+	noRoomUntil int64
+	noRoom      bool // the last look found no room (logged once)
+	filledCh    chan filled
+	fillWG      sync.WaitGroup
 
 	wake      chan struct{}
 	stop      chan struct{}
@@ -673,6 +678,7 @@ func (l *Log) roll(first Pos) error {
 		return failed("create", path, err)
 	}
 	l.active, l.activePath, l.activeSize, l.activeFilled = f, path, 0, filledSeg
+	l.noRoomUntil = 0
 	if filledSeg {
 		l.startFill() // the one after it
 	}

@@ -22,6 +22,13 @@ import (
 // of tests and small deployments never write a segment of zeros; the
 // writer then rolls to the filled segment early, at its next batch.
 //
+// A fill takes a segment's worth of the disk at once. On a nearly full
+// file system it would run it out of space while the log writes, and the
+// log's own write would fail (fail-stop) where appending to a plain
+// segment still had room: so a fill starts only while the file system has
+// room for it and for a segment of records besides (roomToFill); else the
+// log appends, and looks again a little later.
+//
 // A filled segment ends in zeros after its last frame. No frame is all
 // zeros (a Pos is never 0), so at open a tail of zeros is the unwritten
 // rest of a filled segment, not a torn write: it is accepted without a
@@ -45,7 +52,11 @@ type filled struct {
 // startFill starts filling the next segment unless a fill is running or
 // done; writer goroutine only.
 func (l *Log) startFill() {
-	if !l.opts.Preallocate || l.opts.NoSync || l.filling || l.ready != "" {
+	if !l.opts.Preallocate || l.opts.NoSync || l.filling || l.ready != "" || l.activeSize < l.noRoomUntil {
+		return
+	}
+	if !l.roomToFill() {
+		l.noRoomUntil = l.activeSize + l.fillAfter()
 		return
 	}
 	l.filling = true
@@ -96,6 +107,25 @@ func (l *Log) writeZeros(f File) error {
 		}
 	}
 	return f.Sync()
+}
+
+// roomToFill says whether the log's file system has room for a filled
+// segment and a segment of records besides; writer goroutine only. A
+// change of answer is logged.
+func (l *Log) roomToFill() bool {
+	free, err := l.fs.Free(l.dir)
+	room := err == nil && free >= 2*l.opts.SegmentSize
+	if room == !l.noRoom {
+		return room
+	}
+	l.noRoom = !room
+	if room {
+		l.log.Info().Str("dir", l.dir).Int64("free_bytes", free).Msg("wal: room on the disk again; segments are filled ahead again")
+	} else {
+		l.log.Warn().Err(err).Str("dir", l.dir).Int64("free_bytes", free).Int64("needs_bytes", 2*l.opts.SegmentSize).
+			Msg("wal: not filling the next segment ahead: too little room on the disk; segments are appended to meanwhile")
+	}
+	return room
 }
 
 // takeFilled returns the path of a filled segment if one is ready, ""

@@ -3,6 +3,7 @@ package wal_test
 import (
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -110,6 +111,66 @@ func TestPreallocateFailureFallsBack(t *testing.T) {
 	warns := logs.lines(t, "warn")
 	if len(warns) != 1 {
 		t.Fatalf("Warn lines %v, want the one failed fill", warns)
+	}
+	l.Close()
+	checkRecords(t, openLog(t, dir, wal.Options{SegmentSize: segSize}), n)
+}
+
+// roomFS answers Free from free, and counts the fills it was asked to
+// create.
+type roomFS struct {
+	wal.OSFS
+	free  *atomic.Int64
+	fills *atomic.Int64
+}
+
+func (f roomFS) Free(string) (int64, error) { return f.free.Load(), nil }
+
+func (f roomFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	if filepath.Base(name) == "next.wal.tmp" && flag&os.O_CREATE != 0 {
+		f.fills.Add(1)
+	}
+	return f.OSFS.OpenFile(name, flag, perm)
+}
+
+// TestPreallocateNeedsRoom: a log whose disk has less room than a filled
+// segment and a segment of records besides starts no fill (one would take
+// the disk's last space while the log writes, and fail the log's own
+// write): it appends, with one Warn line; once there is room again it
+// fills ahead again, with one Info line.
+func TestPreallocateNeedsRoom(t *testing.T) {
+	const segSize = 4096
+	dir := t.TempDir()
+	var logs logBuffer
+	fs := roomFS{free: new(atomic.Int64), fills: new(atomic.Int64)}
+	fs.free.Store(2*segSize - 1)
+	l := openLog(t, dir, wal.Options{FS: fs, SegmentSize: segSize, Preallocate: true, Log: logs.logger()})
+	n := 0
+	for ; n < 400; n++ { // several segments
+		appendDurable(t, l, record(n+1))
+	}
+	if segs := segmentFiles(t, dir); len(segs) < 3 {
+		t.Fatalf("%d segments: the test did not roll", len(segs))
+	}
+	if fills := fs.fills.Load(); fills != 0 {
+		t.Fatalf("%d fills started with %d bytes free, segments of %d", fills, fs.free.Load(), segSize)
+	}
+	if warns := logs.lines(t, "warn"); len(warns) != 1 {
+		t.Fatalf("Warn lines %v, want the one saying why nothing is filled", warns)
+	}
+
+	fs.free.Store(2 * segSize)
+	for deadline := time.Now().Add(20 * time.Second); filledSegments(t, dir, segSize) == 0; n++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("no segment filled ahead %d records after the room came back", n-400)
+		}
+		appendDurable(t, l, record(n+1))
+	}
+	if infos := logs.lines(t, "info"); len(infos) != 1 {
+		t.Errorf("Info lines %v, want the one saying segments are filled again", infos)
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("the log failed: %v", err)
 	}
 	l.Close()
 	checkRecords(t, openLog(t, dir, wal.Options{SegmentSize: segSize}), n)

@@ -3,6 +3,7 @@ package waltest
 import (
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +23,9 @@ type CrashFS struct {
 	mu   sync.Mutex
 	gen  int // bumped by Crash: files opened before it fail
 	dirs map[string]*dirState
+	// free is what Free answers; 0: unlimited (math.MaxInt64). Nothing
+	// else looks at it: writes never run out of space.
+	free int64
 }
 
 type dirState struct {
@@ -153,6 +157,22 @@ func (c *CrashFS) MkdirAll(dir string, perm os.FileMode) error {
 		c.dirs[dir] = &dirState{live: map[string]*inode{}, durable: map[string]*inode{}}
 	}
 	return nil
+}
+
+// SetFree makes Free answer n bytes (0: unlimited).
+func (c *CrashFS) SetFree(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.free = n
+}
+
+func (c *CrashFS) Free(string) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.free == 0 {
+		return math.MaxInt64, nil
+	}
+	return c.free, nil
 }
 
 func (c *CrashFS) SyncDir(dir string) error {

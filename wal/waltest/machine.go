@@ -84,6 +84,11 @@ func (p *procFS) MkdirAll(dir string, perm os.FileMode) error {
 	return p.do("mkdir", dir, func() error { return p.m.fs.MkdirAll(dir, perm) })
 }
 
+func (p *procFS) Free(dir string) (free int64, err error) {
+	err = p.do("statfs", dir, func() (err error) { free, err = p.m.fs.Free(dir); return err })
+	return free, err
+}
+
 func (p *procFS) SyncDir(dir string) error {
 	return p.do("fsync", dir, func() error { return p.m.fs.SyncDir(dir) })
 }
