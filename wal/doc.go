@@ -60,8 +60,10 @@
 //
 // Preallocation (Options.Preallocate, prealloc.go): segments are filled
 // with zeros ahead of need and written over, so that an fdatasync flushes
-// data without a change of size; at open a tail of zeros is the unwritten
-// rest of such a segment, accepted without a warning.
+// data without a change of size, while the disk has room for a filled
+// segment and a segment of records besides (FS.Free); at open a tail of
+// zeros is the unwritten rest of such a segment, accepted without a
+// warning.
 //
 // Left out: a lock against a second process on the same
 // directory, checksums of whole segments, and a bound on the queue
