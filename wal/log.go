@@ -181,9 +181,9 @@ type Log struct {
 	activeFilled bool
 	filling      bool   // a fill was started and not taken yet
 	ready        string // a filled segment taken from filledCh, not yet rolled into
-	// noRoomUntil: the file system had no room for a fill when the
-	// active segment was this much shorter (roomToFill); looked at again
-	// fillAfter bytes later, not at every commit.
+	// noRoomUntil: after a look found no room for a fill (roomToFill),
+	// the active segment's size at which to look again: every fillAfter
+	// bytes, not at every commit.
 	noRoomUntil int64
 	noRoom      bool // the last look found no room (logged once)
 	filledCh    chan filled
