@@ -54,6 +54,16 @@ func TestCombinedNodeSeveralCoordinators(t *testing.T) {
 	write(false, "aborted", 0, 1, 2)
 	write(true, "again", 0, 1, 2)
 	read()
+	// The coordinators' shared etcd writer counts what it put: at least a
+	// registration, an end and a completion of each of the three
+	// transactions, in Txns that carry one write or more (a write may put
+	// nothing) and put the id's key once however many writes of it they
+	// carried, and at least once per transaction.
+	etcdTxns, batches, keys := gatherSum(t, e, "txncoord_etcd_writer_txns_total", nil),
+		gatherSum(t, e, "txncoord_etcd_writer_batches_total", nil), gatherSum(t, e, "txncoord_etcd_writer_keys_total", nil)
+	if etcdTxns < 1 || batches < 9 || batches < etcdTxns || keys < 3 || keys > batches {
+		t.Errorf("etcd writer: %v Txns, %v writes, %v keys", etcdTxns, batches, keys)
+	}
 	for _, id := range []int32{1, 2} {
 		if _, ok := e.coordinatorByID(id).Partitions.HeldTopics()["placed"]; !ok {
 			t.Fatalf("coordinator %d holds no data of placed: its partition was not written there", id)

@@ -96,6 +96,9 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	c.Etcd = cfg.EtcdStore
 	if c.Etcd == nil {
 		c.Etcd = txnetcd.NewStore(c.etcdClient, txnetcd.Options{Layout: layout, Partitions: parts})
+		if cfg.Metrics != nil {
+			cfg.Metrics.MustRegister(etcdWriterCollector{c.Etcd})
+		}
 	}
 
 	node0 := self.NodeID == cfg.View.Coordinator().NodeID

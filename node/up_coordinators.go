@@ -56,6 +56,9 @@ func (e *Embedded) startEtcd() error {
 	// etcd CPU). Each partition's write is still fenced on its owner key.
 	e.etcdStore = txnetcd.NewStore(e.etcdClient, txnetcd.Options{Layout: txnetcd.Layout{Prefix: e.View.Etcd().Prefix},
 		Partitions: e.View.TransactionStatePartitions(), KV: kv})
+	if e.Metrics != nil {
+		e.Metrics.MustRegister(etcdWriterCollector{e.etcdStore})
+	}
 	return nil
 }
 
