@@ -299,7 +299,7 @@ func StartCoordinator(cfg CoordinatorConfig) (*Coordinator, error) {
 		cfg.View.SetCreator(ctl.AutoCreate)
 	}
 	if cfg.Metrics != nil {
-		cfg.Metrics.MustRegister(storeCollector{store})
+		cfg.Metrics.MustRegister(txnlogTotals(store))
 		if cfg.Shared == nil { // a process of its own: its log's failure
 			watchStoreFailure(cfg.Metrics, store)
 		}

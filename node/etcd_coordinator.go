@@ -97,7 +97,7 @@ func startEtcdCoordinator(cfg CoordinatorConfig, self cluster.Node, profile *kve
 	if c.Etcd == nil {
 		c.Etcd = txnetcd.NewStore(c.etcdClient, txnetcd.Options{Layout: layout, Partitions: parts})
 		if cfg.Metrics != nil {
-			cfg.Metrics.MustRegister(etcdWriterCollector{c.Etcd})
+			cfg.Metrics.MustRegister(etcdWriterTotals(c.Etcd))
 		}
 	}
 

@@ -65,7 +65,7 @@ func openSharedStore(dataDir string, noSync bool, fs wal.FS, reg prometheus.Regi
 	}
 	watchStoreFailure(reg, st)
 	if reg != nil {
-		reg.MustRegister(storeCounters{st})
+		reg.MustRegister(storeTotals(st))
 	}
 	return st, nil
 }
@@ -108,41 +108,6 @@ func (o *storeObserver) sync(s wal.SyncStats) {
 }
 
 func (o *storeObserver) apply(s storage.ApplyStats) { o.pages.Observe(float64(s.Pages)) }
-
-// storeCounters exports a process store's totals: group commits and
-// fdatasyncs of the log, bytes written to it, and the applier's bbolt
-// commits and pages, from which the benchmark derives bytes written per
-// transaction.
-type storeCounters struct{ st *storage.Store }
-
-var (
-	descStoreCommits = prometheus.NewDesc("txncoord_store_group_commits_total",
-		"Group commits of the process log.", nil, nil)
-	descStoreFdatasyncs = prometheus.NewDesc("txncoord_store_fdatasync_calls_total",
-		"fdatasync calls of the process log: one per group commit, plus one when a new segment file starts.", nil, nil)
-	descStoreBytes = prometheus.NewDesc("txncoord_store_log_bytes_total",
-		"Bytes written to the process log (records and their frames).", nil, nil)
-	descStoreApplies = prometheus.NewDesc("txncoord_store_apply_commits_total",
-		"bbolt commits of the log's applier.", nil, nil)
-	descStorePages = prometheus.NewDesc("txncoord_store_apply_pages_total",
-		"4 KiB pages the log's applier wrote to bbolt.", nil, nil)
-)
-
-func (c storeCounters) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descStoreCommits, descStoreFdatasyncs, descStoreBytes, descStoreApplies, descStorePages} {
-		ch <- d
-	}
-}
-
-func (c storeCounters) Collect(ch chan<- prometheus.Metric) {
-	s := c.st.Stats()
-	for _, m := range []struct {
-		d *prometheus.Desc
-		v uint64
-	}{{descStoreCommits, s.Syncs}, {descStoreFdatasyncs, s.Fdatasyncs}, {descStoreBytes, s.Bytes}, {descStoreApplies, s.Applies}, {descStorePages, s.Pages}} {
-		ch <- prometheus.MustNewConstMetric(m.d, prometheus.CounterValue, float64(m.v))
-	}
-}
 
 // watchStoreFailure exports whether st stopped on a failed write.
 func watchStoreFailure(reg prometheus.Registerer, st interface{ Err() error }) {

@@ -57,7 +57,7 @@ func (e *Embedded) startEtcd() error {
 	e.etcdStore = txnetcd.NewStore(e.etcdClient, txnetcd.Options{Layout: txnetcd.Layout{Prefix: e.View.Etcd().Prefix},
 		Partitions: e.View.TransactionStatePartitions(), KV: kv})
 	if e.Metrics != nil {
-		e.Metrics.MustRegister(etcdWriterCollector{e.etcdStore})
+		e.Metrics.MustRegister(etcdWriterTotals(e.etcdStore))
 	}
 	return nil
 }
