@@ -34,5 +34,5 @@ func (OSFS) Free(dir string) (int64, error) {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, &os.PathError{Op: "statfs", Path: dir, Err: err}
 	}
-	return int64(min(st.Bavail, uint64(math.MaxInt64)/uint64(max(st.Bsize, 1)))) * int64(st.Bsize), nil
+	return int64(min(st.Bavail*uint64(st.Bsize), math.MaxInt64)), nil
 }

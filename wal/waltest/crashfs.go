@@ -23,9 +23,6 @@ type CrashFS struct {
 	mu   sync.Mutex
 	gen  int // bumped by Crash: files opened before it fail
 	dirs map[string]*dirState
-	// free is what Free answers; 0: unlimited (math.MaxInt64). Nothing
-	// else looks at it: writes never run out of space.
-	free int64
 }
 
 type dirState struct {
@@ -159,21 +156,8 @@ func (c *CrashFS) MkdirAll(dir string, perm os.FileMode) error {
 	return nil
 }
 
-// SetFree makes Free answer n bytes (0: unlimited).
-func (c *CrashFS) SetFree(n int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.free = n
-}
-
-func (c *CrashFS) Free(string) (int64, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.free == 0 {
-		return math.MaxInt64, nil
-	}
-	return c.free, nil
-}
+// Free is unlimited: a CrashFS never runs out of space.
+func (c *CrashFS) Free(string) (int64, error) { return math.MaxInt64, nil }
 
 func (c *CrashFS) SyncDir(dir string) error {
 	c.mu.Lock()
