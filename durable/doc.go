@@ -16,6 +16,8 @@
 // A log that fails stops: the write that failed and every later one fail
 // with the same error (fail-stop), and nothing before them is taken back.
 //
-// Main types: Pos, Log, Tracker (the bookkeeping of a Log: positions,
-// waiters and callbacks, for writers that are not the WAL).
+// Main types: Pos, Log, Waits (the waiters and callbacks for positions'
+// outcomes, which every log keeps alike, the WAL too), Tracker (the
+// bookkeeping of a Log for writers that are not the WAL: positions and
+// Waits).
 package durable

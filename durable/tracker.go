@@ -1,10 +1,8 @@
 package durable
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"sync"
 )
 
@@ -23,16 +21,9 @@ type Tracker struct {
 	last    Pos
 	durable Pos
 	// err fails every position after failAfter (and every later Next).
-	err        error
-	failAfter  Pos
-	advanced   chan struct{} // closed and replaced at each change
-	callbacks  []callback
-	delivering bool
-}
-
-type callback struct {
-	p  Pos
-	fn func(error)
+	err       error
+	failAfter Pos
+	waits     Waits
 }
 
 var _ Log = (*Tracker)(nil)
@@ -48,7 +39,7 @@ func (t *Tracker) Next(then func(error)) (Pos, error) {
 	}
 	t.last++
 	if then != nil {
-		t.callbacks = append(t.callbacks, callback{t.last, then})
+		t.waits.Then(t.last, then)
 	}
 	return t.last, nil
 }
@@ -128,37 +119,21 @@ func (t *Tracker) Err() error {
 // WaitDurable returns nil once p is durable, the failure if the log
 // failed first, ctx.Err() if ctx ends first.
 func (t *Tracker) WaitDurable(ctx context.Context, p Pos) error {
-	for {
-		t.mu.Lock()
-		err, known := t.outcomeLocked(p)
-		if t.advanced == nil {
-			t.advanced = make(chan struct{})
-		}
-		advanced := t.advanced
+	t.mu.Lock()
+	if err, known := t.outcomeLocked(p); known {
 		t.mu.Unlock()
-		if known {
-			return err
-		}
-		select {
-		case <-advanced:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return err
 	}
+	outcome := t.waits.Wait(p)
+	t.mu.Unlock()
+	return Await(ctx, outcome)
 }
 
 // OnDurable calls fn once p's outcome is known: on the goroutine that
 // reports it, or at once when it is known already (and no callback is
 // being run, which fn must not overtake).
 func (t *Tracker) OnDurable(p Pos, fn func(error)) {
-	t.mu.Lock()
-	if err, known := t.outcomeLocked(p); known && !t.delivering {
-		t.mu.Unlock()
-		fn(err)
-		return
-	}
-	t.callbacks = append(t.callbacks, callback{p, fn})
-	t.mu.Unlock()
+	t.waits.OnDurable(&t.mu, t.outcomeLocked, p, fn)
 }
 
 func (t *Tracker) outcomeLocked(p Pos) (error, bool) {
@@ -171,42 +146,7 @@ func (t *Tracker) outcomeLocked(p Pos) (error, bool) {
 	return nil, false
 }
 
-func (t *Tracker) changedLocked() {
-	if t.advanced != nil {
-		close(t.advanced)
-		t.advanced = nil
-	}
-	t.delivering = len(t.callbacks) > 0
-}
+func (t *Tracker) changedLocked() { t.waits.WakeLocked(t.outcomeLocked) }
 
-// deliver runs the callbacks whose outcome is known, in order of
-// position, until none is left.
-func (t *Tracker) deliver() {
-	type due struct {
-		callback
-		err error
-	}
-	for {
-		t.mu.Lock()
-		var ready []due
-		keep := t.callbacks[:0]
-		for _, cb := range t.callbacks {
-			if err, known := t.outcomeLocked(cb.p); known {
-				ready = append(ready, due{cb, err})
-			} else {
-				keep = append(keep, cb)
-			}
-		}
-		clear(t.callbacks[len(keep):])
-		t.callbacks = keep
-		t.delivering = len(ready) > 0
-		t.mu.Unlock()
-		if len(ready) == 0 {
-			return
-		}
-		slices.SortStableFunc(ready, func(a, b due) int { return cmp.Compare(a.p, b.p) })
-		for _, d := range ready {
-			d.fn(d.err)
-		}
-	}
-}
+// deliver runs the callbacks that fell due, in order of position.
+func (t *Tracker) deliver() { t.waits.Deliver(&t.mu, t.outcomeLocked) }

@@ -1,14 +1,12 @@
 package wal
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,18 +127,6 @@ type pending struct {
 	lazySince time.Time
 }
 
-// waiter is one WaitDurable call waiting for p's outcome.
-type waiter struct {
-	p       Pos
-	outcome chan error // buffered: one send
-}
-
-// callback is one OnDurable registration.
-type callback struct {
-	p  Pos
-	fn func(error)
-}
-
 // Log is a write-ahead log in one directory. Its methods are safe for
 // concurrent use.
 type Log struct {
@@ -152,19 +138,16 @@ type Log struct {
 	// truncMu keeps TruncateFront from removing a file Read is reading.
 	truncMu sync.RWMutex
 
-	mu        sync.Mutex
-	segs      []segment // oldest first; the last is being written
-	last      Pos
-	durable   Pos
-	err       error // sticky failure
-	closing   bool  // Close was called: Append refuses
-	closed    bool  // the writer is gone: nothing more becomes durable
-	queue     pending
-	callbacks []callback
-	waiters   []waiter
-	// delivering is set while the writer runs callbacks: OnDurable then
-	// queues even a ready one, so that callbacks run in order of Pos.
-	delivering bool
+	mu      sync.Mutex
+	segs    []segment // oldest first; the last is being written
+	last    Pos
+	durable Pos
+	err     error // sticky failure
+	closing bool  // Close was called: Append refuses
+	closed  bool  // the writer is gone: nothing more becomes durable
+	queue   pending
+	// waits: the waiters and callbacks for positions' outcomes.
+	waits durable.Waits
 
 	// committing is the last Pos of the batch the writer is committing,
 	// 0 if none: a waiter for it needs no new group commit.
@@ -320,7 +303,7 @@ func (l *Log) appendRecords(fn func(error), u durable.Urgency, head []byte, recs
 	}
 	last := l.last
 	if fn != nil {
-		l.callbacks = append(l.callbacks, callback{last, fn})
+		l.waits.Then(last, fn)
 	}
 	wasUrgent, wasLazy := q.urgent, !q.lazySince.IsZero()
 	lazy := u == durable.Lazy
@@ -356,7 +339,7 @@ func (l *Log) wakeWriter() {
 // while the log writes.
 func (l *Log) WaitDurable(ctx context.Context, p Pos) error {
 	l.mu.Lock()
-	if err := l.outcomeLocked(p); err != errNotYet {
+	if err, known := l.outcomeLocked(p); known {
 		l.mu.Unlock()
 		return err
 	}
@@ -368,37 +351,27 @@ func (l *Log) WaitDurable(ctx context.Context, p Pos) error {
 	if hurry {
 		l.queue.urgent = true
 	}
-	// Buffered: the writer never blocks on a waiter that left (ctx); it
-	// stays listed until p's outcome is known.
-	outcome := make(chan error, 1)
-	l.waiters = append(l.waiters, waiter{p, outcome})
+	// A waiter that left (ctx) stays listed until p's outcome is known.
+	outcome := l.waits.Wait(p)
 	l.mu.Unlock()
 	if hurry {
 		l.wakeWriter()
 	}
-	select {
-	case err := <-outcome:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return durable.Await(ctx, outcome)
 }
 
-// errNotYet: no outcome for p yet.
-var errNotYet = errors.New("not yet")
-
-// outcomeLocked is what a waiter for p is answered now, errNotYet if
-// nothing yet.
-func (l *Log) outcomeLocked(p Pos) error {
+// outcomeLocked is what a waiter for p is answered now; known is false
+// while nothing is known yet.
+func (l *Log) outcomeLocked(p Pos) (err error, known bool) {
 	switch {
 	case p <= l.durable:
-		return nil
+		return nil, true
 	case l.err != nil:
-		return l.err
+		return l.err, true
 	case l.closed:
-		return ErrClosed
+		return ErrClosed, true
 	}
-	return errNotYet
+	return nil, false
 }
 
 // OnDurable calls fn(nil) once p is durable, fn(err) if the log fails
@@ -408,66 +381,18 @@ func (l *Log) outcomeLocked(p Pos) error {
 // run in order of p; so do callbacks that fall due together, whatever
 // order they were registered in.
 func (l *Log) OnDurable(p Pos, fn func(error)) {
-	l.mu.Lock()
-	if err := l.outcomeLocked(p); err != errNotYet && !l.delivering {
-		l.mu.Unlock()
-		fn(err)
-		return
-	}
-	l.callbacks = append(l.callbacks, callback{p, fn})
-	l.mu.Unlock()
+	l.waits.OnDurable(&l.mu, l.outcomeLocked, p, fn)
 }
 
 // advanceLocked wakes the waiters whose outcome is known after durable,
 // err or closed changed. The caller then runs deliver; until it has,
-// OnDurable queues even a ready callback, so that it cannot overtake one
+// OnDurable lists even a ready callback, so that it cannot overtake one
 // for an earlier Pos.
-func (l *Log) advanceLocked() {
-	keep := l.waiters[:0]
-	for _, w := range l.waiters {
-		if err := l.outcomeLocked(w.p); err != errNotYet {
-			w.outcome <- err
-		} else {
-			keep = append(keep, w)
-		}
-	}
-	clear(l.waiters[len(keep):])
-	l.waiters = keep
-	l.delivering = len(l.callbacks) > 0
-}
+func (l *Log) advanceLocked() { l.waits.WakeLocked(l.outcomeLocked) }
 
 // deliver runs the callbacks whose outcome is known, in order of Pos,
 // until none is left; on the writer goroutine.
-func (l *Log) deliver() {
-	type due struct {
-		callback
-		err error
-	}
-	for {
-		l.mu.Lock()
-		var ready []due
-		keep := l.callbacks[:0]
-		for _, cb := range l.callbacks {
-			if err := l.outcomeLocked(cb.p); err != errNotYet {
-				ready = append(ready, due{cb, err})
-			} else {
-				keep = append(keep, cb)
-			}
-		}
-		clear(l.callbacks[len(keep):])
-		l.callbacks = keep
-		l.delivering = len(ready) > 0
-		l.mu.Unlock()
-		if len(ready) == 0 {
-			return
-		}
-		// Stable: callbacks for one Pos run in the order registered.
-		slices.SortStableFunc(ready, func(a, b due) int { return cmp.Compare(a.p, b.p) })
-		for _, d := range ready {
-			d.fn(d.err)
-		}
-	}
-}
+func (l *Log) deliver() { l.waits.Deliver(&l.mu, l.outcomeLocked) }
 
 // Close writes and syncs what is queued, stops the writer and closes the
 // file. Later Appends return ErrClosed. It returns the sticky error if the
