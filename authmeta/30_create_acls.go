@@ -3,7 +3,6 @@ package authmeta
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/wire"
@@ -40,14 +39,7 @@ func (s *State) handleCreateACLs(_ context.Context, r *wire.Request) wire.Reply 
 		if r.Version == 0 {
 			b.Pattern = kmsg.ACLResourcePatternTypeLiteral
 		}
-		switch msg := validBinding(b); {
-		case !s.Authorizing():
-			res.ErrorCode, res.ErrorMessage = kerr.SecurityDisabled.Code, kmsg.StringPtr(noAuthorizer+".")
-		case !allowed:
-			res.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		case msg != "":
-			res.ErrorCode, res.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(msg)
-		default:
+		if res.ErrorCode, res.ErrorMessage = s.aclChangeRefused(allowed, validBinding(b)); res.ErrorCode == 0 {
 			valid = append(valid, b)
 			validAt = append(validAt, len(resp.Results))
 		}

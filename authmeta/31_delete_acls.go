@@ -3,7 +3,6 @@ package authmeta
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/txncoord/txncoord/wire"
@@ -38,14 +37,7 @@ func (s *State) handleDeleteACLs(_ context.Context, r *wire.Request) wire.Reply 
 		if r.Version == 0 {
 			f.Pattern = kmsg.ACLResourcePatternTypeLiteral
 		}
-		switch msg := validFilter(f); {
-		case !s.Authorizing():
-			res.ErrorCode, res.ErrorMessage = kerr.SecurityDisabled.Code, kmsg.StringPtr(noAuthorizer+".")
-		case !allowed:
-			res.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		case msg != "":
-			res.ErrorCode, res.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(msg)
-		default:
+		if res.ErrorCode, res.ErrorMessage = s.aclChangeRefused(allowed, validFilter(f)); res.ErrorCode == 0 {
 			filters = append(filters, f)
 			at = append(at, len(resp.Results))
 		}

@@ -29,6 +29,22 @@ func clusterAllowed(r *wire.Request, op kmsg.ACLOperation) bool {
 // authorizer configured (txncoord without a security section).
 const noAuthorizer = "No Authorizer is configured"
 
+// aclChangeRefused is the error of one ACL creation or deletion filter
+// that is not carried out, in Kafka's order of checks: no authorizer, then
+// no ALTER on the cluster (allowed), then the element's own validation
+// message (invalid, "" when valid); code 0 for one that is.
+func (s *State) aclChangeRefused(allowed bool, invalid string) (code int16, msg *string) {
+	switch {
+	case !s.Authorizing():
+		return kerr.SecurityDisabled.Code, kmsg.StringPtr(noAuthorizer + ".")
+	case !allowed:
+		return kerr.ClusterAuthorizationFailed.Code, nil
+	case invalid != "":
+		return kerr.InvalidRequest.Code, kmsg.StringPtr(invalid)
+	}
+	return 0, nil
+}
+
 // codeOf is the Kafka error of a failed change.
 func codeOf(err error) (int16, *string) {
 	var ke *kerr.Error
