@@ -102,3 +102,33 @@ func TestWaitsDeliverInOrder(t *testing.T) {
 		t.Fatalf("still listed: %+v, want the one for 3", w.callbacks)
 	}
 }
+
+// A busy log delivers once per group commit: after the first, Deliver
+// reuses its list and allocates nothing.
+func TestWaitsDeliverReusesItsList(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		w       Waits
+		durable Pos
+		ran     int
+	)
+	outcome := func(p Pos) (error, bool) { return nil, p <= durable }
+	fn := func(error) { ran++ }
+	commit := func() {
+		for i := 0; i < 16; i++ {
+			w.Then(durable+1+Pos(i%4), fn)
+		}
+		mu.Lock()
+		durable += 4
+		w.WakeLocked(outcome)
+		mu.Unlock()
+		w.Deliver(&mu, outcome)
+	}
+	commit()
+	if allocs := testing.AllocsPerRun(100, commit); allocs != 0 {
+		t.Fatalf("%.1f allocations per group commit, want 0", allocs)
+	}
+	if ran != 16*102 { // AllocsPerRun runs it once more to warm up
+		t.Fatalf("%d callbacks ran, want %d", ran, 16*102)
+	}
+}
