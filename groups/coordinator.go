@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,8 +52,10 @@ type Config struct {
 	// with Tick.
 	Now      func() time.Time
 	Timeouts Timeouts
-	// TickInterval is how often timeouts are checked (100 ms when 0; a
-	// negative value starts no ticker: the test calls Tick).
+	// TickInterval is how often timeouts are checked while anything can
+	// time out (100 ms when 0; a negative value starts no ticker: the
+	// test calls Tick). With no member and no pending join the ticker
+	// sleeps until the next step or offset expiry check.
 	TickInterval time.Duration
 	Log          zerolog.Logger
 	Metrics      prometheus.Registerer // may be nil
@@ -78,6 +81,11 @@ type Coordinator struct {
 	nextToken uint64
 	lastPos   wal.Pos // position of the last record appended
 	lastExp   time.Time
+
+	// parked: the ticker sleeps, nothing in the core timing out; the
+	// next step that may have changed that wakes it through wake.
+	parked atomic.Bool
+	wake   chan struct{}
 
 	stop    chan struct{}
 	stopped chan struct{}
@@ -123,7 +131,7 @@ func Open(cfg Config) (*Coordinator, error) {
 		space = spaceLog{sp}
 	}
 	c := &Coordinator{cfg: cfg, space: space, log: cfg.Log.With().Str("component", "groups").Logger(),
-		waiters: map[uint64]*waiter{}, stop: make(chan struct{}), stopped: make(chan struct{})}
+		waiters: map[uint64]*waiter{}, wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	t := cfg.Timeouts
 	// The delay DescribeConfigs reports is the one applied.
 	t.InitialRebalanceDelay = cfg.View.GroupInitialRebalanceDelay()
@@ -168,16 +176,55 @@ func (c *Coordinator) Close() error {
 	return err
 }
 
+// ticker runs Tick every TickInterval while something in the core can
+// time out. A coordinator with nothing to time out (most of the
+// __consumer_offsets partitions a process owns, most of the time) parks
+// it instead of waking every interval: it sleeps until the next offset
+// expiry check, or until a step wakes it.
 func (c *Coordinator) ticker() {
 	defer close(c.stopped)
-	t := time.NewTicker(c.cfg.TickInterval)
+	t := time.NewTimer(c.cfg.TickInterval)
 	defer t.Stop()
 	for {
+		wait := c.cfg.TickInterval
 		select {
 		case <-c.stop:
 			return
+		case <-c.wake: // a step: tick from now on
 		case <-t.C:
-			c.Tick()
+			if c.tick() {
+				c.parked.Store(true)
+				// A step that ran before the flag was set did not
+				// wake the ticker: look again now that the next one
+				// will.
+				var idle bool
+				if wait, idle = c.untilExpiryCheck(); !idle {
+					c.parked.Store(false)
+					wait = c.cfg.TickInterval
+				}
+			}
+		}
+		t.Reset(wait) // Go 1.23+: no stale tick survives a Reset
+	}
+}
+
+// untilExpiryCheck reports whether nothing in the core can time out (no
+// deadline, no share member's session), and how long until the next
+// offset expiry check.
+func (c *Coordinator) untilExpiryCheck() (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	idle := c.core.NextDeadline().IsZero() && !c.core.hasShareMembers()
+	return max(c.lastExp.Add(expireEvery).Sub(c.cfg.Now()), c.cfg.TickInterval), idle
+}
+
+// wakeTicker wakes a parked ticker after a step, which may have given the
+// core something that times out.
+func (c *Coordinator) wakeTicker() {
+	if c.parked.Load() && c.parked.CompareAndSwap(true, false) {
+		select {
+		case c.wake <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -188,10 +235,15 @@ const expireEvery = 10 * time.Minute
 
 // Tick runs the core's timeouts at the clock's now (the ticker calls it;
 // tests with their own clock call it themselves).
-func (c *Coordinator) Tick() {
+func (c *Coordinator) Tick() { c.tick() }
+
+// tick is Tick; idle reports that nothing in the core could time out
+// (no deadline before it, no share member after it).
+func (c *Coordinator) tick() (idle bool) {
 	c.mu.Lock()
 	now := c.cfg.Now()
-	if next := c.core.NextDeadline(); !next.IsZero() && !now.Before(next) {
+	next := c.core.NextDeadline()
+	if !next.IsZero() && !now.Before(next) {
 		c.core.Tick(now)
 	}
 	if now.Sub(c.lastExp) >= expireEvery {
@@ -201,10 +253,12 @@ func (c *Coordinator) Tick() {
 		}
 	}
 	gone := c.core.ExpireShareMembers(now)
+	idle = next.IsZero() && !c.core.hasShareMembers()
 	c.flushLocked(false)
 	c.mu.Unlock()
 	// Released outside the lock: the leaders write.
 	c.releaseShareMembers(gone)
+	return idle
 }
 
 // step runs fn on the core under the lock and flushes what it produced:
@@ -212,6 +266,7 @@ func (c *Coordinator) Tick() {
 // orders them), waiting answers released. It returns the position the
 // caller's own answer must wait for (0: nothing written).
 func (c *Coordinator) step(fn func(now time.Time)) (wal.Pos, error) {
+	defer c.wakeTicker() // after the unlock
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fn(c.cfg.Now())

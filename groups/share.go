@@ -246,6 +246,17 @@ func (c *Core) ExpireShareMembers(now time.Time) []ShareMemberRef {
 	return out
 }
 
+// hasShareMembers reports whether any share group has a member, whose
+// session can time out.
+func (c *Core) hasShareMembers() bool {
+	for _, g := range c.shareGroups {
+		if len(g.Members) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // ShareGroupIDs lists the share groups, sorted.
 func (c *Core) ShareGroupIDs() []string { return slices.Sorted(maps.Keys(c.shareGroups)) }
 
