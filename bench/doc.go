@@ -14,9 +14,9 @@
 //
 // It owns: the workload (workload.go), the partition layout (layout.go), the
 // targets and their child processes (target.go, kfake_child.go), the
-// server-side measurements (/proc CPU and peak RSS in procstat.go, the disk's
-// fsync rate in fsync.go, txncoord's /metrics in metrics.go, the embedded
-// etcd's in etcd.go, a CPU profile of the window split by component in
+// server-side measurements (/proc CPU, peak RSS and the host's steal time
+// in procstat.go, the disk's fsync rate in fsync.go, txncoord's /metrics in
+// metrics.go, the embedded etcd's in etcd.go, a CPU profile of the window split by component in
 // profile.go), the round runner (runner.go) and the output (report.go,
 // report_scaleout.go, plot.go).
 //

@@ -45,6 +45,33 @@ func parseStatCPU(raw []byte) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / clockTicksPerSecond, nil
 }
 
+// hostSteal is the time the hypervisor gave this machine's CPUs to
+// something else while they had work (steal, the eighth value of
+// /proc/stat's cpu line), summed over the CPUs, so far. A window with much
+// of it measured a slower machine than its neighbours did.
+func hostSteal() (time.Duration, error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	return parseStatSteal(raw)
+}
+
+// parseStatSteal reads the steal time of /proc/stat's first (all CPUs)
+// line: "cpu user nice system idle iowait irq softirq steal ...".
+func parseStatSteal(raw []byte) (time.Duration, error) {
+	line, _, _ := bytes.Cut(raw, []byte("\n"))
+	fields := strings.Fields(string(line))
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: no steal in %q", line)
+	}
+	steal, err := strconv.ParseInt(fields[8], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/stat: steal %q", fields[8])
+	}
+	return time.Duration(steal) * time.Second / clockTicksPerSecond, nil
+}
+
 // peakRSS returns VmHWM (the resident set's high-water mark) of pid in bytes.
 func peakRSS(pid int) (int64, error) { return statusKB(pid, "VmHWM:") }
 

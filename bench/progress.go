@@ -93,6 +93,9 @@ func cellLine(c Cell) string {
 	l := latencies(c.Result, false)
 	line := fmt.Sprintf("%s %.0f txn/s, commit p50 %s ms p99 %s ms, server CPU %s ms/1k txn, peak RSS %.1f MiB",
 		head, c.Result.TxnPerSec(), ms(l.P50), ms(l.P99), ms(c.CPUPer1000()), float64(c.PeakRSS)/(1<<20))
+	if c.HostSteal >= 0.005 {
+		line += fmt.Sprintf(", host steal %.0f%%", 100*c.HostSteal)
+	}
 	if c.Err != "" {
 		line += " (error: " + c.Err + ")"
 	}

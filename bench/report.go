@@ -158,6 +158,25 @@ func orNA(v float64, format string) string {
 	return fmt.Sprintf(format, v)
 }
 
+// roundsTable is every cell in the order it ran, with the host's steal
+// during its window: the medians above hide how far rounds spread.
+func (r *Report) roundsTable() table {
+	t := table{title: "Every round", header: []string{"round", "target", "producers", "txn/s", "commit p50 ms", "p99",
+		"server CPU ms/1k txn", "host steal %"}}
+	for _, c := range r.Cells {
+		if c.Result == nil {
+			t.rows = append(t.rows, []string{fmt.Sprint(c.Round + 1), c.Target, fmt.Sprint(c.Producers), "failed", "", "", "", ""})
+			continue
+		}
+		l := latencies(c.Result, false)
+		t.rows = append(t.rows, []string{fmt.Sprint(c.Round + 1), c.Target, fmt.Sprint(c.Producers),
+			fmt.Sprintf("%.0f", c.Result.TxnPerSec()), ms(l.P50), ms(l.P99), ms(c.CPUPer1000()),
+			fmt.Sprintf("%.1f", 100*c.HostSteal)})
+	}
+	t.note = "Host steal: the share of the machine's CPU time (all CPUs) over the cell's window that the hypervisor gave to others (/proc/stat)."
+	return t
+}
+
 // tables returns the report's tables as header + rows of cells, shared by the
 // terminal and markdown renderings so both always show the same figures.
 func (r *Report) tables() []table {
@@ -197,6 +216,7 @@ func (r *Report) tables() []table {
 	if len(ratios.rows) > 0 {
 		tables = append(tables, ratios)
 	}
+	tables = append(tables, r.roundsTable())
 
 	coord := table{title: "txncoord storage (/metrics over the window)",
 		header: []string{"target", "producers", "group commits/s", "log fdatasyncs/s", "disk fdatasyncs/s",
@@ -489,6 +509,7 @@ type cellJSON struct {
 	CommitP99Us   int64              `json:"commit_p99_us"`
 	ServerCPUSec  float64            `json:"server_cpu_s"`
 	PeakRSSBytes  int64              `json:"peak_rss_bytes"`
+	HostSteal     float64            `json:"host_steal"` // share of the machine's CPU time, 0..1
 	MetricsDeltas map[string]float64 `json:"metrics_deltas,omitempty"`
 	// CPUByComponentSec is server_cpu_s split by the window's CPU profile.
 	CPUByComponentSec map[string]float64 `json:"cpu_by_component_s,omitempty"`
@@ -509,7 +530,7 @@ func (r *Report) Write(dir string) error {
 	var cells []cellJSON
 	for _, c := range r.Cells {
 		j := cellJSON{Target: c.Target, Producers: c.Producers, Round: c.Round + 1, ServerCPUSec: c.ServerCPU.Seconds(),
-			PeakRSSBytes: c.PeakRSS, MetricsDeltas: c.Metrics, Err: c.Err}
+			PeakRSSBytes: c.PeakRSS, HostSteal: c.HostSteal, MetricsDeltas: c.Metrics, Err: c.Err}
 		if c.CPUByComponent != nil {
 			j.CPUByComponentSec = map[string]float64{}
 			for comp, d := range c.CPUByComponent {

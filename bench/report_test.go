@@ -47,6 +47,7 @@ func TestReportRenders(t *testing.T) {
 	rep.Cells[1] = withStore(rep.Cells[1], Metrics{metricGroupCommits: 900, metricFdatasyncs: 900,
 		metricLogBytes: 400 * 15000, metricApplyPages: 15000 / 4, metricTransitions: 16 * 900,
 		metricMarkersPerWTM + "_sum": 200, metricMarkersPerWTM + "_count": 10})
+	rep.Cells[3].HostSteal = 0.314 // kfake@64 of round 1: the host took a third of the CPUs
 	rep.Cells = append(rep.Cells, Cell{Target: TargetKfake, Producers: 1, Round: 2, Err: "kfake exited before it was ready"})
 	rep.summarize()
 
@@ -76,6 +77,10 @@ func TestReportRenders(t *testing.T) {
 		"| txncoord | 64 | 900 | 900 | 11000 | n/a | n/a | 16.0 | 400 | 1024 | 1424 | 20.0 |",
 		"medians of 2 round(s) per cell (the goals ask for at least 3)",
 		"kfake exited before it was ready", // a failed cell is visible
+		// Every round, in the order run, with the host's steal.
+		"| 1 | kfake | 64 | 18000 | 3.001 | 3.001 | 50.000 | 31.4 |",
+		"| 2 | txncoord | 1 | 1200 | 0.500 | 0.500 | 50.000 | 0.0 |",
+		"| 3 | kfake | 1 | failed |",
 		"![commit latency](latency.png)",
 	} {
 		if !strings.Contains(string(md), want) {

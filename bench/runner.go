@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -44,6 +45,11 @@ type Cell struct {
 	Round     int
 	Result    *Result
 	ServerCPU time.Duration // child CPU (user+system) during the window only
+	// HostSteal is the share of the machine's CPU time during the window
+	// that the hypervisor gave to others (hostSteal; 0 where there is
+	// none or /proc/stat has none): what makes one round slower than its
+	// neighbours without any change of the target.
+	HostSteal float64
 	PeakRSS   int64         // child VmHWM at the end of the window, bytes
 	Coord     *CoordFigures // txncoord only, from /metrics over the window
 	Etcd      *EtcdFigures  // a target embedding etcd only, from its /metrics
@@ -135,7 +141,7 @@ func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, to
 	var txns atomic.Int64
 	p.Progress.CellStart(fmt.Sprintf("round %d/%d %s producers=%d", round+1, p.Rounds, t.Name, producers), index, total, &txns)
 
-	var cpuStart, cpuEnd time.Duration
+	var cpuStart, cpuEnd, stealStart, stealEnd time.Duration
 	var before, after Metrics
 	var sampleErr error
 	sample := func(cpu *time.Duration, m *Metrics) {
@@ -163,11 +169,15 @@ func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, to
 	}
 	res, err := Run(ctx, inst.Bootstrap, w, Hooks{
 		WindowStart: func() {
+			stealStart, _ = hostSteal()
 			sample(&cpuStart, &before)
 			prof.start(ctx)
 		},
-		WindowEnd: func() { sample(&cpuEnd, &after) },
-		Progress:  &txns,
+		WindowEnd: func() {
+			sample(&cpuEnd, &after)
+			stealEnd, _ = hostSteal()
+		},
+		Progress: &txns,
 	})
 	cell.CPUByComponent, cell.ProfileErr = prof.split(ctx, res, cpuEnd-cpuStart)
 	cell.Result = res
@@ -177,6 +187,9 @@ func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, to
 		cell.Err = "cpu: " + sampleErr.Error()
 	}
 	cell.ServerCPU = cpuEnd - cpuStart
+	if res != nil && res.Elapsed > 0 && stealEnd > stealStart {
+		cell.HostSteal = float64(stealEnd-stealStart) / float64(res.Elapsed*time.Duration(runtime.NumCPU()))
+	}
 	if rss, err := inst.PeakRSS(); err == nil {
 		cell.PeakRSS = rss
 	}
