@@ -16,9 +16,9 @@
 // targets and their child processes (target.go, kfake_child.go), the
 // server-side measurements (/proc CPU, peak RSS and the host's steal time
 // in procstat.go, the disk's fsync rate in fsync.go, txncoord's /metrics in
-// metrics.go, the embedded etcd's in etcd.go, a CPU profile of the window split by component in
-// profile.go), the round runner (runner.go) and the output (report.go,
-// report_scaleout.go, plot.go).
+// metrics.go, the embedded etcd's in etcd.go, a CPU profile of the window
+// split by component in profile.go), the round runner (runner.go) and the
+// output (report.go, report_scaleout.go, plot.go).
 //
 // It must not: import any txncoord package. txncoord is measured from the
 // outside, through its binary, its Kafka listeners and its admin /metrics,
