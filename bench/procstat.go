@@ -45,31 +45,50 @@ func parseStatCPU(raw []byte) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / clockTicksPerSecond, nil
 }
 
-// hostSteal is the time the hypervisor gave this machine's CPUs to
-// something else while they had work (steal, the eighth value of
-// /proc/stat's cpu line), summed over the CPUs, so far. A window with much
-// of it measured a slower machine than its neighbours did.
-func hostSteal() (time.Duration, error) {
+// hostCPU is the machine's CPU time so far, summed over its CPUs
+// (/proc/stat's cpu line): all of it (user to steal; guest time is in user
+// already) and the part the hypervisor gave to something else while the
+// CPUs had work (steal).
+type hostCPU struct{ total, steal time.Duration }
+
+func readHostCPU() (hostCPU, error) {
 	raw, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, err
+		return hostCPU{}, err
 	}
-	return parseStatSteal(raw)
+	return parseHostStat(raw)
 }
 
-// parseStatSteal reads the steal time of /proc/stat's first (all CPUs)
-// line: "cpu user nice system idle iowait irq softirq steal ...".
-func parseStatSteal(raw []byte) (time.Duration, error) {
+// parseHostStat reads /proc/stat's first (all CPUs) line: "cpu user nice
+// system idle iowait irq softirq steal guest guest_nice".
+func parseHostStat(raw []byte) (hostCPU, error) {
 	line, _, _ := bytes.Cut(raw, []byte("\n"))
 	fields := strings.Fields(string(line))
 	if len(fields) < 9 || fields[0] != "cpu" {
-		return 0, fmt.Errorf("/proc/stat: no steal in %q", line)
+		return hostCPU{}, fmt.Errorf("/proc/stat: no steal in %q", line)
 	}
-	steal, err := strconv.ParseInt(fields[8], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("/proc/stat: steal %q", fields[8])
+	var h hostCPU
+	for i, f := range fields[1:9] {
+		ticks, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return hostCPU{}, fmt.Errorf("/proc/stat: %q", f)
+		}
+		d := time.Duration(ticks) * time.Second / clockTicksPerSecond
+		h.total += d
+		if i == 7 {
+			h.steal = d
+		}
 	}
-	return time.Duration(steal) * time.Second / clockTicksPerSecond, nil
+	return h, nil
+}
+
+// stealShareSince is the share of the machine's CPU time since before
+// that was stolen: 0 when none passed (or /proc/stat could not be read).
+func (h hostCPU) stealShareSince(before hostCPU) float64 {
+	if h.total <= before.total || before.total == 0 {
+		return 0
+	}
+	return float64(h.steal-before.steal) / float64(h.total-before.total)
 }
 
 // peakRSS returns VmHWM (the resident set's high-water mark) of pid in bytes.

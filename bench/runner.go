@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -46,8 +45,8 @@ type Cell struct {
 	Result    *Result
 	ServerCPU time.Duration // child CPU (user+system) during the window only
 	// HostSteal is the share of the machine's CPU time during the window
-	// that the hypervisor gave to others (hostSteal; 0 where there is
-	// none or /proc/stat has none): what makes one round slower than its
+	// that the hypervisor gave to others (hostCPU; 0 where there is none
+	// or /proc/stat has none): what makes one round slower than its
 	// neighbours without any change of the target.
 	HostSteal float64
 	PeakRSS   int64         // child VmHWM at the end of the window, bytes
@@ -141,10 +140,12 @@ func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, to
 	var txns atomic.Int64
 	p.Progress.CellStart(fmt.Sprintf("round %d/%d %s producers=%d", round+1, p.Rounds, t.Name, producers), index, total, &txns)
 
-	var cpuStart, cpuEnd, stealStart, stealEnd time.Duration
+	var cpuStart, cpuEnd time.Duration
+	var hostStart, hostEnd hostCPU
 	var before, after Metrics
 	var sampleErr error
-	sample := func(cpu *time.Duration, m *Metrics) {
+	sample := func(cpu *time.Duration, host *hostCPU, m *Metrics) {
+		*host, _ = readHostCPU() // none: no steal reported
 		c, err := inst.CPU()
 		if err != nil {
 			sampleErr = err
@@ -169,15 +170,11 @@ func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, to
 	}
 	res, err := Run(ctx, inst.Bootstrap, w, Hooks{
 		WindowStart: func() {
-			stealStart, _ = hostSteal()
-			sample(&cpuStart, &before)
+			sample(&cpuStart, &hostStart, &before)
 			prof.start(ctx)
 		},
-		WindowEnd: func() {
-			sample(&cpuEnd, &after)
-			stealEnd, _ = hostSteal()
-		},
-		Progress: &txns,
+		WindowEnd: func() { sample(&cpuEnd, &hostEnd, &after) },
+		Progress:  &txns,
 	})
 	cell.CPUByComponent, cell.ProfileErr = prof.split(ctx, res, cpuEnd-cpuStart)
 	cell.Result = res
@@ -187,9 +184,7 @@ func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, to
 		cell.Err = "cpu: " + sampleErr.Error()
 	}
 	cell.ServerCPU = cpuEnd - cpuStart
-	if res != nil && res.Elapsed > 0 && stealEnd > stealStart {
-		cell.HostSteal = float64(stealEnd-stealStart) / float64(res.Elapsed*time.Duration(runtime.NumCPU()))
-	}
+	cell.HostSteal = hostEnd.stealShareSince(hostStart)
 	if rss, err := inst.PeakRSS(); err == nil {
 		cell.PeakRSS = rss
 	}

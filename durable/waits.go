@@ -30,10 +30,10 @@ type Waits struct {
 	waiters   []waiter
 	// delivering: callbacks fell due and Deliver has not run them yet.
 	delivering bool
-	// spare is the list Deliver ran last, kept for its next round (one
-	// per group commit: allocating it each time was a good share of a
-	// busy log's garbage). Taken under the lock, so that two Delivers at
-	// once never share it.
+	// spare is the list Deliver ran last, kept for its next round:
+	// Deliver runs at every group commit, and a new list each time would
+	// be a good share of a busy log's garbage. Taken under the lock, so
+	// that two Delivers at once never share it.
 	spare []due
 }
 
