@@ -78,7 +78,7 @@ var etcdWriterDescs = []*prometheus.Desc{
 func storeTotals(st *storage.Store) totals {
 	return totals{descs: storeDescs, values: func() []uint64 {
 		s := st.Stats()
-		return []uint64{s.Syncs, s.Fdatasyncs, s.Bytes, s.Applies, s.Pages}
+		return []uint64{s.Syncs, s.Fdatasyncs, s.Bytes, s.Applies, s.Pages, s.SegmentsFilled, s.SegmentsRecycled}
 	}}
 }
 
@@ -89,4 +89,8 @@ var storeDescs = []*prometheus.Desc{
 	counterDesc("txncoord_store_log_bytes_total", "Bytes written to the process log (records and their frames)."),
 	counterDesc("txncoord_store_apply_commits_total", "bbolt commits of the log's applier."),
 	counterDesc("txncoord_store_apply_pages_total", "4 KiB pages the log's applier wrote to bbolt."),
+	counterDesc("txncoord_store_log_segments_filled_total",
+		"Segments of the process log filled with zeros ahead of need (a segment's size written to the disk)."),
+	counterDesc("txncoord_store_log_segments_recycled_total",
+		"Segments of the process log prepared ahead by reusing one the applier no longer needed (nothing written)."),
 }

@@ -111,6 +111,10 @@ type Stats struct {
 	Bytes      uint64 // bytes written to the log
 	Applies    uint64 // bbolt commits of the applier
 	Pages      uint64 // bbolt pages written by the applier
+	// SegmentsFilled and SegmentsRecycled count the log's segments
+	// prepared ahead: written full of zeros, or reused from a segment the
+	// applier no longer needed (no byte written).
+	SegmentsFilled, SegmentsRecycled uint64
 }
 
 // WALDir is the folder of the log, beside the bbolt file.
@@ -623,7 +627,9 @@ func (st *Store) Stats() Stats {
 	st.mu.Lock()
 	out := st.stats
 	st.mu.Unlock()
-	out.Fdatasyncs = uint64(st.wal.Stats().Syncs)
+	ws := st.wal.Stats()
+	out.Fdatasyncs = uint64(ws.Syncs)
+	out.SegmentsFilled, out.SegmentsRecycled = uint64(ws.Filled), uint64(ws.Recycled)
 	return out
 }
 

@@ -22,7 +22,10 @@ import (
 // how many records were reported durable, and how many of those a reopen
 // did not find. Every record a reopen finds must be the one appended at
 // its Pos: the log is a prefix of what was appended, whatever was lost.
-func powerLoss(t *testing.T, noSync, prealloc bool) (acked, lost int) {
+// With recycle, the log's front is also truncated while the appenders run,
+// as the applier does, so filled segments are recycled; recycled is how
+// many were.
+func powerLoss(t *testing.T, noSync, prealloc, recycle bool) (acked, lost, recycled int) {
 	fs := waltest.NewCrashFS()
 	opts := wal.Options{FS: fs, SegmentSize: 1024, NoSync: noSync, Preallocate: prealloc}
 	var mu sync.Mutex
@@ -86,6 +89,22 @@ func powerLoss(t *testing.T, noSync, prealloc bool) (acked, lost int) {
 				}
 			}()
 		}
+		if recycle {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(200 * time.Microsecond):
+					}
+					if d := l.Durable(); d > 40 {
+						l.TruncateFront(d - 40) // fails once the power is off
+					}
+				}
+			}()
+		}
 		// Cut the power at a different point each round, mid-stream.
 		for l.Durable() < start+wal.Pos(100+37*round) && ctx.Err() == nil {
 			time.Sleep(100 * time.Microsecond)
@@ -94,14 +113,15 @@ func powerLoss(t *testing.T, noSync, prealloc bool) (acked, lost int) {
 		close(stop)
 		wg.Wait()
 		cancel()
+		recycled += int(l.Stats().Recycled)
 		l.Close() // the old process: its files are gone
 	}
 	l := reopen()
-	if prealloc {
+	if prealloc && !recycle {
 		checkFilled(t, fs)
 	}
 	l.Close()
-	return acked, lost
+	return acked, lost, recycled
 }
 
 // TestPowerLossPreallocatedKeepsDurable is TestPowerLossKeepsDurable with
@@ -109,17 +129,34 @@ func powerLoss(t *testing.T, noSync, prealloc bool) (acked, lost int) {
 // power loss mid-fill, between the rename and the directory's sync, or
 // in a segment written over its zeros loses nothing reported durable.
 func TestPowerLossPreallocatedKeepsDurable(t *testing.T) {
-	acked, lost := powerLoss(t, false, true)
+	acked, lost, _ := powerLoss(t, false, true, false)
 	if acked < 600 || lost != 0 {
 		t.Fatalf("%d of %d records reported durable were lost", lost, acked)
 	}
+}
+
+// TestPowerLossRecycledKeepsDurable is TestPowerLossPreallocatedKeepsDurable
+// with the front truncated as the appenders run, so that dropped filled
+// segments become the next ones: a power loss between the rename that
+// keeps one and the directory's sync, or in a recycled segment whose old
+// frames follow the new ones, loses nothing reported durable, and a
+// reopen never takes an old frame for a record.
+func TestPowerLossRecycledKeepsDurable(t *testing.T) {
+	acked, lost, recycled := powerLoss(t, false, true, true)
+	if acked < 600 || lost != 0 {
+		t.Fatalf("%d of %d records reported durable were lost", lost, acked)
+	}
+	if recycled == 0 {
+		t.Fatal("no segment was recycled: the test ran without recycling")
+	}
+	t.Logf("%d records reported durable, %d segments recycled", acked, recycled)
 }
 
 // TestPowerLossKeepsDurable: no record reported durable is lost to a power
 // loss that discards every byte not covered by a completed fdatasync (and
 // every directory entry not covered by a directory sync).
 func TestPowerLossKeepsDurable(t *testing.T) {
-	acked, lost := powerLoss(t, false, false)
+	acked, lost, _ := powerLoss(t, false, false, false)
 	if acked < 600 || lost != 0 {
 		t.Fatalf("%d of %d records reported durable were lost", lost, acked)
 	}
@@ -128,7 +165,7 @@ func TestPowerLossKeepsDurable(t *testing.T) {
 // TestPowerLossNoSyncLoses proves the test above can fail: without
 // fdatasync, records reported durable are lost.
 func TestPowerLossNoSyncLoses(t *testing.T) {
-	acked, lost := powerLoss(t, true, false)
+	acked, lost, _ := powerLoss(t, true, false, false)
 	if lost == 0 {
 		t.Fatalf("NoSync lost none of %d records reported durable: the power-loss test would not see a missing fdatasync", acked)
 	}

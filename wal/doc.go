@@ -52,7 +52,7 @@
 // the data. At open a bad frame in the last segment that no valid later
 // frame follows is a torn write: it is cut, with a Warn line naming file
 // and offset. Anything else (a bad frame followed by a good one, a bad
-// frame in an earlier segment, a missing segment) is refused with an
+// frame in an earlier segment before its last record, a missing segment) is refused with an
 // ErrCorrupt error naming file and offset: cutting there could drop
 // records that were reported durable, so an operator decides. A torn
 // write whose later pages reached the disk before its earlier ones looks
@@ -63,7 +63,9 @@
 // data without a change of size, while the disk has room for a filled
 // segment and a segment of records besides (FS.Free); at open a tail of
 // zeros is the unwritten rest of such a segment, accepted without a
-// warning.
+// warning. A filled segment TruncateFront drops is recycled: renamed, it
+// becomes the next one without a byte written, and its old frames, whose
+// Pos are all below the segment's first, are never taken for records.
 //
 // Left out: a lock against a second process on the same
 // directory, checksums of whole segments, and a bound on the queue

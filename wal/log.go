@@ -69,7 +69,11 @@ type Stats struct {
 	Records int64 // records queued
 	Syncs   int64 // fdatasync calls on segment files
 	Bytes   int64 // bytes written to segment files
-	Failed  bool
+	// Filled and Recycled count the segments prepared ahead
+	// (Preallocate): written full of zeros, or reused from a segment
+	// TruncateFront dropped.
+	Filled, Recycled int64
+	Failed           bool
 }
 
 var (
@@ -108,6 +112,10 @@ func failed(op, file string, err error) error {
 type segment struct {
 	first Pos    // Pos of its first record (and its name)
 	path  string // dir joined with the name
+	// filled: the segment was filled ahead (Preallocate) when this
+	// process rolled into it, so its file holds at least SegmentSize
+	// written bytes and can be recycled as the next fill.
+	filled bool
 }
 
 func segmentName(first Pos) string { return fmt.Sprintf("%016x.wal", uint64(first)) }
@@ -172,6 +180,13 @@ type Log struct {
 	filledCh    chan filled
 	fillWG      sync.WaitGroup
 
+	// recycleMu guards recycled: the path (recycledName) of a filled
+	// segment TruncateFront dropped and kept for the next fill, "" if
+	// none. TruncateFront runs on its caller's goroutine, the fill on its
+	// own.
+	recycleMu sync.Mutex
+	recycled  string
+
 	wake      chan struct{}
 	stop      chan struct{}
 	done      chan struct{}
@@ -179,6 +194,7 @@ type Log struct {
 	closeErr  error
 
 	appends, records, syncs, bytes atomic.Int64
+	filledN, recycledN             atomic.Int64
 }
 
 // First is the first record still held, 0 if none.
@@ -215,7 +231,7 @@ func (l *Log) Err() error {
 // Stats returns the counters.
 func (l *Log) Stats() Stats {
 	return Stats{Appends: l.appends.Load(), Records: l.records.Load(), Syncs: l.syncs.Load(),
-		Bytes: l.bytes.Load(), Failed: l.Err() != nil}
+		Bytes: l.bytes.Load(), Filled: l.filledN.Load(), Recycled: l.recycledN.Load(), Failed: l.Err() != nil}
 }
 
 // Append queues copies of recs, in order, and returns the Pos of the last.
@@ -615,7 +631,7 @@ func (l *Log) roll(first Pos) error {
 		}
 	}
 	l.mu.Lock()
-	l.segs = append(l.segs, segment{first: first, path: path})
+	l.segs = append(l.segs, segment{first: first, path: path, filled: filledSeg})
 	l.mu.Unlock()
 	return nil
 }

@@ -59,10 +59,13 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := l.fs.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
-	// A segment being filled when the last process stopped: not part of
-	// the log (it never had a segment's name), and filled again if needed.
-	if err := l.fs.Remove(filepath.Join(dir, preallocName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("wal: %w", err)
+	// A segment being filled or kept for recycling when the last process
+	// stopped: not part of the log (neither has a segment's name), and
+	// filled again if needed.
+	for _, name := range []string{preallocName, recycledName} {
+		if err := l.fs.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("wal: %w", err)
+		}
 	}
 	segs, err := l.listSegments()
 	if err != nil {
@@ -136,7 +139,11 @@ func (l *Log) scan(segs []segment) error {
 		if err != nil {
 			return fmt.Errorf("wal: %w", err)
 		}
-		size, err := l.checkSegment(f, s, last, &next)
+		var end Pos // the last record of s, known when a segment follows
+		if !last {
+			end = segs[i+1].first - 1
+		}
+		size, err := l.checkSegment(f, s, end, &next)
 		if err == nil && !l.opts.NoSync {
 			if err = f.Sync(); err != nil {
 				err = fmt.Errorf("wal: %w", err)
@@ -157,16 +164,19 @@ func (l *Log) scan(segs []segment) error {
 }
 
 // checkSegment reads one segment whose first record is *next and advances
-// *next past its records. It returns the size of its valid frames, after
-// cutting a torn tail (last segment only).
-func (l *Log) checkSegment(f File, s segment, last bool, next *Pos) (int64, error) {
+// *next past its records. end is its last record when a segment follows
+// it (0: s is the last): what follows that record in the file is the
+// unused rest of a filled or recycled segment, never read. It returns the
+// size of its valid frames, after cutting a torn tail (last segment only).
+func (l *Log) checkSegment(f File, s segment, end Pos, next *Pos) (int64, error) {
 	b, err := io.ReadAll(f)
 	if err != nil {
 		return 0, fmt.Errorf("wal: %w", err)
 	}
+	last := end == 0
 	off := 0
 	var problem string
-	for off < len(b) {
+	for off < len(b) && (last || *next <= end) {
 		var p Pos
 		var size int
 		if p, _, size, problem = decodeFrame(b[off:]); problem == "" && p != *next {
@@ -178,7 +188,7 @@ func (l *Log) checkSegment(f File, s segment, last bool, next *Pos) (int64, erro
 		off += size
 		*next++
 	}
-	if off == len(b) {
+	if off == len(b) || !last && *next > end {
 		return int64(off), nil
 	}
 	if allZero(b[off:]) {
@@ -197,12 +207,34 @@ func (l *Log) checkSegment(f File, s segment, last bool, next *Pos) (int64, erro
 	if at, p, ok := laterFrame(b, off, *next); ok {
 		return 0, &corruption{s.path, off, fmt.Sprintf("%s, and record Pos %d follows at offset %d: not a torn write", problem, p, at)}
 	}
-	l.log.Warn().Str("file", s.path).Int("offset", off).Int("cut_bytes", len(b)-off).Str("reason", problem).
-		Msg("wal: torn tail cut")
+	if staleFrame(b, off, s.first) {
+		// The rest of a recycled segment: its earlier use's frames, and
+		// maybe a torn frame before them; nothing at or past *next.
+		l.log.Debug().Str("file", s.path).Int("offset", off).Int("cut_bytes", len(b)-off).
+			Msg("wal: the unwritten rest of a recycled segment cut")
+	} else {
+		l.log.Warn().Str("file", s.path).Int("offset", off).Int("cut_bytes", len(b)-off).Str("reason", problem).
+			Msg("wal: torn tail cut")
+	}
 	if err := f.Truncate(int64(off)); err != nil {
 		return 0, fmt.Errorf("wal: cut torn tail: %w", err)
 	}
 	return int64(off), nil
+}
+
+// staleFrame says whether b holds, from offset from on, a valid frame
+// whose Pos is below first, the first Pos of the segment b is: a frame of
+// the file's use before it was recycled (prealloc.go).
+func staleFrame(b []byte, from int, first Pos) bool {
+	for at := from; at+headerSize <= len(b); at++ {
+		if p := framePos(b[at:]); p == 0 || p >= first || frameLen(b[at:]) > len(b)-at-headerSize {
+			continue
+		}
+		if _, _, _, problem := decodeFrame(b[at:]); problem == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // laterFrame looks, from offset from on, for a valid frame with a Pos of

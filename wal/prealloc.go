@@ -34,8 +34,27 @@ import (
 // rest of a filled segment, not a torn write: it is accepted without a
 // warning, and cut from the last segment so that appends resume right
 // after the last frame.
+//
+// Recycling. Writing a segment of zeros costs as many bytes on the disk
+// as the records written over them, and a burst of them every segment.
+// A filled segment TruncateFront drops (its records are in the applier's
+// store) is already allocated and written: as RocksDB's recycled logs and
+// PostgreSQL's recycled WAL segments are, it is kept under recycledName
+// and becomes the next fill by a rename, with no byte written. Its old
+// frames stay behind the new ones, and are told from them by their Pos,
+// which is inside each frame's checksum: every old frame's Pos is below
+// the first Pos of the segment it now serves. So at open the records of a
+// segment that is not the last end where the next segment's first record
+// continues them, whatever follows; in the last, the first frame that is
+// torn, zero or not the next Pos ends the log, as for any torn tail, and
+// a tail holding frames of the file's earlier use (laterFrame finding none
+// at or after the next Pos) is the unwritten rest of a recycled segment,
+// cut without a warning. One segment at most is kept; a second is removed
+// as before. A crash while one is kept leaves recycledName, removed at
+// open like an interrupted fill.
 const (
 	preallocName  = "next.wal.tmp"
+	recycledName  = "recycled.wal.tmp"
 	preallocAfter = 1 << 20
 	zeroChunk     = 1 << 20
 	// syncEveryChunks: the fill syncs after this many chunks.
@@ -55,7 +74,8 @@ func (l *Log) startFill() {
 	if !l.opts.Preallocate || l.opts.NoSync || l.filling || l.ready != "" || l.activeSize < l.noRoomUntil {
 		return
 	}
-	if !l.roomToFill() {
+	// A recycled segment takes no room; a fill does.
+	if !l.haveRecycled() && !l.roomToFill() {
 		l.noRoomUntil = l.activeSize + l.fillAfter()
 		return
 	}
@@ -64,12 +84,65 @@ func (l *Log) startFill() {
 	go func() {
 		defer l.fillWG.Done()
 		path := filepath.Join(l.dir, preallocName)
+		if l.takeRecycled(path) {
+			l.recycledN.Add(1)
+			l.filledCh <- filled{path: path}
+			return
+		}
 		err := l.fill(path)
 		if err != nil {
 			l.fs.Remove(path)
+		} else {
+			l.filledN.Add(1)
 		}
 		l.filledCh <- filled{path, err}
 	}()
+}
+
+// recycle keeps the dropped segment s as the next fill (renamed
+// recycledName) when it was filled and none is kept yet; it says whether
+// it did. TruncateFront's goroutine.
+func (l *Log) recycle(s segment) (bool, error) {
+	if !s.filled {
+		return false, nil
+	}
+	l.recycleMu.Lock()
+	defer l.recycleMu.Unlock()
+	if l.recycled != "" {
+		return false, nil
+	}
+	path := filepath.Join(l.dir, recycledName)
+	if err := l.fs.Rename(s.path, path); err != nil {
+		return false, err
+	}
+	l.recycled = path
+	return true, nil
+}
+
+// haveRecycled says whether a dropped segment is kept for the next fill.
+func (l *Log) haveRecycled() bool {
+	l.recycleMu.Lock()
+	defer l.recycleMu.Unlock()
+	return l.recycled != ""
+}
+
+// takeRecycled renames the kept segment, if any, to path (the fill's
+// name) and says whether it did; the fill goroutine. One that cannot be
+// renamed is removed, with a Warn line, and the caller fills instead.
+func (l *Log) takeRecycled(path string) bool {
+	l.recycleMu.Lock()
+	defer l.recycleMu.Unlock()
+	old := l.recycled
+	if old == "" {
+		return false
+	}
+	l.recycled = ""
+	if err := l.fs.Rename(old, path); err != nil {
+		l.log.Warn().Err(err).Str("file", old).Msg("wal: a recycled segment could not be reused; filling the next one with zeros")
+		l.fs.Remove(old)
+		return false
+	}
+	return true
 }
 
 // fill writes SegmentSize zero bytes to path and syncs them, giving up

@@ -88,7 +88,8 @@ func (l *Log) readSegment(s segment, from, end Pos, fn func(Pos, []byte) error) 
 
 // TruncateFront removes the segment files all of whose records are before
 // before: what the applier no longer needs. It never removes the segment
-// being written, so it may keep records before before.
+// being written, so it may keep records before before. A filled segment
+// may be kept, renamed, as the next fill (recycle, prealloc.go).
 func (l *Log) TruncateFront(before Pos) error {
 	l.truncMu.Lock()
 	defer l.truncMu.Unlock()
@@ -109,7 +110,11 @@ func (l *Log) TruncateFront(before Pos) error {
 	removed := 0
 	var err error
 	for _, s := range drop { // oldest first: a crash midway leaves no hole
-		if err = l.fs.Remove(s.path); err != nil {
+		var kept bool
+		if kept, err = l.recycle(s); !kept && err == nil {
+			err = l.fs.Remove(s.path)
+		}
+		if err != nil {
 			err = fmt.Errorf("wal: truncate front: %w", err)
 			break
 		}
