@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 )
@@ -51,7 +52,8 @@ import (
 // at or after the next Pos) is the unwritten rest of a recycled segment,
 // cut without a warning. One segment at most is kept; a second is removed
 // as before. A crash while one is kept leaves recycledName, removed at
-// open like an interrupted fill.
+// open like an interrupted fill. A log whose fill failed (and that fills
+// no more) still recycles the segments it had filled: that takes no room.
 const (
 	preallocName  = "next.wal.tmp"
 	recycledName  = "recycled.wal.tmp"
@@ -61,6 +63,10 @@ const (
 	syncEveryChunks = 4
 )
 
+// errNoFill: no segment was prepared (the kept one could not be reused,
+// and filling failed before); not a new failure.
+var errNoFill = errors.New("wal: no segment prepared")
+
 // filled is a segment of zeros ready to be renamed into the log, or why
 // filling it failed.
 type filled struct {
@@ -68,16 +74,24 @@ type filled struct {
 	err  error
 }
 
-// startFill starts filling the next segment unless a fill is running or
-// done; writer goroutine only.
+// startFill starts preparing the next segment unless that is running or
+// done: a recycled one if one is kept, else a fill, while filling has not
+// failed and the disk has room; writer goroutine only.
 func (l *Log) startFill() {
-	if !l.opts.Preallocate || l.opts.NoSync || l.filling || l.ready != "" || l.activeSize < l.noRoomUntil {
+	if l.opts.NoSync || l.filling || l.ready != "" || l.activeSize < l.noRoomUntil {
 		return
 	}
-	// A recycled segment takes no room; a fill does.
-	if !l.haveRecycled() && !l.roomToFill() {
-		l.noRoomUntil = l.activeSize + l.fillAfter()
-		return
+	// A recycled segment takes neither room nor a fill: a log whose fill
+	// failed goes on reusing the segments it had filled.
+	canFill := l.opts.Preallocate
+	if !l.haveRecycled() {
+		if !canFill {
+			return
+		}
+		if !l.roomToFill() {
+			l.noRoomUntil = l.activeSize + l.fillAfter()
+			return
+		}
 	}
 	l.filling = true
 	l.fillWG.Add(1)
@@ -87,6 +101,10 @@ func (l *Log) startFill() {
 		if l.takeRecycled(path) {
 			l.recycledN.Add(1)
 			l.filledCh <- filled{path: path}
+			return
+		}
+		if !canFill {
+			l.filledCh <- filled{err: errNoFill}
 			return
 		}
 		err := l.fill(path)
@@ -210,8 +228,12 @@ func (l *Log) takeFilled() string {
 	}
 	select {
 	case r := <-l.filledCh:
+		if r.err == errNoFill {
+			l.filling = false
+			return ""
+		}
 		if r.err != nil {
-			l.log.Warn().Err(r.err).Str("file", r.path).Msg("wal: preallocating the next segment failed; segments are appended to from now on")
+			l.log.Warn().Err(r.err).Str("file", r.path).Msg("wal: preallocating the next segment failed; segments are appended to from now on, or recycled")
 			l.opts.Preallocate = false
 			l.filling = false
 			return ""

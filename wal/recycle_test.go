@@ -3,8 +3,11 @@ package wal_test
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -173,4 +176,54 @@ func allZeroBytes(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// failAfterFS lets the first ok fills create their file and refuses the
+// others, as a disk that filled up would.
+type failAfterFS struct {
+	wal.OSFS
+	ok    int64
+	fills *atomic.Int64
+}
+
+func (f failAfterFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	if filepath.Base(name) == "next.wal.tmp" && flag&os.O_CREATE != 0 && f.fills.Add(1) > f.ok {
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.ENOSPC}
+	}
+	return f.OSFS.OpenFile(name, flag, perm)
+}
+
+// TestRecycleAfterFillFails: once a fill fails the log fills no more (one
+// Warn line), but it goes on reusing the segments it had filled: they need
+// no room and no write.
+func TestRecycleAfterFillFails(t *testing.T) {
+	const segSize = 4096
+	dir := t.TempDir()
+	var logs logBuffer
+	fs := failAfterFS{ok: 2, fills: new(atomic.Int64)}
+	l := openLog(t, dir, wal.Options{FS: fs, SegmentSize: segSize, Preallocate: true, Log: logs.logger()})
+	n := 0
+	for deadline := time.Now().Add(20 * time.Second); l.Stats().Recycled < 5; {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d records: %+v, %d fills asked for", n, l.Stats(), fs.fills.Load())
+		}
+		n++
+		appendDurable(t, l, record(n))
+		if n%5 == 0 {
+			if err := l.TruncateFront(l.Durable()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st := l.Stats()
+	if st.Filled != 2 || fs.fills.Load() <= 2 {
+		t.Fatalf("%d segments filled, %d fills asked for: want 2 filled and a refused one after them", st.Filled, fs.fills.Load())
+	}
+	if warns := logs.lines(t, "warn"); len(warns) != 1 {
+		t.Fatalf("Warn lines %v, want the one failed fill", warns)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkKept(t, openLog(t, dir, wal.Options{SegmentSize: segSize}), n)
 }
