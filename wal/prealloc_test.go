@@ -77,11 +77,16 @@ func filledSegments(t *testing.T, dir string, segSize int) int {
 	return n
 }
 
-// noFillFS refuses to create the file a fill writes, as a full disk would.
-type noFillFS struct{ wal.OSFS }
+// failFillsFS lets the first ok fills create their file and refuses the
+// others, as a disk that filled up would.
+type failFillsFS struct {
+	wal.OSFS
+	ok    int64
+	fills *atomic.Int64
+}
 
-func (f noFillFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
-	if filepath.Base(name) == "next.wal.tmp" && flag&os.O_CREATE != 0 {
+func (f failFillsFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
+	if filepath.Base(name) == "next.wal.tmp" && flag&os.O_CREATE != 0 && f.fills.Add(1) > f.ok {
 		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.ENOSPC}
 	}
 	return f.OSFS.OpenFile(name, flag, perm)
@@ -94,7 +99,7 @@ func TestPreallocateFailureFallsBack(t *testing.T) {
 	const segSize = 4096
 	dir := t.TempDir()
 	var logs logBuffer
-	l := openLog(t, dir, wal.Options{FS: noFillFS{}, SegmentSize: segSize, Preallocate: true, Log: logs.logger()})
+	l := openLog(t, dir, wal.Options{FS: failFillsFS{fills: new(atomic.Int64)}, SegmentSize: segSize, Preallocate: true, Log: logs.logger()})
 	const n = 400 // several segments
 	for i := 1; i <= n; i++ {
 		appendDurable(t, l, record(i))

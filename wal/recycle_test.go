@@ -3,11 +3,9 @@ package wal_test
 import (
 	"encoding/binary"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -178,21 +176,6 @@ func allZeroBytes(b []byte) bool {
 	return true
 }
 
-// failAfterFS lets the first ok fills create their file and refuses the
-// others, as a disk that filled up would.
-type failAfterFS struct {
-	wal.OSFS
-	ok    int64
-	fills *atomic.Int64
-}
-
-func (f failAfterFS) OpenFile(name string, flag int, perm os.FileMode) (wal.File, error) {
-	if filepath.Base(name) == "next.wal.tmp" && flag&os.O_CREATE != 0 && f.fills.Add(1) > f.ok {
-		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.ENOSPC}
-	}
-	return f.OSFS.OpenFile(name, flag, perm)
-}
-
 // TestRecycleAfterFillFails: once a fill fails the log fills no more (one
 // Warn line), but it goes on reusing the segments it had filled: they need
 // no room and no write.
@@ -200,7 +183,7 @@ func TestRecycleAfterFillFails(t *testing.T) {
 	const segSize = 4096
 	dir := t.TempDir()
 	var logs logBuffer
-	fs := failAfterFS{ok: 2, fills: new(atomic.Int64)}
+	fs := failFillsFS{ok: 2, fills: new(atomic.Int64)}
 	l := openLog(t, dir, wal.Options{FS: fs, SegmentSize: segSize, Preallocate: true, Log: logs.logger()})
 	n := 0
 	for deadline := time.Now().Add(20 * time.Second); l.Stats().Recycled < 5; {
