@@ -238,8 +238,19 @@ func offsetsWithRecords(ctx context.Context, t *testing.T, producer, admin *kgo.
 	}
 	add := kmsg.NewPtrAddOffsetsToTxnRequest()
 	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = "placed-txn", pid, epoch, "placed-group"
-	if resp, err := add.RequestWith(ctx, admin); err != nil || resp.ErrorCode != 0 {
-		t.Fatalf("AddOffsetsToTxn: %v %+v", err, resp)
+	for {
+		resp, err := add.RequestWith(ctx, admin)
+		// The previous transaction's markers may still be in flight: the
+		// coordinator answers CONCURRENT_TRANSACTIONS, which a client
+		// retries (kgo does).
+		if err == nil && resp.ErrorCode == kerr.ConcurrentTransactions.Code && ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("AddOffsetsToTxn: %v %+v", err, resp)
+		}
+		break
 	}
 	commit := kmsg.NewPtrTxnOffsetCommitRequest()
 	commit.TransactionalID, commit.Group, commit.ProducerID, commit.ProducerEpoch = "placed-txn", "placed-group", pid, epoch
