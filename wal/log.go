@@ -180,12 +180,11 @@ type Log struct {
 	filledCh    chan filled
 	fillWG      sync.WaitGroup
 
-	// recycleMu guards recycled: the path (recycledName) of a filled
-	// segment TruncateFront dropped and kept for the next fill, "" if
-	// none. TruncateFront runs on its caller's goroutine, the fill on its
-	// own.
+	// recycleMu guards kept: a filled segment TruncateFront dropped is
+	// kept, as recycledName, for the writer to reuse as the next one.
+	// TruncateFront runs on its caller's goroutine.
 	recycleMu sync.Mutex
-	recycled  string
+	kept      bool
 
 	wake      chan struct{}
 	stop      chan struct{}

@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 )
@@ -63,10 +62,6 @@ const (
 	syncEveryChunks = 4
 )
 
-// errNoFill: no segment was prepared (the kept one could not be reused,
-// and filling failed before); not a new failure.
-var errNoFill = errors.New("wal: no segment prepared")
-
 // filled is a segment of zeros ready to be renamed into the log, or why
 // filling it failed.
 type filled struct {
@@ -74,39 +69,32 @@ type filled struct {
 	err  error
 }
 
-// startFill starts preparing the next segment unless that is running or
-// done: a recycled one if one is kept, else a fill, while filling has not
+// startFill prepares the next segment unless that is running or done: it
+// reuses the kept one if there is one (a rename, at once: it takes
+// neither room nor a fill, so a log whose fill failed goes on recycling
+// the segments it had filled), else starts a fill while filling has not
 // failed and the disk has room; writer goroutine only.
 func (l *Log) startFill() {
 	if l.opts.NoSync || l.filling || l.ready != "" || l.activeSize < l.noRoomUntil {
 		return
 	}
-	// A recycled segment takes neither room nor a fill: a log whose fill
-	// failed goes on reusing the segments it had filled.
-	canFill := l.opts.Preallocate
-	if !l.haveRecycled() {
-		if !canFill {
-			return
-		}
-		if !l.roomToFill() {
-			l.noRoomUntil = l.activeSize + l.fillAfter()
-			return
-		}
+	path := filepath.Join(l.dir, preallocName)
+	if l.takeRecycled(path) {
+		l.recycledN.Add(1)
+		l.ready = path
+		return
+	}
+	if !l.opts.Preallocate {
+		return
+	}
+	if !l.roomToFill() {
+		l.noRoomUntil = l.activeSize + l.fillAfter()
+		return
 	}
 	l.filling = true
 	l.fillWG.Add(1)
 	go func() {
 		defer l.fillWG.Done()
-		path := filepath.Join(l.dir, preallocName)
-		if l.takeRecycled(path) {
-			l.recycledN.Add(1)
-			l.filledCh <- filled{path: path}
-			return
-		}
-		if !canFill {
-			l.filledCh <- filled{err: errNoFill}
-			return
-		}
 		err := l.fill(path)
 		if err != nil {
 			l.fs.Remove(path)
@@ -117,7 +105,7 @@ func (l *Log) startFill() {
 	}()
 }
 
-// recycle keeps the dropped segment s as the next fill (renamed
+// recycle keeps the dropped segment s as the next one (renamed
 // recycledName) when it was filled and none is kept yet; it says whether
 // it did. TruncateFront's goroutine.
 func (l *Log) recycle(s segment) (bool, error) {
@@ -126,37 +114,29 @@ func (l *Log) recycle(s segment) (bool, error) {
 	}
 	l.recycleMu.Lock()
 	defer l.recycleMu.Unlock()
-	if l.recycled != "" {
+	if l.kept {
 		return false, nil
 	}
-	path := filepath.Join(l.dir, recycledName)
-	if err := l.fs.Rename(s.path, path); err != nil {
+	if err := l.fs.Rename(s.path, filepath.Join(l.dir, recycledName)); err != nil {
 		return false, err
 	}
-	l.recycled = path
+	l.kept = true
 	return true, nil
 }
 
-// haveRecycled says whether a dropped segment is kept for the next fill.
-func (l *Log) haveRecycled() bool {
-	l.recycleMu.Lock()
-	defer l.recycleMu.Unlock()
-	return l.recycled != ""
-}
-
-// takeRecycled renames the kept segment, if any, to path (the fill's
-// name) and says whether it did; the fill goroutine. One that cannot be
-// renamed is removed, with a Warn line, and the caller fills instead.
+// takeRecycled renames the kept segment, if any, to path and says whether
+// it did; the writer goroutine. One that cannot be renamed is removed,
+// with a Warn line.
 func (l *Log) takeRecycled(path string) bool {
 	l.recycleMu.Lock()
 	defer l.recycleMu.Unlock()
-	old := l.recycled
-	if old == "" {
+	if !l.kept {
 		return false
 	}
-	l.recycled = ""
+	l.kept = false
+	old := filepath.Join(l.dir, recycledName)
 	if err := l.fs.Rename(old, path); err != nil {
-		l.log.Warn().Err(err).Str("file", old).Msg("wal: a recycled segment could not be reused; filling the next one with zeros")
+		l.log.Warn().Err(err).Str("file", old).Msg("wal: a recycled segment could not be reused; removed")
 		l.fs.Remove(old)
 		return false
 	}
@@ -228,10 +208,6 @@ func (l *Log) takeFilled() string {
 	}
 	select {
 	case r := <-l.filledCh:
-		if r.err == errNoFill {
-			l.filling = false
-			return ""
-		}
 		if r.err != nil {
 			l.log.Warn().Err(r.err).Str("file", r.path).Msg("wal: preallocating the next segment failed; segments are appended to from now on, or recycled")
 			l.opts.Preallocate = false
