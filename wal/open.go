@@ -226,15 +226,8 @@ func (l *Log) checkSegment(f File, s segment, end Pos, next *Pos) (int64, error)
 // whose Pos is below first, the first Pos of the segment b is: a frame of
 // the file's use before it was recycled (prealloc.go).
 func staleFrame(b []byte, from int, first Pos) bool {
-	for at := from; at+headerSize <= len(b); at++ {
-		if p := framePos(b[at:]); p == 0 || p >= first || frameLen(b[at:]) > len(b)-at-headerSize {
-			continue
-		}
-		if _, _, _, problem := decodeFrame(b[at:]); problem == "" {
-			return true
-		}
-	}
-	return false
+	_, _, ok := findFrame(b, from, func(at int, p Pos) bool { return p != 0 && p < first })
+	return ok
 }
 
 // laterFrame looks, from offset from on, for a valid frame with a Pos of
@@ -242,9 +235,16 @@ func staleFrame(b []byte, from int, first Pos) bool {
 // Only a Pos that could fit in the bytes left is checksummed, so the
 // search is about linear in the bytes.
 func laterFrame(b []byte, from int, next Pos) (at int, p Pos, ok bool) {
+	return findFrame(b, from, func(at int, p Pos) bool {
+		return p >= next && uint64(p-next) <= uint64(len(b)-at)/headerSize
+	})
+}
+
+// findFrame returns the first valid frame in b from offset from on whose
+// header's Pos maybe accepts (a cheap filter before the checksum).
+func findFrame(b []byte, from int, maybe func(at int, p Pos) bool) (at int, p Pos, ok bool) {
 	for at = from; at+headerSize <= len(b); at++ {
-		p = framePos(b[at:])
-		if p < next || uint64(p-next) > uint64(len(b)-at)/headerSize {
+		if p = framePos(b[at:]); !maybe(at, p) {
 			continue
 		}
 		if q, _, _, problem := decodeFrame(b[at:]); problem == "" && q == p {
