@@ -223,13 +223,20 @@ func ApplyRecord(r storage.Root, raw []byte) error {
 // from the batch, not decoded and encoded again.
 func ApplyRecords(r storage.Root, raws [][]byte) error {
 	var merged rawBatch
-	final := map[string][]byte{} // id → its last put, nil: deleted
-	var ids []string             // in first-seen order
+	// Each id's last put (nil: deleted), in first-seen order; the index
+	// is looked up with the record's bytes, so only a new id allocates.
+	index := map[string]int{}
+	var ids []string
+	var final [][]byte
 	set := func(id []byte, put []byte) {
-		if _, seen := final[string(id)]; !seen {
-			ids = append(ids, string(id))
+		if i, seen := index[string(id)]; seen {
+			final[i] = put
+			return
 		}
-		final[string(id)] = put
+		k := string(id)
+		index[k] = len(ids)
+		ids = append(ids, k)
+		final = append(final, put)
 	}
 	for _, raw := range raws {
 		b, err := splitBatch(raw)
@@ -256,8 +263,8 @@ func ApplyRecords(r storage.Root, raws [][]byte) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if enc := final[id]; enc != nil {
+	for i, id := range ids {
+		if enc := final[i]; enc != nil {
 			err = txns.Put([]byte(id), enc)
 		} else {
 			err = txns.Delete([]byte(id))
@@ -330,6 +337,7 @@ func splitBatch(raw []byte) (rawBatch, error) {
 	if !ok {
 		return b, ErrCorrupt
 	}
+	b.puts = make([][]byte, 0, puts) // count bounds it by the bytes left
 	for range puts {
 		v, ok := chunk()
 		if !ok {
