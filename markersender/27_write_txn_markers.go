@@ -88,27 +88,42 @@ func errorName(code int16) string {
 }
 
 // buildRequest makes one request of a sorted batch: one marker entry per
-// transaction, its partitions grouped by topic.
+// transaction, its partitions grouped by topic. The batch is sorted by
+// transaction, then topic, so each marker's topics and each topic's
+// partitions are consecutive: they are carved from one array each.
 func buildRequest(batch []queued) *kmsg.WriteTxnMarkersRequest {
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
+	txns := 0
+	for i, q := range batch {
+		if i == 0 || q.ts != batch[i-1].ts {
+			txns++
+		}
+	}
+	req.Markers = make([]kmsg.WriteTxnMarkersRequestMarker, 0, txns)
+	topics := make([]kmsg.WriteTxnMarkersRequestMarkerTopic, len(batch))
+	partitions := make([]int32, len(batch))
+	usedTopics := 0
 	var cur *txnState
-	for _, q := range batch {
+	for i, q := range batch {
 		if q.ts != cur {
 			cur = q.ts
 			t := cur.txn
 			m := kmsg.NewWriteTxnMarkersRequestMarker()
 			m.ProducerID, m.ProducerEpoch, m.Committed = t.ProducerID, t.ProducerEpoch, t.Commit
 			m.CoordinatorEpoch, m.TransactionVersion = t.CoordinatorEpoch, t.TransactionVersion
+			m.Topics = topics[usedTopics:usedTopics]
 			req.Markers = append(req.Markers, m)
 		}
 		m := &req.Markers[len(req.Markers)-1]
 		if n := len(m.Topics); n == 0 || m.Topics[n-1].Topic != q.ps.tp.Topic {
 			mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
 			mt.Topic = q.ps.tp.Topic
-			m.Topics = append(m.Topics, mt)
+			mt.Partitions = partitions[i:i]
+			m.Topics = append(m.Topics, mt) // topics[usedTopics]
+			usedTopics++
 		}
 		mt := &m.Topics[len(m.Topics)-1]
-		mt.Partitions = append(mt.Partitions, q.ps.tp.Partition)
+		mt.Partitions = append(mt.Partitions, q.ps.tp.Partition) // partitions[i]
 	}
 	return req
 }

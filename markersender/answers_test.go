@@ -1,6 +1,7 @@
 package markersender
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
@@ -68,4 +69,45 @@ func reversed(resp *kmsg.WriteTxnMarkersResponse) *kmsg.WriteTxnMarkersResponse 
 		}
 	}
 	return &out
+}
+
+// TestBuildRequestGroups: one marker per transaction and one topic entry
+// per run of a topic, each holding its partitions in the batch's order,
+// although all of them share the request's few arrays; a transaction met
+// again later gets an entry of its own, not a write into another's.
+func TestBuildRequestGroups(t *testing.T) {
+	txn := func(pid int64) *txnState {
+		s := &txnState{}
+		s.txn.ProducerID = pid
+		return s
+	}
+	part := func(topic string, p int32) *partState {
+		return &partState{tp: txncore.TopicPartition{Topic: topic, Partition: p}}
+	}
+	t1, t2 := txn(1), txn(2)
+	batch := []queued{{t1, part("a", 0)}, {t1, part("a", 1)}, {t1, part("b", 5)}, {t2, part("a", 3)}, {t1, part("c", 9)}}
+	type topic struct {
+		name  string
+		parts []int32
+	}
+	type marker struct {
+		pid    int64
+		topics []topic
+	}
+	var got []marker
+	for _, m := range buildRequest(batch).Markers {
+		mk := marker{pid: m.ProducerID}
+		for _, mt := range m.Topics {
+			mk.topics = append(mk.topics, topic{mt.Topic, mt.Partitions})
+		}
+		got = append(got, mk)
+	}
+	want := []marker{
+		{1, []topic{{"a", []int32{0, 1}}, {"b", []int32{5}}}},
+		{2, []topic{{"a", []int32{3}}}},
+		{1, []topic{{"c", []int32{9}}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("request %+v, want %+v", got, want)
+	}
 }

@@ -62,7 +62,7 @@ func (s *Sender) connect(l *leaderState, conn *negotiation.LeaderConn) {
 	if err := conn.Connect(ctx); err != nil && s.ctx.Err() == nil {
 		s.log.Debug().Int32("leader", l.node.NodeID).Err(err).Msg("leader not reachable")
 	}
-	s.m.versionInUse.WithLabelValues(leaderLabel(l.node.NodeID)).Set(float64(conn.Status().InUse))
+	l.series.inUse.Set(float64(conn.Status().InUse))
 }
 
 // takeBatch pops the leader's sendable markers and marks them in flight.
@@ -137,12 +137,12 @@ func (s *Sender) sendBatch(l *leaderState, conn *negotiation.LeaderConn, batch [
 	resp, err := conn.WriteTxnMarkers(ctx, req)
 	cancel()
 	st := conn.Status()
-	s.m.versionInUse.WithLabelValues(leaderLabel(l.node.NodeID)).Set(float64(st.InUse))
+	l.series.inUse.Set(float64(st.InUse))
 	if err != nil {
 		s.onSendError(l, batch, sentAt, err)
 		return
 	}
-	s.m.sent.WithLabelValues(leaderLabel(l.node.NodeID), fmt.Sprint(req.Version)).Add(float64(len(batch)))
+	l.series.sentAt(req.Version).Add(float64(len(batch)))
 	s.m.perRequest.Observe(float64(len(batch)))
 
 	codes := responseAnswers(resp)

@@ -2,6 +2,7 @@ package markersender
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -51,3 +52,32 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 func leaderLabel(id int32) string { return strconv.Itoa(int(id)) }
+
+// leaderSeries are one leader's series, looked up once: a labelled lookup
+// hashes and compares its label strings on every request. A version's
+// sent series is made at its first use, so a version never sent to the
+// leader has none.
+type leaderSeries struct {
+	m     *metrics
+	label string
+	inUse prometheus.Gauge
+	sent  [3]atomic.Pointer[prometheus.Counter] // by request version
+}
+
+func (m *metrics) forLeader(id int32) *leaderSeries {
+	label := leaderLabel(id)
+	return &leaderSeries{m: m, label: label, inUse: m.versionInUse.WithLabelValues(label)}
+}
+
+// sentAt is the leader's txncoord_markers_sent_total series for version v.
+func (ls *leaderSeries) sentAt(v int16) prometheus.Counter {
+	if v < 0 || int(v) >= len(ls.sent) {
+		return ls.m.sent.WithLabelValues(ls.label, strconv.Itoa(int(v)))
+	}
+	if c := ls.sent[v].Load(); c != nil {
+		return *c
+	}
+	c := ls.m.sent.WithLabelValues(ls.label, strconv.Itoa(int(v)))
+	ls.sent[v].Store(&c) // a racing first use stores the same series
+	return c
+}

@@ -79,10 +79,11 @@ type partState struct {
 // leaderState is one leader: its queue and its connections (one per
 // in-flight slot).
 type leaderState struct {
-	node  cluster.Node
-	conns []*negotiation.LeaderConn
-	queue []queued
-	wake  chan struct{}
+	node   cluster.Node
+	conns  []*negotiation.LeaderConn
+	queue  []queued
+	wake   chan struct{}
+	series *leaderSeries
 }
 
 type queued struct {
@@ -297,7 +298,7 @@ func (s *Sender) leaderLocked(node cluster.Node) *leaderState {
 	if l := s.leaders[node.NodeID]; l != nil {
 		return l
 	}
-	l := &leaderState{node: node, wake: make(chan struct{}, 1)}
+	l := &leaderState{node: node, wake: make(chan struct{}, 1), series: s.m.forLeader(node.NodeID)}
 	for range s.cfg.MaxInFlight {
 		conn, err := s.newLeaderConn(node)
 		if err != nil {
@@ -310,7 +311,7 @@ func (s *Sender) leaderLocked(node cluster.Node) *leaderState {
 		l.conns = append(l.conns, conn)
 	}
 	s.leaders[node.NodeID] = l
-	s.m.versionInUse.WithLabelValues(leaderLabel(node.NodeID)).Set(-1)
+	l.series.inUse.Set(-1)
 	if s.started {
 		s.startLeaderLocked(l)
 	}
