@@ -466,9 +466,10 @@ func (l *Log) run() {
 // back to back) and never gathers. A queue holding a record appended with
 // durable.Now is not held: its waiter expects nothing behind it, and the
 // goroutines that run while the writer yields (a Prepare's markers) would
-// hold its fdatasync back longer than the delay.
+// hold its fdatasync back longer than the delay. Without fdatasync
+// (NoSync) there is nothing to share but a write: never held.
 func (l *Log) gather() {
-	if l.opts.CommitDelay <= 0 {
+	if l.opts.CommitDelay <= 0 || l.opts.NoSync {
 		return
 	}
 	l.mu.Lock()
