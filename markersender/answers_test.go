@@ -16,14 +16,6 @@ import (
 // leaders' builder, does) or not, and a partition it left out is reported
 // missing, not given a neighbour's code.
 func TestAnswersInAnyOrder(t *testing.T) {
-	txn := func(pid int64) *txnState {
-		s := &txnState{}
-		s.txn.ProducerID = pid
-		return s
-	}
-	part := func(topic string, p int32) *partState {
-		return &partState{tp: txncore.TopicPartition{Topic: topic, Partition: p}}
-	}
 	t7, t9 := txn(7), txn(9)
 	batch := []queued{{t7, part("a", 0)}, {t7, part("a", 1)}, {t9, part("b", 0)}}
 	keyOf := func(q queued) markerKey { return markerKey{q.ts.txn.ProducerID, q.ps.tp} }
@@ -53,6 +45,17 @@ func TestAnswersInAnyOrder(t *testing.T) {
 	}
 }
 
+// txn and part make a batch's entries for the request and answer tests.
+func txn(pid int64) *txnState {
+	s := &txnState{}
+	s.txn.ProducerID = pid
+	return s
+}
+
+func part(topic string, p int32) *partState {
+	return &partState{tp: txncore.TopicPartition{Topic: topic, Partition: p}}
+}
+
 // reversed is resp with its markers, topics and partitions in the
 // opposite order.
 func reversed(resp *kmsg.WriteTxnMarkersResponse) *kmsg.WriteTxnMarkersResponse {
@@ -76,14 +79,6 @@ func reversed(resp *kmsg.WriteTxnMarkersResponse) *kmsg.WriteTxnMarkersResponse 
 // although all of them share the request's few arrays; a transaction met
 // again later gets an entry of its own, not a write into another's.
 func TestBuildRequestGroups(t *testing.T) {
-	txn := func(pid int64) *txnState {
-		s := &txnState{}
-		s.txn.ProducerID = pid
-		return s
-	}
-	part := func(topic string, p int32) *partState {
-		return &partState{tp: txncore.TopicPartition{Topic: topic, Partition: p}}
-	}
 	t1, t2 := txn(1), txn(2)
 	batch := []queued{{t1, part("a", 0)}, {t1, part("a", 1)}, {t1, part("b", 5)}, {t2, part("a", 3)}, {t1, part("c", 9)}}
 	type topic struct {
