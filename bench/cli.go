@@ -53,6 +53,9 @@ func Main(ctx context.Context, args []string, self Command, stdout, stderr io.Wr
 	workDir := fs.String("work-dir", "", "data dirs and child logs (default: <run folder>/work); the fsync probe runs here")
 	fsyncProbe := fs.Duration("fsync-probe", 2*time.Second, "how long to measure this disk's fdatasync rate first (0 skips)")
 	keepData := fs.Bool("keep-data", false, "keep each cell's data dir")
+	paired := fs.Bool("paired", false, "start each target once per producer count and run its rounds as windows on that "+
+		"server, alternating with the other targets' (idle meanwhile; a target's windows reuse its transactional ids): "+
+		"a round's cells then run seconds apart on one machine state (see the report's ratios within each round)")
 	cpuProfile := fs.Bool("cpu-profile", false, "take a CPU profile of every txncoord window (admin /debug/pprof; "+
 		"kept in <run folder>/profiles) and split the server's CPU by component (etcd server and client, coordinators, "+
 		"leaders, ...; needs a --duration window and the go tool on PATH)")
@@ -139,7 +142,7 @@ func Main(ctx context.Context, args []string, self Command, stdout, stderr io.Wr
 		}
 	}
 	rep, err := RunPlan(ctx, Plan{Targets: plan, Producers: counts, Rounds: *rounds, Workload: w,
-		WorkDir: *workDir, FsyncProbe: *fsyncProbe, KeepData: *keepData, ProfileDir: profileDir,
+		WorkDir: *workDir, FsyncProbe: *fsyncProbe, KeepData: *keepData, ProfileDir: profileDir, Paired: *paired,
 		Progress: NewProgress(stderr, tty)})
 	if rep == nil {
 		fmt.Fprintln(stderr, err)

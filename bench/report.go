@@ -19,6 +19,7 @@ type Report struct {
 	Command   string // the command line that ran it, shown with the goals
 	Workload  Workload
 	Rounds    int
+	Paired    bool // Plan.Paired: one server per target and producer count, its rounds as windows
 	Producers []int
 	Targets   []string
 	Fsync     *FsyncProbe
@@ -158,6 +159,45 @@ func orNA(v float64, format string) string {
 	return fmt.Sprintf(format, v)
 }
 
+// ratioPairs are the pairs of targets the ratio tables compare, first
+// over second.
+var ratioPairs = [][2]string{{TargetTxncoord, TargetKfake}, {TargetTxncoord, TargetKfakeSync},
+	{TargetTxncoordNoSync, TargetKfake}, {TargetTxncoordEtcd3, TargetTxncoord}, {TargetTxncoordEtcd3, TargetKfake}}
+
+// roundRatiosTable is each pair's ratios within each round, and their
+// median: the two cells of a round ran minutes apart at most (seconds,
+// Paired), so a round's ratio carries less of the machine's drift than
+// the ratio of two medians over every round does.
+func (r *Report) roundRatiosTable() table {
+	t := table{title: "Ratios within each round", header: []string{"producers", "pair", "txn/s ratio per round",
+		"median", "CPU/1k ratio per round", "median"}}
+	for _, n := range r.Producers {
+		for _, pair := range ratioPairs {
+			var txn, cpu []float64
+			var txnCol, cpuCol []string
+			for round := range r.Rounds {
+				a, okA := r.cell(pair[0], n, round)
+				b, okB := r.cell(pair[1], n, round)
+				if !okA || !okB {
+					continue
+				}
+				x, c := a.Result.TxnPerSec()/b.Result.TxnPerSec(), math.NaN()
+				if b.CPUPer1000() > 0 {
+					c = float64(a.CPUPer1000()) / float64(b.CPUPer1000())
+				}
+				txn, cpu = append(txn, x), append(cpu, c)
+				txnCol, cpuCol = append(txnCol, orNA(x, "%.2f")), append(cpuCol, orNA(c, "%.2f"))
+			}
+			if len(txn) == 0 {
+				continue
+			}
+			t.rows = append(t.rows, []string{fmt.Sprint(n), pair[0] + "/" + pair[1], strings.Join(txnCol, " "),
+				orNA(medianKnown(txn), "%.2f"), strings.Join(cpuCol, " "), orNA(medianKnown(cpu), "%.2f")})
+		}
+	}
+	return t
+}
+
 // roundsTable is every cell in the order it ran, with the host's steal
 // during its window: the medians above hide how far rounds spread.
 func (r *Report) roundsTable() table {
@@ -200,8 +240,7 @@ func (r *Report) tables() []table {
 	ratios := table{title: "Ratios", header: []string{"producers", "pair", "txn/s ratio", "commit p50 ratio",
 		"commit p99 ratio", "CPU/1k ratio"}}
 	for _, n := range r.Producers {
-		for _, pair := range [][2]string{{TargetTxncoord, TargetKfake}, {TargetTxncoord, TargetKfakeSync},
-			{TargetTxncoordNoSync, TargetKfake}, {TargetTxncoordEtcd3, TargetTxncoord}, {TargetTxncoordEtcd3, TargetKfake}} {
+		for _, pair := range ratioPairs {
 			a, okA := r.Row(pair[0], n)
 			b, okB := r.Row(pair[1], n)
 			if !okA || !okB {
@@ -215,6 +254,9 @@ func (r *Report) tables() []table {
 	}
 	if len(ratios.rows) > 0 {
 		tables = append(tables, ratios)
+	}
+	if t := r.roundRatiosTable(); len(t.rows) > 0 {
+		tables = append(tables, t)
 	}
 	tables = append(tables, r.roundsTable())
 
@@ -464,6 +506,9 @@ func (r *Report) preamble(md bool) string {
 	}
 	fmt.Fprintf(&b, "%sworkload: kgo TV2 transactional producers %v, %d record(s) to each of %d partitions per transaction, abort ratio %.2f, window %s, %d round(s), targets %s\n",
 		bullet, r.Producers, w.RecordsPerTxn, w.Partitions, w.AbortRatio, window, r.Rounds, strings.Join(r.Targets, ","))
+	if r.Paired {
+		fmt.Fprintf(&b, "%spaired: each target started once per producer count, its rounds run as windows on that server, alternating with the other targets' (which idle meanwhile); a target's windows reuse its transactional ids\n", bullet)
+	}
 	fmt.Fprintf(&b, "%smachine: %d CPUs, GOMAXPROCS %d, %s/%s, %s; server CPU and RSS are the target's child process only (clients excluded)\n",
 		bullet, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	if f := r.Fsync; f != nil {

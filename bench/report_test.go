@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,8 @@ func TestReportRenders(t *testing.T) {
 		"| 1 | kfake | 64 | 18000 | 3.001 | 3.001 | 50.000 | 31.4 |",
 		"| 2 | txncoord | 1 | 1200 | 0.500 | 0.500 | 50.000 | 0.0 |",
 		"| 3 | kfake | 1 | failed |",
+		// Each round's own ratio, then their median.
+		"| 64 | txncoord/kfake | 0.83 0.84 | 0.83 | 1.00 1.00 | 1.00 |",
 		"![commit latency](latency.png)",
 	} {
 		if !strings.Contains(string(md), want) {
@@ -247,5 +250,56 @@ func TestPlanWithKfakeChild(t *testing.T) {
 	}
 	if md := rep.Markdown(); !strings.Contains(md, "| kfake | 2 | 1 |") {
 		t.Errorf("markdown lacks the kfake row:\n%s", md)
+	}
+}
+
+// TestPairedPlan: with Paired each target starts once per producer count
+// and serves every round's window (one log, no per-round one), the rounds
+// still alternate with the other targets', and a target that cannot start
+// fails each of its windows visibly.
+func TestPairedPlan(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	w := DefaultWorkload()
+	w.Duration = 400 * time.Millisecond
+	broken := TxncoordTarget("/nonexistent/txncoord", false, w.Topic, 6)
+	broken.BuildErr = errors.New("go build ./cmd/txncoord: failed")
+	work := t.TempDir()
+	rep, err := RunPlan(ctx, Plan{
+		Targets:   []Target{KfakeTarget(selfCommand(t), false, 3, w.Topic, 6), broken},
+		Producers: []int{2},
+		Rounds:    2,
+		Workload:  w,
+		WorkDir:   work,
+		Paired:    true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, c := range rep.Cells {
+		order = append(order, fmt.Sprintf("%s/r%d", c.Target, c.Round+1))
+		switch c.Target {
+		case TargetKfake:
+			if c.Err != "" || c.Result == nil || c.Result.Committed == 0 || c.ServerCPU <= 0 {
+				t.Errorf("kfake window %d: err %q result %+v cpu %s", c.Round+1, c.Err, c.Result, c.ServerCPU)
+			}
+		default:
+			if c.Err == "" || c.Result != nil {
+				t.Errorf("unstartable target's window %d: err %q result %v", c.Round+1, c.Err, c.Result)
+			}
+		}
+	}
+	if want := "kfake/r1 txncoord/r1 txncoord/r2 kfake/r2"; strings.Join(order, " ") != want {
+		t.Errorf("windows ran %v, want %s (alternating, the order rotated each round)", order, want)
+	}
+	if _, err := os.Stat(filepath.Join(work, "kfake-p2.log")); err != nil {
+		t.Errorf("the paired kfake's one log: %v", err)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(work, "kfake-p2-r*.log")); len(logs) != 0 {
+		t.Errorf("a kfake started per round: %v", logs)
+	}
+	if md := rep.Markdown(); !strings.Contains(md, "- paired: each target started once per producer count") {
+		t.Errorf("markdown does not say the run was paired:\n%s", md)
 	}
 }

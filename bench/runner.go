@@ -27,7 +27,13 @@ type Plan struct {
 	// with an admin API (<cell>.pprof), and the cell's CPU is split by
 	// component from it (profile.go). Needs a --duration window.
 	ProfileDir string
-	Progress   Progress
+	// Paired starts each target once per producer count and runs its
+	// rounds as windows on that one server, the targets' windows
+	// alternating while the others idle: each round's cells then share
+	// the machine's state of a few seconds, not of a cell's start-up
+	// apart. A target's windows reuse its transactional ids.
+	Paired   bool
+	Progress Progress
 }
 
 // Progress is told what the runner is doing; see NewProgress.
@@ -83,7 +89,7 @@ func RunPlan(ctx context.Context, p Plan) (*Report, error) {
 	if err := os.MkdirAll(p.WorkDir, 0o755); err != nil {
 		return nil, err
 	}
-	rep := &Report{Started: time.Now(), Workload: p.Workload, Rounds: p.Rounds, Producers: p.Producers}
+	rep := &Report{Started: time.Now(), Workload: p.Workload, Rounds: p.Rounds, Producers: p.Producers, Paired: p.Paired}
 	for _, t := range p.Targets {
 		rep.Targets = append(rep.Targets, t.Name)
 	}
@@ -97,27 +103,87 @@ func RunPlan(ctx context.Context, p Plan) (*Report, error) {
 
 	total := p.Rounds * len(p.Producers) * len(p.Targets)
 	index := 0
-	for round := range p.Rounds {
+	run := func(cell func() Cell) bool {
+		index++
+		c := cell()
+		rep.Cells = append(rep.Cells, c)
+		p.Progress.CellDone(c)
+		return ctx.Err() == nil
+	}
+	if p.Paired {
 		for _, n := range p.Producers {
-			for k := range p.Targets {
-				t := p.Targets[(k+round)%len(p.Targets)]
-				index++
-				cell := p.runCell(ctx, t, n, round, index, total)
-				rep.Cells = append(rep.Cells, cell)
-				p.Progress.CellDone(cell)
-				if ctx.Err() != nil {
-					rep.summarize()
-					return rep, ctx.Err()
+			if !p.runPaired(ctx, rep, n, run, &index, total) {
+				break
+			}
+		}
+	} else {
+	rounds:
+		for round := range p.Rounds {
+			for _, n := range p.Producers {
+				for k := range p.Targets {
+					t := p.Targets[(k+round)%len(p.Targets)]
+					if !run(func() Cell { return p.runCell(ctx, t, n, round, index, total) }) {
+						break rounds
+					}
 				}
 			}
 		}
 	}
 	rep.summarize()
-	return rep, nil
+	return rep, ctx.Err()
 }
 
-func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, total int) Cell {
-	cell := Cell{Target: t.Name, Producers: producers, Round: round}
+// runPaired runs every round of producer count n (Plan.Paired): each
+// target started once, its windows alternating with the others'; false
+// once ctx is done. A target that fails to stop has the error on its last
+// window.
+func (p Plan) runPaired(ctx context.Context, rep *Report, n int, run func(func() Cell) bool, index *int, total int) bool {
+	insts := make([]*Instance, len(p.Targets))
+	errs := make([]error, len(p.Targets))
+	for k, t := range p.Targets {
+		name := fmt.Sprintf("%s-p%d", t.Name, n)
+		dataDir := filepath.Join(p.WorkDir, name)
+		if !p.KeepData {
+			defer os.RemoveAll(dataDir)
+		}
+		insts[k], errs[k] = Start(ctx, t, dataDir, filepath.Join(p.WorkDir, name+".log"))
+	}
+	defer func() {
+		for k, inst := range insts {
+			if errs[k] != nil {
+				continue
+			}
+			if err := inst.Stop(); err != nil {
+				for i := len(rep.Cells) - 1; i >= 0; i-- {
+					if c := &rep.Cells[i]; c.Target == p.Targets[k].Name && c.Producers == n {
+						if c.Err == "" {
+							c.Err = "stop: " + err.Error()
+						}
+						break
+					}
+				}
+			}
+		}
+	}()
+	for round := range p.Rounds {
+		for k := range p.Targets {
+			k := (k + round) % len(p.Targets)
+			t := p.Targets[k]
+			ok := run(func() Cell {
+				if errs[k] != nil {
+					return Cell{Target: t.Name, Producers: n, Round: round, Err: errs[k].Error()}
+				}
+				return p.runWindow(ctx, insts[k], t, n, round, *index, total, fmt.Sprintf("%s-p%d", t.Name, n))
+			})
+			if !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, total int) (cell Cell) {
 	name := fmt.Sprintf("%s-p%d-r%d", t.Name, producers, round+1)
 	dataDir := filepath.Join(p.WorkDir, name)
 	if !p.KeepData {
@@ -125,18 +191,24 @@ func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, to
 	}
 	inst, err := Start(ctx, t, dataDir, filepath.Join(p.WorkDir, name+".log"))
 	if err != nil {
-		cell.Err = err.Error()
-		return cell
+		return Cell{Target: t.Name, Producers: producers, Round: round, Err: err.Error()}
 	}
 	defer func() {
 		if err := inst.Stop(); err != nil && cell.Err == "" {
 			cell.Err = "stop: " + err.Error()
 		}
 	}()
+	return p.runWindow(ctx, inst, t, producers, round, index, total, name)
+}
 
+// runWindow runs one measured window of the workload against a started
+// target; ids names the window's transactional ids (and its profile).
+func (p Plan) runWindow(ctx context.Context, inst *Instance, t Target, producers, round, index, total int, ids string) Cell {
+	cell := Cell{Target: t.Name, Producers: producers, Round: round}
+	name := fmt.Sprintf("%s-p%d-r%d", t.Name, producers, round+1)
 	w := p.Workload
 	w.Producers = producers
-	w.TxnIDPrefix = fmt.Sprintf("%s-%s", w.TxnIDPrefix, name)
+	w.TxnIDPrefix = fmt.Sprintf("%s-%s", w.TxnIDPrefix, ids)
 	var txns atomic.Int64
 	p.Progress.CellStart(fmt.Sprintf("round %d/%d %s producers=%d", round+1, p.Rounds, t.Name, producers), index, total, &txns)
 
