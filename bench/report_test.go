@@ -201,14 +201,11 @@ func TestCommandLine(t *testing.T) {
 func TestPlanWithKfakeChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	w := DefaultWorkload()
-	w.Duration = 500 * time.Millisecond
-	broken := TxncoordTarget("/nonexistent/txncoord", false, w.Topic, 6)
-	broken.BuildErr = errors.New("go build ./cmd/txncoord: failed")
+	targets, w := kfakeAndUnstartable(t, 500*time.Millisecond)
 	var progress bytes.Buffer
 	work := t.TempDir()
 	rep, err := RunPlan(ctx, Plan{
-		Targets:    []Target{KfakeTarget(selfCommand(t), false, 3, w.Topic, 6), broken},
+		Targets:    targets,
 		Producers:  []int{2},
 		Rounds:     1,
 		Workload:   w,
@@ -253,6 +250,17 @@ func TestPlanWithKfakeChild(t *testing.T) {
 	}
 }
 
+// kfakeAndUnstartable are the runner tests' targets: kfake re-executed
+// from this test binary, and a txncoord whose build failed; w has the
+// given window.
+func kfakeAndUnstartable(t *testing.T, window time.Duration) ([]Target, Workload) {
+	w := DefaultWorkload()
+	w.Duration = window
+	broken := TxncoordTarget("/nonexistent/txncoord", false, w.Topic, 6)
+	broken.BuildErr = errors.New("go build ./cmd/txncoord: failed")
+	return []Target{KfakeTarget(selfCommand(t), false, 3, w.Topic, 6), broken}, w
+}
+
 // TestPairedPlan: with Paired each target starts once per producer count
 // and serves every round's window (one log, no per-round one), the rounds
 // still alternate with the other targets', and a target that cannot start
@@ -260,13 +268,10 @@ func TestPlanWithKfakeChild(t *testing.T) {
 func TestPairedPlan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	w := DefaultWorkload()
-	w.Duration = 400 * time.Millisecond
-	broken := TxncoordTarget("/nonexistent/txncoord", false, w.Topic, 6)
-	broken.BuildErr = errors.New("go build ./cmd/txncoord: failed")
+	targets, w := kfakeAndUnstartable(t, 400*time.Millisecond)
 	work := t.TempDir()
 	rep, err := RunPlan(ctx, Plan{
-		Targets:   []Target{KfakeTarget(selfCommand(t), false, 3, w.Topic, 6), broken},
+		Targets:   targets,
 		Producers: []int{2},
 		Rounds:    2,
 		Workload:  w,
