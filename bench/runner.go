@@ -202,7 +202,7 @@ func (p Plan) runCell(ctx context.Context, t Target, producers, round, index, to
 }
 
 // runWindow runs one measured window of the workload against a started
-// target; ids names the window's transactional ids (and its profile).
+// target; ids names the window's transactional ids.
 func (p Plan) runWindow(ctx context.Context, inst *Instance, t Target, producers, round, index, total int, ids string) Cell {
 	cell := Cell{Target: t.Name, Producers: producers, Round: round}
 	name := fmt.Sprintf("%s-p%d-r%d", t.Name, producers, round+1)
