@@ -103,16 +103,16 @@ func RunPlan(ctx context.Context, p Plan) (*Report, error) {
 
 	total := p.Rounds * len(p.Producers) * len(p.Targets)
 	index := 0
-	run := func(cell func() Cell) bool {
+	run := func(cell func(index int) Cell) bool {
 		index++
-		c := cell()
+		c := cell(index)
 		rep.Cells = append(rep.Cells, c)
 		p.Progress.CellDone(c)
 		return ctx.Err() == nil
 	}
 	if p.Paired {
 		for _, n := range p.Producers {
-			if !p.runPaired(ctx, rep, n, run, &index, total) {
+			if !p.runPaired(ctx, rep, n, run, total) {
 				break
 			}
 		}
@@ -122,7 +122,7 @@ func RunPlan(ctx context.Context, p Plan) (*Report, error) {
 			for _, n := range p.Producers {
 				for k := range p.Targets {
 					t := p.Targets[(k+round)%len(p.Targets)]
-					if !run(func() Cell { return p.runCell(ctx, t, n, round, index, total) }) {
+					if !run(func(index int) Cell { return p.runCell(ctx, t, n, round, index, total) }) {
 						break rounds
 					}
 				}
@@ -137,7 +137,7 @@ func RunPlan(ctx context.Context, p Plan) (*Report, error) {
 // target started once, its windows alternating with the others'; false
 // once ctx is done. A target that fails to stop has the error on its last
 // window.
-func (p Plan) runPaired(ctx context.Context, rep *Report, n int, run func(func() Cell) bool, index *int, total int) bool {
+func (p Plan) runPaired(ctx context.Context, rep *Report, n int, run func(func(index int) Cell) bool, total int) bool {
 	insts := make([]*Instance, len(p.Targets))
 	errs := make([]error, len(p.Targets))
 	for k, t := range p.Targets {
@@ -169,11 +169,11 @@ func (p Plan) runPaired(ctx context.Context, rep *Report, n int, run func(func()
 		for k := range p.Targets {
 			k := (k + round) % len(p.Targets)
 			t := p.Targets[k]
-			ok := run(func() Cell {
+			ok := run(func(index int) Cell {
 				if errs[k] != nil {
 					return Cell{Target: t.Name, Producers: n, Round: round, Err: errs[k].Error()}
 				}
-				return p.runWindow(ctx, insts[k], t, n, round, *index, total, fmt.Sprintf("%s-p%d", t.Name, n))
+				return p.runWindow(ctx, insts[k], t, n, round, index, total, fmt.Sprintf("%s-p%d", t.Name, n))
 			})
 			if !ok {
 				return false
