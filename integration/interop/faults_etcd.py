@@ -101,6 +101,26 @@ def coordinator_of(admin):
     return call(admin, "GET", "/v1/transactions/" + TID)["coordinator_id"]
 
 
+def wait_complete(admin):
+    """Waits until the id's last transaction has its markers written: its
+    commit returned once the Prepare was durable, and a read_committed
+    read stops at the last stable offset, before a transaction whose
+    markers are still in flight."""
+    start = time.monotonic()
+    deadline = start + 60
+    first = None
+    while True:
+        state = call(admin, "GET", "/v1/transactions/" + TID)["state"]
+        first = first or state
+        if state in ("CompleteCommit", "CompleteAbort", "Empty"):
+            if first != state:
+                log(f"{TID} was {first} when its last commit returned; {state} {time.monotonic() - start:.3f} s later")
+            return
+        if time.monotonic() > deadline:
+            fail(f"{TID} still {state} 60 s after its last transaction ended")
+        time.sleep(0.1)
+
+
 def main():
     if len(sys.argv) != 5:
         sys.exit(__doc__)
@@ -128,6 +148,7 @@ def main():
         fail("faults left after DELETE /v1/faults")
     run.txn(commit=False)
     run.txn(commit=True)
+    wait_complete(admin)
     try:
         read = read_committed(bootstrap, topic, partitions, "interop-etcd-faults-check", timeout=90)
     except RuntimeError as e:
