@@ -268,7 +268,10 @@ func offsetsWithRecords(ctx context.Context, t *testing.T, producer, admin *kgo.
 	if err := producer.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit with offsets: %v", err)
 	}
-	fetched, err := kadm.NewClient(admin).FetchOffsets(ctx, "placed-group")
+	// The commit returns at the durable Prepare; the offset is stable once
+	// the group's marker is written: RequireStable waits for it (the
+	// group answers UNSTABLE_OFFSET_COMMIT until then, which kgo retries).
+	fetched, err := kadm.NewClient(admin).FetchOffsets(kadm.RequireStable(ctx), "placed-group")
 	if err != nil {
 		t.Fatal(err)
 	}
