@@ -24,7 +24,9 @@ func TestBrowserRecords(t *testing.T) {
 	ctx := browser(t)
 	c := startCluster(t, true)
 	c.txn(t, "rec-commit", "commit")
+	c.waitComplete(t, "rec-commit") // the offsets below put each marker before the next producer's record
 	c.txn(t, "rec-abort", "abort")
+	c.waitComplete(t, "rec-abort")
 	c.txn(t, "rec-open", "")
 	base := c.e.Admin.URL()
 

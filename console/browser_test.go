@@ -197,6 +197,22 @@ func (c testCluster) txn(t *testing.T, id, end string) {
 	}
 }
 
+// waitComplete waits until id's last transaction has its markers written:
+// its EndTxn answered once its Prepare was durable, so records produced
+// right after it may otherwise land before its markers.
+func (c testCluster) waitComplete(t *testing.T, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		d, _ := c.e.Coordinator.Coordinator.Describe(id)
+		if d.State == "CompleteCommit" || d.State == "CompleteAbort" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still %q 10 s after its end", id, d.State)
+		}
+	}
+}
+
 // TestBrowserConsole: the transactions view lists a committed, an
 // aborted and an open kgo transaction with their states; the topic view
 // shows the open one's partitions with their LSO below the HW; the Abort button

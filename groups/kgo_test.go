@@ -205,7 +205,9 @@ func TestKgoGroupOfThree(t *testing.T) {
 // want (by partition); when names the moment in failures.
 func checkCommitted(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string, want map[int32]int64, when string) {
 	t.Helper()
-	got, err := adm.FetchOffsets(ctx, group)
+	// Stable: after a transactional commit, its offsets are pending
+	// until the marker reaches the group's coordinator.
+	got, err := adm.FetchOffsets(kadm.RequireStable(ctx), group)
 	if err != nil {
 		t.Fatalf("%s: fetch offsets: %v", when, err)
 	}

@@ -339,6 +339,21 @@ func TestAdminGroupsOnEveryCoordinator(t *testing.T) {
 	if err := producer.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		t.Fatal(err)
 	}
+	// The abort returns once it is durable, before its marker reaches
+	// groupB's coordinator; until then the pending offset keeps the group
+	// (DeleteGroup empties it but leaves it listed, as Kafka does).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		g, err := clients[ownerB].Group(ctx, groupB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(g.Pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still holds pending offsets 10 s after the abort: %+v", groupB, g.Pending)
+		}
+	}
 
 	var apiErr *admin.APIError
 	if err := clients[ownerB].DeleteGroup(ctx, groupA); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {

@@ -25,6 +25,7 @@ func TestRecordBrowserAdmin(t *testing.T) {
 	_, e := startTwoLeadersAdmin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	api := admin.NewClient(e.Admin.URL())
 	produce := func(id string, commit *bool) {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(e.Bootstrap()), kgo.TransactionalID(id), kgo.DefaultProduceTopic("orders"),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -44,13 +45,16 @@ func TestRecordBrowserAdmin(t *testing.T) {
 			if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(*commit)); err != nil {
 				t.Fatal(err)
 			}
+			// EndTxn answers before its marker is written: the next
+			// producer's records must come after it for the layout
+			// below.
+			waitTxnComplete(t, e, id)
 		}
 	}
 	yes, no := true, false
 	produce("rb-commit", &yes)
 	produce("rb-abort", &no)
 	produce("rb-open", nil)
-	api := admin.NewClient(e.Admin.URL())
 	describe := func(recs []admin.Record) string {
 		s := ""
 		for _, r := range recs {
@@ -147,5 +151,21 @@ func TestRecordBrowserAdmin(t *testing.T) {
 	}
 	if len(offsets[0].Producers) != 3 || open != 1 {
 		t.Fatalf("partition 0's producers: %+v, want 3 with one transaction open from offset 6", offsets[0].Producers)
+	}
+}
+
+// waitTxnComplete waits until id's last transaction has its markers
+// written (CompleteCommit or CompleteAbort at e's coordinator): its EndTxn
+// answered once its Prepare was durable.
+func waitTxnComplete(t *testing.T, e *Embedded, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		d, _ := e.Coordinator.Coordinator.Describe(id)
+		if d.State == "CompleteCommit" || d.State == "CompleteAbort" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still %q 10 s after its end", id, d.State)
+		}
 	}
 }

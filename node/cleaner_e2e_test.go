@@ -146,6 +146,9 @@ func TestLogCleanerEmbedded(t *testing.T) {
 			}
 		}
 	}
+	// The plain records below must follow the last abort's marker, which
+	// is written after its EndTxn answered (the log end checked below).
+	waitTxnComplete(t, e, "cleaner-e2e")
 	// A key written and deleted (a tombstone).
 	for _, v := range [][]byte{[]byte("short-lived"), nil} {
 		if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("gone"), Value: v}).FirstErr(); err != nil {

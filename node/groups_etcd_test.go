@@ -162,7 +162,7 @@ func TestGroupsMoveWithTheLease(t *testing.T) {
 	var offsets kadm.OffsetResponses
 	for attempt := 0; ; attempt++ {
 		if ends, err = adm.ListEndOffsets(ctx, "orders"); err == nil {
-			if offsets, err = adm.FetchOffsets(ctx, "move"); err == nil {
+			if offsets, err = adm.FetchOffsets(kadm.RequireStable(ctx), "move"); err == nil {
 				break
 			}
 		}

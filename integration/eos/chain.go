@@ -266,7 +266,10 @@ func groupOffsets(ctx context.Context, cfg Config, group, topic string) (Offsets
 	var lastErr error
 	for ctx.Err() == nil {
 		lastErr = nil
-		fetched, err := adm.FetchOffsets(ctx, group)
+		// Stable: the last transaction's offsets stay pending until
+		// its marker reaches the group's coordinator, after its commit
+		// returned.
+		fetched, err := adm.FetchOffsets(kadm.RequireStable(ctx), group)
 		if err == nil {
 			err = fetched.Error()
 		}

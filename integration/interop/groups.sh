@@ -212,6 +212,16 @@ log "confluent-kafka stage: $(cat "$WORK/py.out")"
 ABORTED=$(sed -n 's/.*aborted=\([0-9]*\).*/\1/p' "$WORK/py.out")
 [[ $ABORTED =~ ^[1-9][0-9]*$ ]] || fail "confluent_eos.py aborted no transaction"
 
+# Its last commit returned once the Prepare was durable; a read_committed
+# read to EOF stops at the last stable offset, before a transaction whose
+# markers are still in flight: wait until they are written.
+for i in $(seq 1 600); do
+	"$TXNCOORD" txn describe --admin "$ADMIN" --transactional-id "interop-py-eos-tx$RUN" -o json \
+		>"$WORK/py-txn.json" 2>"$WORK/py-txn.err" &&
+		grep -Eq '"state": *"(CompleteCommit|CompleteAbort|Empty)"' "$WORK/py-txn.json" && break
+	[ "$i" = 600 ] && fail "interop-py-eos-tx$RUN not complete 60 s after its last commit: $(cat "$WORK/py-txn.json" "$WORK/py-txn.err")"
+	sleep 0.1
+done
 timeout 60 kcat -C -b "$BOOT" -t "$OUT" -e -q -f '%s\n' -X isolation.level=read_committed \
 	>"$WORK/py-out" 2>"$WORK/kcat-rc.err" || fail "kcat -C read_committed $OUT"
 if grep -q '^aborted-' "$WORK/py-out"; then
