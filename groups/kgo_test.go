@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -202,18 +203,30 @@ func TestKgoGroupOfThree(t *testing.T) {
 }
 
 // checkCommitted asserts that group's committed offsets of topic are
-// want (by partition); when names the moment in failures.
+// want (by partition); when names the moment in failures. It waits up to
+// 5 s for them: a transactional commit returns before its marker reaches
+// the group's coordinator, and until then its offsets are pending (a
+// stable fetch of every partition answers UNSTABLE_OFFSET_COMMIT for a
+// partition committed before, and lists one never committed not at all).
 func checkCommitted(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string, want map[int32]int64, when string) {
 	t.Helper()
-	// Stable: after a transactional commit, its offsets are pending
-	// until the marker reaches the group's coordinator.
-	got, err := adm.FetchOffsets(kadm.RequireStable(ctx), group)
-	if err != nil {
-		t.Fatalf("%s: fetch offsets: %v", when, err)
-	}
-	for p, end := range want {
-		if o, ok := got.Lookup(topic, p); !ok || o.At != end {
-			t.Errorf("%s: partition %d committed %+v, want %d", when, p, o, end)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got, err := adm.FetchOffsets(kadm.RequireStable(ctx), group)
+		if err != nil {
+			t.Fatalf("%s: fetch offsets: %v", when, err)
+		}
+		var wrong []string
+		for p, end := range want {
+			if o, ok := got.Lookup(topic, p); !ok || o.At != end {
+				wrong = append(wrong, fmt.Sprintf("partition %d committed %+v, want %d", p, o, end))
+			}
+		}
+		if len(wrong) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s: %s", when, strings.Join(wrong, "; "))
+			return
 		}
 	}
 }
