@@ -25,7 +25,6 @@ func TestRecordBrowserAdmin(t *testing.T) {
 	_, e := startTwoLeadersAdmin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	api := admin.NewClient(e.Admin.URL())
 	produce := func(id string, commit *bool) {
 		cl, err := kgo.NewClient(kgo.SeedBrokers(e.Bootstrap()), kgo.TransactionalID(id), kgo.DefaultProduceTopic("orders"),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -55,6 +54,7 @@ func TestRecordBrowserAdmin(t *testing.T) {
 	produce("rb-commit", &yes)
 	produce("rb-abort", &no)
 	produce("rb-open", nil)
+	api := admin.NewClient(e.Admin.URL())
 	describe := func(recs []admin.Record) string {
 		s := ""
 		for _, r := range recs {
