@@ -47,9 +47,9 @@ func parseStatCPU(raw []byte) (time.Duration, error) {
 
 // hostCPU is the machine's CPU time so far, summed over its CPUs
 // (/proc/stat's cpu line): all of it (user to steal; guest time is in user
-// already) and the part the hypervisor gave to something else while the
-// CPUs had work (steal).
-type hostCPU struct{ total, steal time.Duration }
+// already), the part the hypervisor gave to something else while the CPUs
+// had work (steal), and the part no process wanted (idle and iowait).
+type hostCPU struct{ total, steal, idle time.Duration }
 
 func readHostCPU() (hostCPU, error) {
 	raw, err := os.ReadFile("/proc/stat")
@@ -75,7 +75,10 @@ func parseHostStat(raw []byte) (hostCPU, error) {
 		}
 		d := time.Duration(ticks) * time.Second / clockTicksPerSecond
 		h.total += d
-		if i == 7 {
+		switch i {
+		case 3, 4: // idle, iowait: a CPU with nothing runnable either way
+			h.idle += d
+		case 7:
 			h.steal = d
 		}
 	}
@@ -85,10 +88,22 @@ func parseHostStat(raw []byte) (hostCPU, error) {
 // stealShareSince is the share of the machine's CPU time since before
 // that was stolen: 0 when none passed (or /proc/stat could not be read).
 func (h hostCPU) stealShareSince(before hostCPU) float64 {
+	return h.shareSince(before, h.steal-before.steal)
+}
+
+// idleShareSince is the share of the machine's CPU time since before in
+// which a CPU had nothing to run: where a target leaves the machine idle
+// under a fixed number of producers, its rate is bound by waiting (a disk,
+// a round trip), not by CPU.
+func (h hostCPU) idleShareSince(before hostCPU) float64 {
+	return h.shareSince(before, h.idle-before.idle)
+}
+
+func (h hostCPU) shareSince(before hostCPU, part time.Duration) float64 {
 	if h.total <= before.total || before.total == 0 {
 		return 0
 	}
-	return float64(h.steal-before.steal) / float64(h.total-before.total)
+	return float64(part) / float64(h.total-before.total)
 }
 
 // peakRSS returns VmHWM (the resident set's high-water mark) of pid in bytes.

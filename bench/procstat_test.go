@@ -14,9 +14,15 @@ func TestParseStatSteal(t *testing.T) {
 	if h.total != 240130*time.Millisecond {
 		t.Fatalf("total = %v, want 240.13s (user to steal)", h.total)
 	}
-	later := hostCPU{total: h.total + 10*time.Second, steal: h.steal + 2*time.Second}
+	if h.idle != 167700*time.Millisecond {
+		t.Fatalf("idle = %v, want 167.7s (idle + iowait)", h.idle)
+	}
+	later := hostCPU{total: h.total + 10*time.Second, steal: h.steal + 2*time.Second, idle: h.idle + 5*time.Second}
 	if share := later.stealShareSince(h); share != 0.2 {
 		t.Fatalf("steal share = %v, want 0.2", share)
+	}
+	if share := later.idleShareSince(h); share != 0.5 {
+		t.Fatalf("idle share = %v, want 0.5", share)
 	}
 	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6 7 8\n", "cpu 1 2 3 4 5 6 7\n", "cpu 1 2 3 4 5 6 7 x\n"} {
 		if _, err := parseHostStat([]byte(bad)); err == nil {

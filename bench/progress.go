@@ -96,6 +96,7 @@ func cellLine(c Cell) string {
 	if c.HostSteal >= 0.005 {
 		line += fmt.Sprintf(", host steal %.0f%%", 100*c.HostSteal)
 	}
+	line += fmt.Sprintf(", host idle %.0f%%", 100*c.HostIdle)
 	if c.Err != "" {
 		line += " (error: " + c.Err + ")"
 	}

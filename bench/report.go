@@ -198,22 +198,24 @@ func (r *Report) roundRatiosTable() table {
 	return t
 }
 
-// roundsTable is every cell in the order it ran, with the host's steal
-// during its window: the medians above hide how far rounds spread.
+// roundsTable is every cell in the order it ran, with the host's steal and
+// idle time during its window: the medians above hide how far rounds spread.
 func (r *Report) roundsTable() table {
 	t := table{title: "Every round", header: []string{"round", "target", "producers", "txn/s", "commit p50 ms", "p99",
-		"server CPU ms/1k txn", "host steal %"}}
+		"server CPU ms/1k txn", "host steal %", "host idle %"}}
 	for _, c := range r.Cells {
 		if c.Result == nil {
-			t.rows = append(t.rows, []string{fmt.Sprint(c.Round + 1), c.Target, fmt.Sprint(c.Producers), "failed", "", "", "", ""})
+			t.rows = append(t.rows, []string{fmt.Sprint(c.Round + 1), c.Target, fmt.Sprint(c.Producers), "failed", "", "", "", "", ""})
 			continue
 		}
 		l := latencies(c.Result, false)
 		t.rows = append(t.rows, []string{fmt.Sprint(c.Round + 1), c.Target, fmt.Sprint(c.Producers),
 			fmt.Sprintf("%.0f", c.Result.TxnPerSec()), ms(l.P50), ms(l.P99), ms(c.CPUPer1000()),
-			fmt.Sprintf("%.1f", 100*c.HostSteal)})
+			fmt.Sprintf("%.1f", 100*c.HostSteal), fmt.Sprintf("%.1f", 100*c.HostIdle)})
 	}
-	t.note = "Host steal: the share of the machine's CPU time (all CPUs) over the cell's window that the hypervisor gave to others (/proc/stat)."
+	t.note = "Host steal: the share of the machine's CPU time (all CPUs) over the cell's window that the hypervisor gave to others; " +
+		"host idle: the share in which a CPU had nothing to run (idle + iowait), clients and server together: a target that " +
+		"leaves the machine idle at a fixed number of producers is bound by waiting, not by CPU (/proc/stat)."
 	return t
 }
 
@@ -555,6 +557,7 @@ type cellJSON struct {
 	ServerCPUSec  float64            `json:"server_cpu_s"`
 	PeakRSSBytes  int64              `json:"peak_rss_bytes"`
 	HostSteal     float64            `json:"host_steal"` // share of the machine's CPU time, 0..1
+	HostIdle      float64            `json:"host_idle"`  // idle + iowait share of the machine's CPU time, 0..1
 	MetricsDeltas map[string]float64 `json:"metrics_deltas,omitempty"`
 	// CPUByComponentSec is server_cpu_s split by the window's CPU profile.
 	CPUByComponentSec map[string]float64 `json:"cpu_by_component_s,omitempty"`
@@ -575,7 +578,7 @@ func (r *Report) Write(dir string) error {
 	var cells []cellJSON
 	for _, c := range r.Cells {
 		j := cellJSON{Target: c.Target, Producers: c.Producers, Round: c.Round + 1, ServerCPUSec: c.ServerCPU.Seconds(),
-			PeakRSSBytes: c.PeakRSS, HostSteal: c.HostSteal, MetricsDeltas: c.Metrics, Err: c.Err}
+			PeakRSSBytes: c.PeakRSS, HostSteal: c.HostSteal, HostIdle: c.HostIdle, MetricsDeltas: c.Metrics, Err: c.Err}
 		if c.CPUByComponent != nil {
 			j.CPUByComponentSec = map[string]float64{}
 			for comp, d := range c.CPUByComponent {

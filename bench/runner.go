@@ -55,10 +55,14 @@ type Cell struct {
 	// or /proc/stat has none): what makes one round slower than its
 	// neighbours without any change of the target.
 	HostSteal float64
-	PeakRSS   int64         // child VmHWM at the end of the window, bytes
-	Coord     *CoordFigures // txncoord only, from /metrics over the window
-	Etcd      *EtcdFigures  // a target embedding etcd only, from its /metrics
-	Metrics   Metrics       // raw txncoord_ (and etcd_) metric deltas over the window
+	// HostIdle is the share of the machine's CPU time during the window in
+	// which a CPU had nothing to run (idle or iowait): a target that leaves
+	// the machine idle at a fixed number of producers is bound by waiting.
+	HostIdle float64
+	PeakRSS  int64         // child VmHWM at the end of the window, bytes
+	Coord    *CoordFigures // txncoord only, from /metrics over the window
+	Etcd     *EtcdFigures  // a target embedding etcd only, from its /metrics
+	Metrics  Metrics       // raw txncoord_ (and etcd_) metric deltas over the window
 	// CPUByComponent is ServerCPU split by the window's CPU profile
 	// (Plan.ProfileDir); ProfileErr says why a cell has none.
 	CPUByComponent map[string]time.Duration
@@ -257,6 +261,7 @@ func (p Plan) runWindow(ctx context.Context, inst *Instance, t Target, producers
 	}
 	cell.ServerCPU = cpuEnd - cpuStart
 	cell.HostSteal = hostEnd.stealShareSince(hostStart)
+	cell.HostIdle = hostEnd.idleShareSince(hostStart)
 	if rss, err := inst.PeakRSS(); err == nil {
 		cell.PeakRSS = rss
 	}
