@@ -201,10 +201,8 @@ type AddPartitionsRequest struct {
 
 // AddPartitions decides an AddPartitionsToTxn (not VerifyOnly).
 func AddPartitions(cur *Metadata, pending bool, req AddPartitionsRequest, now int64) Outcome {
-	if code := checkProducer(cur, pending, req.ProducerID, req.ProducerEpoch); code != 0 {
-		return Fail(code)
-	}
-	if isPrepare(cur.State) && req.Overlap && canOverlap(cur, req) {
+	if cur != nil && !pending && isPrepare(cur.State) && req.Overlap && canOverlap(cur, req) &&
+		cur.ProducerID == req.ProducerID && cur.ProducerEpoch == req.ProducerEpoch {
 		// The next transaction starts on top of the Complete* this
 		// Prepare leads to; the Prepare's markers stay outstanding.
 		done := completed(*cur, now)
@@ -213,8 +211,8 @@ func AddPartitions(cur *Metadata, pending bool, req AddPartitionsRequest, now in
 			Partitions: append([]TopicPartition(nil), cur.Partitions...)}
 		cur = &done
 	}
-	if isPrepare(cur.State) {
-		return Fail(kerr.ConcurrentTransactions.Code)
+	if code := checkProducer(cur, pending, req.ProducerID, req.ProducerEpoch); code != 0 {
+		return Fail(code)
 	}
 	if cur.State != Ongoing && !isCompleteOrEmpty(cur.State) {
 		return Fail(kerr.InvalidTxnState.Code)
@@ -271,12 +269,19 @@ func VerifyPartitions(cur *Metadata, pending bool, pid int64, epoch int16, tps [
 }
 
 // checkProducer is the check shared by AddPartitionsToTxn and
-// AddOffsetsToTxn, in Kafka's order.
+// AddOffsetsToTxn, in Kafka's order. A Prepare* transaction is pending
+// as Kafka's is: its metadata holds a pending transition to Complete*
+// from the Prepare's write until the Complete's, so a request meanwhile
+// is answered CONCURRENT_TRANSACTIONS before its producer is checked.
+// That is what a TV2 client relies on at epoch exhaustion: its EndTxn was
+// answered with the new producer id, which the stored metadata holds only
+// from the Complete* on, and its first registration with that id retries
+// until then instead of failing with INVALID_PRODUCER_ID_MAPPING.
 func checkProducer(cur *Metadata, pending bool, pid int64, epoch int16) int16 {
 	switch {
 	case cur == nil:
 		return kerr.InvalidProducerIDMapping.Code
-	case pending:
+	case pending || isPrepare(cur.State):
 		return kerr.ConcurrentTransactions.Code
 	case cur.ProducerID != pid:
 		return kerr.InvalidProducerIDMapping.Code
