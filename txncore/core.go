@@ -98,7 +98,10 @@ func InitProducerID(cur *Metadata, pending bool, req InitPIDRequest, now int64, 
 			StartTimestamp: -1, LastUpdateTimestamp: now,
 		}
 	}
-	if pending || cur.Completing != nil {
+	// Pending first, a Prepare* included (checkProducer says why): a
+	// client answered the new producer id of a rotation retries until the
+	// Complete* stores it, rather than being fenced.
+	if pending || cur.Completing != nil || isPrepare(cur.State) {
 		return Fail(kerr.ConcurrentTransactions.Code)
 	}
 	if hasExpected {
@@ -108,10 +111,7 @@ func InitProducerID(cur *Metadata, pending bool, req InitPIDRequest, now int64, 
 			return Fail(kerr.ProducerFenced.Code)
 		}
 	}
-	switch {
-	case isPrepare(cur.State):
-		return Fail(kerr.ConcurrentTransactions.Code)
-	case cur.State == Ongoing:
+	if cur.State == Ongoing {
 		// Fence the running producer: abort its transaction with a
 		// bumped epoch; the caller retries on 51 and then gets the
 		// epoch after the abort.
