@@ -8,8 +8,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // Run returns a port P such that 127.0.0.1:P .. P+n-1 could all be bound a
@@ -17,15 +20,18 @@ import (
 // may take one before the caller binds it. To make that unlikely, P is
 // drawn at random below the kernel's ephemeral range (which every
 // 127.0.0.1:0 listener and outgoing connection of the tests running in
-// parallel draws from: a run taken from that range collided with them);
-// if no run is free there, the kernel picks P, as before.
+// parallel draws from: a run taken from that range collided with them),
+// and the run is reserved (reserve): neither this process nor another
+// test process of the machine is handed it again while its caller starts
+// the process that binds it. If no run is free there, the kernel picks P,
+// as before.
 func Run(n int) (int, error) {
 	low, high := 10000, ephemeralStart()-n
 	for range 200 {
 		if high <= low {
 			break
 		}
-		if base := low + rand.IntN(high-low); bindable(base, n) {
+		if base := low + rand.IntN(high-low); bindable(base, n) && reserve(base, n) {
 			return base, nil
 		}
 	}
@@ -77,4 +83,50 @@ func ephemeralStart() int {
 		return 32768
 	}
 	return p
+}
+
+// reservedFor is how long a port handed out stays reserved: longer than a
+// test takes from picking its ports to binding them, restarts on the same
+// port included (a cluster of several processes picks every port first).
+const reservedFor = 15 * time.Minute
+
+// reservationDir holds one file per reserved port, its modification time
+// the reservation's; every process of the machine that uses this package
+// shares it. A var for the tests.
+var reservationDir = filepath.Join(os.TempDir(), "txncoord-freeport")
+
+// reserve claims base .. base+n-1 unless one of them was claimed less than
+// reservedFor ago, by this process or another (two packages' tests run at
+// once, each drawing ports at random: a port both drew, bindable for each
+// until the first child bound it, failed the second child's bind). The
+// claim is made under an flock of the directory's lock file, so two
+// processes cannot both take a port. Where the directory cannot be used,
+// every port counts as free: the bind check alone, as before.
+func reserve(base, n int) bool {
+	if err := os.MkdirAll(reservationDir, 0o777); err != nil {
+		return true
+	}
+	lock, err := os.OpenFile(filepath.Join(reservationDir, "lock"), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return true
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return true
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	now := time.Now()
+	for p := base; p < base+n; p++ {
+		if st, err := os.Stat(filepath.Join(reservationDir, strconv.Itoa(p))); err == nil && now.Sub(st.ModTime()) < reservedFor {
+			return false
+		}
+	}
+	for p := base; p < base+n; p++ {
+		path := filepath.Join(reservationDir, strconv.Itoa(p))
+		if err := os.WriteFile(path, nil, 0o666); err != nil {
+			return true
+		}
+		_ = os.Chtimes(path, now, now)
+	}
+	return true
 }

@@ -2,8 +2,11 @@ package freeport
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 )
 
 func TestRunIsBindable(t *testing.T) {
@@ -32,5 +35,35 @@ func TestRunAvoidsEphemeralRange(t *testing.T) {
 		if base+3 >= start {
 			t.Fatalf("run %d-%d reaches the ephemeral range (from %d)", base, base+3, start)
 		}
+	}
+}
+
+// A run handed out is not handed out again while reserved, in this
+// process or another sharing the reservation directory; once the
+// reservation is old it may be.
+func TestRunReservesItsPorts(t *testing.T) {
+	saved := reservationDir
+	reservationDir = t.TempDir()
+	t.Cleanup(func() { reservationDir = saved })
+	base, err := Run(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := base; p < base+3; p++ {
+		if reserve(p, 1) {
+			t.Fatalf("port %d of the run %d-%d reserved twice", p, base, base+2)
+		}
+	}
+	if !reserve(base+3, 1) {
+		t.Fatalf("port %d, after the run, refused", base+3)
+	}
+	old := time.Now().Add(-reservedFor - time.Second)
+	for p := base; p < base+3; p++ {
+		if err := os.Chtimes(filepath.Join(reservationDir, strconv.Itoa(p)), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !reserve(base, 3) {
+		t.Fatalf("run %d-%d refused after its reservation expired", base, base+2)
 	}
 }
