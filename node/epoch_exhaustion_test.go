@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/txncoord/txncoord/coordinator"
 	"github.com/txncoord/txncoord/faults"
 	"github.com/txncoord/txncoord/txncore"
 	"github.com/txncoord/txncoord/txnlog"
@@ -72,7 +72,13 @@ func TestEpochExhaustionRotatesWithoutFailing(t *testing.T) {
 
 	cl := producer()
 	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	describe := func() coordinator.TxnDetail {
+		d, ok := e.Coordinator.Coordinator.Describe(id)
+		if !ok {
+			t.Fatalf("%s not found at the coordinator", id)
+		}
+		return d
+	}
 	// Transaction A: InitProducerId bumped 32765 to 32766, so its commit
 	// exhausts the epoch. Its markers are held: it stays PrepareCommit.
 	var held []faults.Fault
@@ -86,7 +92,7 @@ func TestEpochExhaustionRotatesWithoutFailing(t *testing.T) {
 	if err := commitOne(cl, "A"); err != nil {
 		t.Fatalf("transaction at epoch 32766: %v", err)
 	}
-	if d := describeTxn(ctx, t, adm, id); d.State != "PrepareCommit" || d.ProducerID != firstPID {
+	if d := describe(); d.State != "PrepareCommit" || d.ProducerID != firstPID {
 		t.Fatalf("after the exhausting commit with its markers held: %s of producer %d, want PrepareCommit of %d", d.State, d.ProducerID, firstPID)
 	}
 
@@ -119,25 +125,11 @@ func TestEpochExhaustionRotatesWithoutFailing(t *testing.T) {
 	if r.at.Before(released) {
 		t.Fatal("transaction B committed before transaction A's markers were released")
 	}
-	d := describeTxn(ctx, t, adm, id)
+	d := describe()
 	if d.ProducerID == firstPID || d.ProducerEpoch != 1 {
 		t.Fatalf("after transaction B: producer %d epoch %d, want a new producer id (not %d) at epoch 1", d.ProducerID, d.ProducerEpoch, firstPID)
 	}
 	countCommitted(t, bootstrap, 3) // "before", A and B
-}
-
-// describeTxn is kadm's DescribeTransactions of one id.
-func describeTxn(ctx context.Context, t *testing.T, adm *kadm.Client, id string) kadm.DescribedTransaction {
-	t.Helper()
-	described, err := adm.DescribeTransactions(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, ok := described[id]
-	if !ok || d.Err != nil {
-		t.Fatalf("describe %s: %+v", id, d)
-	}
-	return d
 }
 
 // moveEpoch rewrites id's stored metadata in the stopped `up` at dir to
